@@ -1,0 +1,113 @@
+"""Exception hierarchy.
+
+Who broke the rules is kept apart from what the peer said:
+
+* ``ProtocolError`` (abstract) has two children. ``LocalProtocolError`` means *we*
+  were asked to do something the protocol forbids; ``RemoteProtocolError`` means
+  the *peer* sent something malformed. Each carries ``error_code``, the JSON-RPC
+  code a reply to the offending message should use.
+* ``JSONRPCError`` is not a protocol error: the peer answered a well-formed
+  request with a well-formed error response. In the sans-IO core that answer is a
+  value (``ErrorResponse``); the async layers raise it so callers can ``except``.
+* ``ConnectionClosed`` and ``RequestTimeout`` are what a pending call fails with
+  when the transport ends or its deadline passes; both say why.
+
+This module imports nothing but the standard library so that the sans-IO core
+can use it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .sansio._json import JSONValue
+
+__all__ = (
+    "ConnectionClosed",
+    "JSONRPCError",
+    "LocalProtocolError",
+    "MCPWireError",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "RequestTimeout",
+)
+
+# JSON-RPC "Invalid Request"; duplicated here (not imported) to keep this module a leaf.
+_INVALID_REQUEST = -32600
+
+
+class MCPWireError(Exception):
+    """Base class of every exception mcpwire raises on purpose."""
+
+
+class ProtocolError(MCPWireError):
+    """Somebody broke the protocol. Never raised directly: see the two subclasses.
+
+    ``error_code`` is the JSON-RPC error code that a reply to the offending
+    message should carry.
+    """
+
+    def __init__(self, message: str, *, error_code: int = _INVALID_REQUEST) -> None:
+        if type(self) is ProtocolError:
+            raise TypeError("raise LocalProtocolError or RemoteProtocolError")
+        super().__init__(message)
+        self.error_code = error_code
+
+
+class LocalProtocolError(ProtocolError):
+    """We were about to do something the protocol forbids (a bug in the caller)."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer sent something the protocol forbids."""
+
+
+class JSONRPCError(MCPWireError):
+    """The peer answered a request with a JSON-RPC error response.
+
+    Attributes:
+        code: the integer error code (see ``mcpwire.sansio.ErrorCode``).
+        message: the peer's one-line description.
+        data: the optional ``data`` member, ``None`` when absent.
+    """
+
+    def __init__(self, code: int, message: str, data: JSONValue = None) -> None:
+        super().__init__(f"[{code}] {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class ConnectionClosed(MCPWireError):
+    """The connection ended, so a pending or new request cannot complete.
+
+    Attributes:
+        reason: one human sentence saying why (peer exited, EOF, closed locally).
+        exit_code: the child's exit status when the peer was a child process.
+        stderr_tail: the last lines the child wrote to stderr, if any were kept.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        exit_code: int | None = None,
+        stderr_tail: str = "",
+    ) -> None:
+        text = reason
+        if stderr_tail:
+            text += "\n--- last stderr lines ---\n" + stderr_tail.rstrip("\n")
+        super().__init__(text)
+        self.reason = reason
+        self.exit_code = exit_code
+        self.stderr_tail = stderr_tail
+
+
+class RequestTimeout(MCPWireError, TimeoutError):
+    """A request got no response before its deadline; it was cancelled at the peer."""
+
+    def __init__(self, method: str, seconds: float) -> None:
+        super().__init__(f"request {method!r} timed out after {seconds:g} s")
+        self.method = method
+        self.seconds = seconds

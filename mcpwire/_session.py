@@ -1,0 +1,498 @@
+"""One JSON-RPC connection driven by anyio: the session layer.
+
+Theory of operation
+-------------------
+A ``Session`` owns one transport and one task group. A single reader task
+takes ``Incoming`` items from the transport and dispatches them:
+
+* requests start a handler task each (so a slow tool never blocks a ping),
+  inside its own cancel scope so that ``notifications/cancelled`` can stop it;
+  when a handler was cancelled its response is suppressed, as the cancellation
+  clause asks;
+* responses wake the caller waiting in ``request()``;
+* ``notifications/progress`` for one of our requests calls its progress
+  callback and pushes its deadline out (never past its hard maximum);
+* other notifications go to the user's notification handler, in order;
+* ``Invalid`` items are answered with their error when JSON-RPC calls for one
+  and counted; batches are served only when ``allow_batches`` is set (the
+  2025-03-26 revision) and otherwise refused with one -32600.
+
+All correlation state lives in the sans-IO ``RPCState``; this module only
+waits, times and cancels. Every outgoing request has a finite deadline. When
+the transport ends, every waiting caller fails at once with the transport's
+``ConnectionClosed`` (which says why: exit status, stderr tail), and later
+calls fail the same way immediately.
+
+Nothing here raises an exception group at the user: the reader and handler
+tasks catch everything they can cause, so the task group only ever ends by
+cancellation.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+import anyio
+import anyio.abc
+
+from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
+from ._transport import Transport
+from .sansio._json import JSONObject
+from .sansio._messages import (
+    Batch,
+    ErrorCode,
+    ErrorResponse,
+    Invalid,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    error_response,
+)
+from .sansio._rpc import RPCState
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]
+
+__all__ = (
+    "DEFAULT_MAX_REQUEST_TIMEOUT",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "NotificationHandler",
+    "ProgressCallback",
+    "RequestContext",
+    "RequestHandler",
+    "Session",
+)
+
+logger = logging.getLogger("mcpwire")
+
+#: Seconds an outgoing request may wait for its answer (finite by default: a
+#: dead or wedged peer must never hang a caller forever).
+DEFAULT_REQUEST_TIMEOUT: Final = 60.0
+#: Progress notifications push the deadline out, but never past this many
+#: seconds after the request was sent.
+DEFAULT_MAX_REQUEST_TIMEOUT: Final = 3600.0
+#: Bound on how long we try to tell the peer about a cancellation.
+_CANCEL_NOTICE_TIMEOUT = 2.0
+
+ProgressCallback = Callable[[float, "float | None", "str | None"], Awaitable[None]]
+NotificationHandler = Callable[[Notification], Awaitable[None]]
+RequestHandler = Callable[[Request, "RequestContext"], Awaitable[JSONObject]]
+
+
+class _Unset:
+    pass
+
+
+_UNSET: Final = _Unset()
+
+
+class _Pending:
+    __slots__ = ("done", "hard_deadline", "on_progress", "scope", "timeout", "value")
+
+    def __init__(self, on_progress: ProgressCallback | None, timeout: float) -> None:
+        self.done = anyio.Event()
+        self.value: Response | ErrorResponse | ConnectionClosed | None = None
+        self.on_progress = on_progress
+        self.timeout = timeout
+        self.hard_deadline = math.inf
+        self.scope: anyio.CancelScope | None = None
+
+
+class RequestContext:
+    """What a request handler knows about the request it is serving."""
+
+    __slots__ = ("_scope", "request", "session")
+
+    def __init__(self, session: Session, request: Request, scope: anyio.CancelScope) -> None:
+        self.session = session
+        self.request = request
+        self._scope = scope
+
+    @property
+    def request_id(self) -> RequestId:
+        return self.request.id
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the peer cancelled this request (or the session is closing)."""
+        return self._scope.cancel_called
+
+    @property
+    def progress_token(self) -> str | int | None:
+        params = self.request.params
+        meta = params.get("_meta") if params else None
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` if the requester asked for progress."""
+        token = self.progress_token
+        if token is None:
+            return
+        params: JSONObject = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.session.notify("notifications/progress", params)
+
+
+async def _no_requests(request: Request, ctx: RequestContext) -> JSONObject:
+    raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {request.method}")
+
+
+async def _ignore_notification(notification: Notification) -> None:
+    return None
+
+
+class Session:
+    """A JSON-RPC peer over one transport (use as an async context manager).
+
+    Args:
+        transport: the connection (see ``mcpwire.Transport``).
+        on_request: serves the peer's requests; return a result object or
+            raise ``JSONRPCError``. Any other exception becomes -32603.
+        on_notification: receives the peer's notifications other than
+            cancellation and progress, which the session handles itself.
+        request_timeout: default seconds to wait for an answer.
+        max_request_timeout: the cap progress can extend a deadline to.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        on_request: RequestHandler = _no_requests,
+        on_notification: NotificationHandler = _ignore_notification,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        max_request_timeout: float = DEFAULT_MAX_REQUEST_TIMEOUT,
+    ) -> None:
+        if not (0 < request_timeout <= max_request_timeout):
+            raise ValueError("need 0 < request_timeout <= max_request_timeout")
+        self.transport = transport
+        self.on_request = on_request
+        self.on_notification = on_notification
+        self.request_timeout = request_timeout
+        self.max_request_timeout = max_request_timeout
+        #: Accept JSON-RPC batches (only the 2025-03-26 revision allows them).
+        self.allow_batches = False
+        self.rpc = RPCState()
+        self.invalid_received = 0
+        self._pending: dict[RequestId, _Pending] = {}
+        self._running: dict[RequestId, anyio.CancelScope] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._closed: ConnectionClosed | None = None
+        self._ended = anyio.Event()
+
+    # -- lifecycle ------------------------------------------------------------
+
+    async def __aenter__(self) -> Session:
+        if self._tg is not None:
+            raise RuntimeError("a Session can be entered only once")
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._reader)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> bool | None:
+        await self.close()
+        assert self._tg is not None
+        try:
+            return await self._tg.__aexit__(*exc_info)  # type: ignore[arg-type]
+        except BaseExceptionGroup as group:  # pragma: no cover - defensive
+            raise _unwrap(group) from None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    @property
+    def close_reason(self) -> ConnectionClosed | None:
+        """Why the session ended, once it has."""
+        return self._closed
+
+    async def wait_closed(self) -> None:
+        """Return when the connection has ended (peer gone or ``close()``)."""
+        await self._ended.wait()
+
+    async def close(self) -> None:
+        """End the session: fail pending calls, stop handlers, close the transport.
+
+        Idempotent and callable from any task.
+        """
+        if self._closed is None:
+            self._shutdown(ConnectionClosed("the session was closed"))
+        with anyio.CancelScope(shield=True):
+            await self.transport.aclose()
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+
+    def _shutdown(self, error: ConnectionClosed) -> None:
+        if self._closed is not None:
+            return
+        self._closed = error
+        for pending in self._pending.values():
+            if pending.value is None:  # an answer that already arrived stands
+                pending.value = error
+                pending.done.set()
+        self.rpc.fail_all()
+        for scope in self._running.values():
+            scope.cancel()
+        self._ended.set()
+
+    def _closed_error(self) -> ConnectionClosed:
+        c = self._closed
+        assert c is not None
+        return ConnectionClosed(c.reason, exit_code=c.exit_code, stderr_tail=c.stderr_tail)
+
+    # -- outgoing -------------------------------------------------------------
+
+    async def notify(self, method: str, params: JSONObject | None = None) -> None:
+        """Send a notification. Raises ``ConnectionClosed`` if the connection is gone."""
+        await self.send(Notification(method, params))
+
+    async def send(self, message: Message | list[Message]) -> None:
+        if self._closed is not None:
+            raise self._closed_error()
+        try:
+            await self.transport.send(message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            if self._closed is None:
+                self._shutdown(self.transport.close_error())
+            raise self._closed_error() from exc
+
+    async def request(
+        self,
+        method: str,
+        params: JSONObject | None = None,
+        *,
+        timeout: float | None | _Unset = _UNSET,
+        on_progress: ProgressCallback | None = None,
+        max_timeout: float | _Unset = _UNSET,
+    ) -> JSONObject:
+        """Send a request and wait for its result.
+
+        Args:
+            timeout: seconds to wait (default ``request_timeout``); ``None``
+                waits up to ``max_timeout``.
+            on_progress: called with ``(progress, total, message)`` for each
+                progress notification; asking for it adds a progress token, and
+                each notification restarts the ``timeout`` clock.
+            max_timeout: hard cap however much progress arrives.
+
+        Raises:
+            JSONRPCError: the peer answered with an error.
+            RequestTimeout: no answer in time (``notifications/cancelled`` was sent).
+            ConnectionClosed: the connection ended first.
+        """
+        if self._closed is not None:
+            raise self._closed_error()
+        hard = self.max_request_timeout if isinstance(max_timeout, _Unset) else max_timeout
+        limit = self.request_timeout if isinstance(timeout, _Unset) else timeout
+        if limit is None or limit > hard:
+            limit = hard
+        request, _ = self.rpc.start_request(method, params, progress=on_progress is not None)
+        pending = _Pending(on_progress, limit)
+        self._pending[request.id] = pending
+        started = anyio.current_time()
+        pending.hard_deadline = started + hard
+        try:
+            await self.send(request)
+            with anyio.CancelScope(deadline=started + limit) as scope:
+                pending.scope = scope
+                await pending.done.wait()
+            value = pending.value
+            if value is None:
+                raise RequestTimeout(method, limit)
+        finally:
+            del self._pending[request.id]
+            if pending.value is None:
+                await self._abandon(request.id, method)
+        if type(value) is Response:
+            return value.result
+        if type(value) is ErrorResponse:
+            err = value.error
+            raise JSONRPCError(err.code, err.message, err.data)
+        raise self._closed_error()
+
+    async def _abandon(self, rid: RequestId, method: str) -> None:
+        notice = self.rpc.abandon(rid, f"{method} timed out or was cancelled by the caller")
+        if notice is None or self._closed is not None:
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_NOTICE_TIMEOUT):
+            try:
+                await self.transport.send(notice)
+            except (MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                pass
+
+    # -- incoming -------------------------------------------------------------
+
+    async def _reader(self) -> None:
+        error: ConnectionClosed | None = None
+        try:
+            while True:
+                item = await self.transport.receive()
+                await self._dispatch(item)
+        except anyio.EndOfStream:
+            error = self.transport.close_error()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            error = self.transport.close_error()
+        except MCPWireError as exc:
+            error = exc if isinstance(exc, ConnectionClosed) else ConnectionClosed(str(exc))
+        finally:
+            self._shutdown(error or ConnectionClosed("the session was closed"))
+
+    async def _dispatch(self, item: object) -> None:
+        cls = type(item)
+        if cls is Request:
+            req: Request = item  # type: ignore[assignment]
+            if not self.rpc.request_received(req):
+                await self._send_quietly(error_response(
+                    req.id, ErrorCode.INVALID_REQUEST,
+                    f"request id {req.id!r} is already in use by a request in progress"))
+                return
+            assert self._tg is not None
+            self._tg.start_soon(self._serve, req, None)
+        elif cls is Response or cls is ErrorResponse:
+            self._resolve(item)  # type: ignore[arg-type]
+        elif cls is Notification:
+            await self._notification(item)  # type: ignore[arg-type]
+        elif cls is Invalid:
+            self.invalid_received += 1
+            inv: Invalid = item  # type: ignore[assignment]
+            logger.debug("invalid message from peer: %s", inv.error.message)
+            if inv.reply:
+                await self._send_quietly(inv.response())
+        elif cls is Batch:
+            batch: Batch = item  # type: ignore[assignment]
+            if not self.allow_batches:
+                self.invalid_received += 1
+                await self._send_quietly(error_response(
+                    None, ErrorCode.INVALID_REQUEST,
+                    "JSON-RPC batches are not supported by the negotiated protocol version "
+                    "(only 2025-03-26 allows them)"))
+                return
+            assert self._tg is not None
+            self._tg.start_soon(self._serve_batch, batch)
+
+    def _resolve(self, message: Response | ErrorResponse) -> None:
+        if self.rpc.response_received(message) is None:
+            return
+        pending = self._pending.get(message.id)  # type: ignore[arg-type]
+        if pending is not None:
+            pending.value = message
+            pending.done.set()
+
+    async def _notification(self, note: Notification) -> None:
+        method = note.method
+        if method == "notifications/cancelled":
+            rid = self.rpc.cancel_received(note.params)
+            if rid is not None:
+                scope = self._running.get(rid)
+                if scope is not None:
+                    scope.cancel()
+            return
+        if method == "notifications/progress":
+            rid = self.rpc.progress_received(note.params)
+            pending = self._pending.get(rid) if rid is not None else None
+            if pending is not None:
+                await self._progress(pending, note.params or {})
+                return
+        try:
+            await self.on_notification(note)
+        except Exception:
+            logger.exception("notification handler failed for %s", method)
+
+    async def _progress(self, pending: _Pending, params: JSONObject) -> None:
+        if pending.scope is not None:
+            pending.scope.deadline = min(
+                anyio.current_time() + pending.timeout, pending.hard_deadline
+            )
+        if pending.on_progress is None:
+            return
+        progress = params.get("progress")
+        total = params.get("total")
+        message = params.get("message")
+        try:
+            await pending.on_progress(
+                float(progress) if isinstance(progress, (int, float)) else 0.0,
+                float(total) if isinstance(total, (int, float)) else None,
+                message if isinstance(message, str) else None,
+            )
+        except Exception:
+            logger.exception("progress callback failed")
+
+    async def _serve(self, request: Request, collect: list[Message] | None) -> None:
+        reply: Message | None = None
+        with anyio.CancelScope() as scope:
+            self._running[request.id] = scope
+            ctx = RequestContext(self, request, scope)
+            try:
+                result = await self.on_request(request, ctx)
+                reply = Response(request.id, result)
+            except JSONRPCError as exc:
+                reply = error_response(request.id, exc.code, exc.message, exc.data)
+            except Exception as exc:
+                logger.exception("handler for %r failed", request.method)
+                reply = error_response(request.id, ErrorCode.INTERNAL_ERROR,
+                                       f"Internal error: {type(exc).__name__}: {exc}")
+        self._running.pop(request.id, None)
+        if self._closed is not None:
+            return
+        send = self.rpc.request_finished(request.id)
+        if not send or reply is None or scope.cancelled_caught:
+            return
+        if collect is not None:
+            collect.append(reply)
+        else:
+            await self._send_quietly(reply)
+
+    async def _serve_batch(self, batch: Batch) -> None:
+        replies: list[Message] = []
+        async with anyio.create_task_group() as tg:
+            for item in batch.items:
+                cls = type(item)
+                if cls is Request:
+                    req: Request = item  # type: ignore[assignment]
+                    if req.method == "initialize":
+                        replies.append(error_response(
+                            req.id, ErrorCode.INVALID_REQUEST,
+                            "initialize must not be part of a JSON-RPC batch"))
+                    elif not self.rpc.request_received(req):
+                        replies.append(error_response(
+                            req.id, ErrorCode.INVALID_REQUEST,
+                            f"request id {req.id!r} is already in use"))
+                    else:
+                        tg.start_soon(self._serve, req, replies)
+                elif cls is Invalid:
+                    self.invalid_received += 1
+                    inv: Invalid = item  # type: ignore[assignment]
+                    if inv.reply:
+                        replies.append(inv.response())
+                else:
+                    await self._dispatch(item)
+        if replies:
+            await self._send_quietly(replies)
+
+    async def _send_quietly(self, message: Message | list[Message]) -> None:
+        if self._closed is not None:
+            return
+        try:
+            await self.transport.send(message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            # The reader sees the same end of connection and reports it.
+            pass
+
+
+def _unwrap(group: BaseException) -> BaseException:
+    while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
+        group = group.exceptions[0]
+    return group

@@ -1,0 +1,146 @@
+"""Bytes <-> JSON values: the only module that touches orjson.
+
+Two limits guard every decode, because every byte a peer sends is untrusted:
+
+* ``max_size`` (default 16 MiB): the largest encoded message accepted. The same
+  figure the TypeScript SDK adopted for ``maxMessageBytes`` and several hubs use
+  for stdio; large enough for big tool results and base64 blobs, small enough
+  that a hostile peer cannot make one message cost gigabytes.
+* ``max_depth`` (default 64): the deepest nesting of arrays/objects accepted.
+  Real MCP traffic (JSON Schemas included) nests well under 20 levels; orjson
+  itself stops at 1024, and walking a 1000-deep value is a cheap way to burn
+  stack in every consumer downstream, so we stop far earlier.
+
+Decoding also insists on UTF-8 (the MCP transports require it) and on a JSON
+text that is a single value; errors are ``CodecError`` subclasses that carry the
+JSON-RPC code for the reply (-32700 for undecodable text, -32600 for limits).
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from .._errors import RemoteProtocolError
+from ._json import JSONValue
+
+__all__ = (
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "CodecError",
+    "Limits",
+    "MessageTooDeep",
+    "MessageTooLarge",
+    "NotJSON",
+    "dumps",
+    "loads",
+)
+
+DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
+DEFAULT_MAX_DEPTH = 64
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+
+class CodecError(RemoteProtocolError):
+    """The peer's bytes could not be accepted as one JSON value."""
+
+
+class NotJSON(CodecError):
+    """Not UTF-8 JSON (JSON-RPC -32700, Parse error)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, error_code=PARSE_ERROR)
+
+
+class MessageTooLarge(CodecError):
+    """The encoded message is larger than the configured limit."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            f"message of {size} bytes exceeds the limit of {limit} bytes",
+            error_code=INVALID_REQUEST,
+        )
+        self.size = size
+        self.limit = limit
+
+
+class MessageTooDeep(CodecError):
+    """The message nests arrays/objects deeper than the configured limit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"message nests deeper than the limit of {limit} levels",
+            error_code=INVALID_REQUEST,
+        )
+        self.limit = limit
+
+
+class Limits:
+    """Decode limits; one immutable instance is shared by a connection."""
+
+    __slots__ = ("max_depth", "max_size")
+
+    def __init__(
+        self, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE, max_depth: int = DEFAULT_MAX_DEPTH
+    ) -> None:
+        if max_size < 2 or max_depth < 1:
+            raise ValueError("max_size must be >= 2 and max_depth >= 1")
+        self.max_size = max_size
+        self.max_depth = max_depth
+
+    def __repr__(self) -> str:
+        return f"Limits(max_size={self.max_size}, max_depth={self.max_depth})"
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def _depth_exceeds(value: JSONValue, limit: int) -> bool:
+    # Iterative walk over containers only; scalars cost nothing. A message with
+    # a 10 MB string is one step, a typical request a handful.
+    stack: list[tuple[JSONValue, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            if depth > limit:
+                return True
+            for child in item.values():
+                if isinstance(child, (dict, list)):
+                    stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            if depth > limit:
+                return True
+            for child in item:
+                if isinstance(child, (dict, list)):
+                    stack.append((child, depth + 1))
+    return False
+
+
+def loads(data: bytes | bytearray | memoryview | str, limits: Limits = DEFAULT_LIMITS) -> JSONValue:
+    """Decode one JSON value, enforcing ``limits``.
+
+    Raises:
+        MessageTooLarge: more than ``limits.max_size`` bytes.
+        NotJSON: not valid UTF-8 JSON.
+        MessageTooDeep: nested deeper than ``limits.max_depth``.
+    """
+    size = len(data)
+    if size > limits.max_size:
+        raise MessageTooLarge(size, limits.max_size)
+    try:
+        value: JSONValue = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise NotJSON(f"invalid JSON: {exc}") from None
+    if isinstance(value, (dict, list)) and _depth_exceeds(value, limits.max_depth):
+        raise MessageTooDeep(limits.max_depth)
+    return value
+
+
+def dumps(value: object) -> bytes:
+    """Encode compactly as UTF-8 JSON. Never contains a raw newline byte.
+
+    orjson escapes every control character inside strings, so the output can be
+    framed by newlines as the stdio transport requires.
+    """
+    return orjson.dumps(value)
