@@ -20,6 +20,30 @@ from ._errors import RequestTimeout as RequestTimeout
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
+    from ._client import Client as Client
+    from ._client import OutputValidationError as OutputValidationError
+    from ._client import Subscription as Subscription
+    from ._content import Audio as Audio
+    from ._content import EmbeddedResource as EmbeddedResource
+    from ._content import Image as Image
+    from ._content import PromptMessage as PromptMessage
+    from ._content import ResourceLink as ResourceLink
+    from ._content import Text as Text
+    from ._content import ToolError as ToolError
+    from ._content import ToolResult as ToolResult
+    from ._context import Context as Context
+    from ._server import Connection as Connection
+    from ._server import Server as Server
+    from ._types import CallToolResult as CallToolResult
+    from ._types import Completion as Completion
+    from ._types import Content as Content
+    from ._types import GetPromptResult as GetPromptResult
+    from ._types import Prompt as Prompt
+    from ._types import PromptArgument as PromptArgument
+    from ._types import Resource as Resource
+    from ._types import ResourceContents as ResourceContents
+    from ._types import ResourceTemplate as ResourceTemplate
+    from ._types import Tool as Tool
     from ._session import RequestContext as RequestContext
     from ._session import Session as Session
     from ._stdio import StdioClientTransport as StdioClientTransport
@@ -29,7 +53,31 @@ if TYPE_CHECKING:
     from ._transport import memory_pair as memory_pair
 
 __all__ = (
+    "Audio",
+    "CallToolResult",
+    "Client",
+    "Completion",
+    "Connection",
     "ConnectionClosed",
+    "Content",
+    "Context",
+    "EmbeddedResource",
+    "GetPromptResult",
+    "Image",
+    "OutputValidationError",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "Resource",
+    "ResourceContents",
+    "ResourceLink",
+    "ResourceTemplate",
+    "Server",
+    "Subscription",
+    "Text",
+    "Tool",
+    "ToolError",
+    "ToolResult",
     "JSONRPCError",
     "LocalProtocolError",
     "MCPWireError",
@@ -48,6 +96,30 @@ __all__ = (
 
 # name -> private module that defines it; imported on first attribute access.
 _LAZY = {
+    "Client": "._client",
+    "OutputValidationError": "._client",
+    "Subscription": "._client",
+    "Audio": "._content",
+    "EmbeddedResource": "._content",
+    "Image": "._content",
+    "PromptMessage": "._content",
+    "ResourceLink": "._content",
+    "Text": "._content",
+    "ToolError": "._content",
+    "ToolResult": "._content",
+    "Context": "._context",
+    "Connection": "._server",
+    "Server": "._server",
+    "CallToolResult": "._types",
+    "Completion": "._types",
+    "Content": "._types",
+    "GetPromptResult": "._types",
+    "Prompt": "._types",
+    "PromptArgument": "._types",
+    "Resource": "._types",
+    "ResourceContents": "._types",
+    "ResourceTemplate": "._types",
+    "Tool": "._types",
     "RequestContext": "._session",
     "Session": "._session",
     "StdioClientTransport": "._stdio",

@@ -277,6 +277,7 @@ class Session:
         timeout: float | None | _Unset = _UNSET,
         on_progress: ProgressCallback | None = None,
         max_timeout: float | _Unset = _UNSET,
+        on_id: Callable[[RequestId], None] | None = None,
     ) -> JSONObject:
         """Send a request and wait for its result.
 
@@ -287,6 +288,8 @@ class Session:
                 progress notification; asking for it adds a progress token, and
                 each notification restarts the ``timeout`` clock.
             max_timeout: hard cap however much progress arrives.
+            on_id: called with the request's id before it is sent (to route
+                notifications that name it, such as a subscription's).
 
         Raises:
             JSONRPCError: the peer answered with an error.
@@ -300,6 +303,8 @@ class Session:
         if limit is None or limit > hard:
             limit = hard
         request, _ = self.rpc.start_request(method, params, progress=on_progress is not None)
+        if on_id is not None:
+            on_id(request.id)
         pending = _Pending(on_progress, limit)
         self._pending[request.id] = pending
         started = anyio.current_time()
@@ -355,9 +360,13 @@ class Session:
         if cls is Request:
             req: Request = item  # type: ignore[assignment]
             if not self.rpc.request_received(req):
-                await self._send_quietly(error_response(
-                    req.id, ErrorCode.INVALID_REQUEST,
-                    f"request id {req.id!r} is already in use by a request in progress"))
+                await self._send_quietly(
+                    error_response(
+                        req.id,
+                        ErrorCode.INVALID_REQUEST,
+                        f"request id {req.id!r} is already in use by a request in progress",
+                    )
+                )
                 return
             assert self._tg is not None
             self._tg.start_soon(self._serve, req, None)
@@ -375,10 +384,14 @@ class Session:
             batch: Batch = item  # type: ignore[assignment]
             if not self.allow_batches:
                 self.invalid_received += 1
-                await self._send_quietly(error_response(
-                    None, ErrorCode.INVALID_REQUEST,
-                    "JSON-RPC batches are not supported by the negotiated protocol version "
-                    "(only 2025-03-26 allows them)"))
+                await self._send_quietly(
+                    error_response(
+                        None,
+                        ErrorCode.INVALID_REQUEST,
+                        "JSON-RPC batches are not supported by the negotiated protocol version "
+                        "(only 2025-03-26 allows them)",
+                    )
+                )
                 return
             assert self._tg is not None
             self._tg.start_soon(self._serve_batch, batch)
@@ -442,8 +455,11 @@ class Session:
                 reply = error_response(request.id, exc.code, exc.message, exc.data)
             except Exception as exc:
                 logger.exception("handler for %r failed", request.method)
-                reply = error_response(request.id, ErrorCode.INTERNAL_ERROR,
-                                       f"Internal error: {type(exc).__name__}: {exc}")
+                reply = error_response(
+                    request.id,
+                    ErrorCode.INTERNAL_ERROR,
+                    f"Internal error: {type(exc).__name__}: {exc}",
+                )
         self._running.pop(request.id, None)
         if self._closed is not None:
             return
@@ -463,13 +479,21 @@ class Session:
                 if cls is Request:
                     req: Request = item  # type: ignore[assignment]
                     if req.method == "initialize":
-                        replies.append(error_response(
-                            req.id, ErrorCode.INVALID_REQUEST,
-                            "initialize must not be part of a JSON-RPC batch"))
+                        replies.append(
+                            error_response(
+                                req.id,
+                                ErrorCode.INVALID_REQUEST,
+                                "initialize must not be part of a JSON-RPC batch",
+                            )
+                        )
                     elif not self.rpc.request_received(req):
-                        replies.append(error_response(
-                            req.id, ErrorCode.INVALID_REQUEST,
-                            f"request id {req.id!r} is already in use"))
+                        replies.append(
+                            error_response(
+                                req.id,
+                                ErrorCode.INVALID_REQUEST,
+                                f"request id {req.id!r} is already in use",
+                            )
+                        )
                     else:
                         tg.start_soon(self._serve, req, replies)
                 elif cls is Invalid:

@@ -1,0 +1,308 @@
+"""The ``mcpwire`` command line: inspect, call, read, prompt, serve, hub.
+
+Output for people goes to stdout, diagnostics to stderr; ``--json`` prints one
+JSON document on stdout instead. Exit status: 0 success, 1 the server answered
+with an error (or a tool result with ``isError``), 2 usage error, 3 could not
+connect or timed out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
+
+if TYPE_CHECKING:
+    from ._client import Client
+    from .sansio._json import JSONObject
+
+__all__ = ("run",)
+
+EXIT_OK, EXIT_SERVER_ERROR, EXIT_USAGE, EXIT_CONNECT = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcpwire",
+        description="Inspect, call and serve Model Context Protocol servers.",
+        epilog="TARGET is a URL, '--config FILE --server NAME', or '-- COMMAND [ARGS...]' "
+        "(always last).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+        p.add_argument(
+            "--mode", default="auto", help="auto (default), legacy, or a protocol version to pin"
+        )
+        p.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+        p.add_argument("--config", help="a config file with mcpServers / servers")
+        p.add_argument("--server", help="the server's name in --config")
+
+    p = sub.add_parser("inspect", help="show a server's info, tools, resources and prompts")
+    p.add_argument("url", nargs="?")
+    common(p)
+    p = sub.add_parser("call", help="call a tool")
+    p.add_argument("positional", nargs="+", metavar="[URL] TOOL")
+    p.add_argument("--args", default="{}", help="tool arguments as a JSON object")
+    common(p)
+    p = sub.add_parser("read", help="read a resource")
+    p.add_argument("positional", nargs="+", metavar="[URL] URI")
+    common(p)
+    p = sub.add_parser("prompt", help="get a prompt")
+    p.add_argument("positional", nargs="+", metavar="[URL] NAME")
+    p.add_argument("--args", default="{}", help="prompt arguments as a JSON object")
+    common(p)
+    p = sub.add_parser("serve", help="run a Server object (module:attr or file.py:attr)")
+    p.add_argument("app")
+    p.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p = sub.add_parser("hub", help="connect every server in config files")
+    p.add_argument("--config", action="append", default=[])
+    p.add_argument("--json", action="store_true")
+    return parser
+
+
+def run(argv: list[str]) -> int:
+    command: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, command = argv[:cut], argv[cut + 1 :]
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_USAGE if exc.code not in (0, None) else EXIT_OK
+    try:
+        if args.command == "serve":
+            return _serve(args)
+        if args.command == "hub":
+            raise UsageError("the hub arrives with the hub work; it is not built yet")
+        return anyio.run(_client_command, args, command)
+    except BrokenPipeError:
+        # The reader of our stdout went away (``| head``): not an error of ours.
+        sys.stderr.close()
+        return EXIT_OK
+    except UsageError as exc:
+        print(f"mcpwire: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _split_target(
+    args: argparse.Namespace, command: list[str], wanted: int
+) -> tuple[str | None, list[str]]:
+    """Separate a leading URL from the command's own positionals."""
+    positional: list[str] = list(getattr(args, "positional", []) or [])
+    if getattr(args, "url", None):
+        positional.insert(0, args.url)
+    url = None
+    if positional and positional[0].startswith(("http://", "https://")):
+        url = positional.pop(0)
+    if len(positional) != wanted:
+        raise UsageError(
+            f"{args.command}: expected {wanted} argument(s) besides the target, got {positional}"
+        )
+    targets = sum(1 for t in (url, command or None, args.config) if t)
+    if targets != 1:
+        raise UsageError(
+            "give exactly one TARGET: a URL, '--config FILE --server NAME', or "
+            "'-- COMMAND [ARGS...]' at the end"
+        )
+    return url, positional
+
+
+def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) -> Client:
+    from ._client import Client
+
+    if url is not None:
+        raise UsageError("HTTP targets arrive with the HTTP transport; they are not built yet")
+    env: dict[str, str | None] | None = None
+    cwd: str | None = None
+    if args.config:
+        if not args.server:
+            raise UsageError("--config needs --server NAME")
+        command, env, cwd = _from_config(args.config, args.server)
+    notes: list[str] = []
+
+    async def on_note(method: str, params: JSONObject) -> None:
+        if method == "notifications/message" and not args.json:
+            print(f"[{params.get('level')}] {params.get('data')}", file=sys.stderr)
+        notes.append(method)
+
+    return Client.stdio(
+        command[0],
+        command[1:],
+        env=env,
+        cwd=cwd,
+        mode=args.mode,
+        request_timeout=args.timeout,
+        on_notification=on_note,
+        log_level="debug",
+    )
+
+
+def _from_config(
+    path: str, name: str
+) -> tuple[list[str], dict[str, str | None] | None, str | None]:
+    try:
+        with open(path, "rb") as f:
+            data = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    servers = data.get("mcpServers") or data.get("servers") or {}
+    entry = servers.get(name) if isinstance(servers, dict) else None
+    if not isinstance(entry, dict):
+        raise UsageError(f"{path}: no server named {name!r}")
+    if "command" not in entry:
+        raise UsageError(
+            f"{path}: server {name!r} has no command (URL servers need the HTTP transport)"
+        )
+    args = entry.get("args") or []
+    env = entry.get("env")
+    return [str(entry["command"]), *map(str, args)], env, entry.get("cwd")
+
+
+async def _client_command(args: argparse.Namespace, command: list[str]) -> int:
+    handlers: dict[
+        str, tuple[int, Callable[[Client, argparse.Namespace, list[str]], Awaitable[int]]]
+    ] = {
+        "inspect": (0, _inspect),
+        "call": (1, _call),
+        "read": (1, _read),
+        "prompt": (1, _prompt),
+    }
+    wanted, handler = handlers[args.command]
+    try:
+        url, rest = _split_target(args, command, wanted)
+        client = _make_client(args, url, command)
+    except UsageError as exc:
+        print(f"mcpwire: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        async with client:
+            return await handler(client, args, rest)
+    except UsageError as exc:
+        print(f"mcpwire: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except JSONRPCError as exc:
+        _fail(args, "server error", exc.code, exc.message, exc.data)
+        return EXIT_SERVER_ERROR
+    except (ConnectionClosed, RequestTimeout, TimeoutError) as exc:
+        _fail(args, "could not connect or timed out", None, str(exc), None)
+        return EXIT_CONNECT
+    except MCPWireError as exc:
+        _fail(args, "error", None, str(exc), None)
+        return EXIT_SERVER_ERROR
+
+
+def _fail(
+    args: argparse.Namespace, kind: str, code: int | None, message: str, data: object
+) -> None:
+    if args.json:
+        err: dict[str, object] = {"kind": kind, "message": message}
+        if code is not None:
+            err["code"] = code
+        if data is not None:
+            err["data"] = data
+        print(json.dumps({"error": err}))
+    else:
+        prefix = f"[{code}] " if code is not None else ""
+        print(f"mcpwire: {kind}: {prefix}{message}", file=sys.stderr)
+
+
+def _json_args(text: str) -> JSONObject:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"--args is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageError("--args must be a JSON object")
+    return value
+
+
+async def _inspect(client: Client, args: argparse.Namespace, rest: list[str]) -> int:
+    from ._cli_output import inspect_report, render_inspect
+
+    report = await inspect_report(client)
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        print(render_inspect(report))
+    return EXIT_OK
+
+
+async def _call(client: Client, args: argparse.Namespace, rest: list[str]) -> int:
+    from ._cli_output import ProgressLine, render_content
+
+    arguments = _json_args(args.args)
+    progress = ProgressLine(enabled=not args.json and sys.stderr.isatty())
+    try:
+        result = await client.call_tool(rest[0], arguments, on_progress=progress.update)
+    finally:
+        progress.done()
+    if args.json:
+        print(json.dumps(result.raw, indent=2, ensure_ascii=False))
+    else:
+        text = render_content(result.content)
+        if result.is_error:
+            print(f"mcpwire: tool {rest[0]!r} reported an error:\n{text}", file=sys.stderr)
+        else:
+            print(text)
+    return EXIT_SERVER_ERROR if result.is_error else EXIT_OK
+
+
+async def _read(client: Client, args: argparse.Namespace, rest: list[str]) -> int:
+    contents = await client.read_resource(rest[0])
+    if args.json:
+        print(json.dumps({"contents": [c.raw for c in contents]}, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    for item in contents:
+        if item.text is not None:
+            print(item.text)
+        else:
+            size = len(item.blob or "") * 3 // 4
+            print(
+                f"[binary {item.mime_type or 'application/octet-stream'}, ~{size} bytes, "
+                f"{item.uri}]"
+            )
+    return EXIT_OK
+
+
+async def _prompt(client: Client, args: argparse.Namespace, rest: list[str]) -> int:
+    from ._cli_output import render_content
+    from ._types import Content
+
+    raw_args = _json_args(args.args)
+    result = await client.get_prompt(rest[0], {k: str(v) for k, v in raw_args.items()})
+    if args.json:
+        print(json.dumps(result.raw, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    if result.description:
+        print(f"# {result.description}\n")
+    for message in result.messages:
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        print(f"{message.get('role')}:")
+        print(render_content([Content.from_json(b) for b in blocks]))
+        print()
+    return EXIT_OK
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from ._cli_output import load_app
+
+    if args.transport != "stdio":
+        raise UsageError(f"--transport {args.transport}: the HTTP transports are not built yet")
+    server = load_app(args.app)
+    server.run()
+    return EXIT_OK

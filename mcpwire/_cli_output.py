@@ -1,0 +1,193 @@
+"""Human-readable rendering for the CLI, and loading ``serve`` targets."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from ._errors import JSONRPCError
+
+if TYPE_CHECKING:
+    from ._client import Client
+    from ._server import Server
+    from ._types import Content
+    from .sansio._json import JSONObject, JSONValue
+
+__all__ = ("ProgressLine", "inspect_report", "load_app", "render_content", "render_inspect")
+
+
+async def inspect_report(client: Client) -> JSONObject:
+    caps = client.server_capabilities
+    report: JSONObject = {
+        "serverInfo": client.server_info,
+        "era": client.era,
+        "protocolVersion": client.protocol_version,
+        "supportedVersions": list(client.supported_versions),
+        "capabilities": caps,
+        "instructions": client.instructions,
+    }
+    sections = (
+        ("tools", "tools", client.list_tools),
+        ("resources", "resources", client.list_resources),
+        ("resourceTemplates", "resources", client.list_resource_templates),
+        ("prompts", "prompts", client.list_prompts),
+    )
+    for key, cap, fetch in sections:
+        if cap not in caps:
+            report[key] = []
+            continue
+        try:
+            items = await fetch()  # type: ignore[operator]
+        except JSONRPCError as exc:
+            report[key] = {"error": {"code": exc.code, "message": exc.message}}
+            continue
+        report[key] = [item.raw for item in items]
+    return report
+
+
+def _signature(schema: JSONValue) -> str:
+    if not isinstance(schema, dict):
+        return ""
+    props = schema.get("properties")
+    required = schema.get("required")
+    required_set = set(required) if isinstance(required, list) else set()  # type: ignore[arg-type]
+    parts = []
+    if isinstance(props, dict):
+        for name, prop in props.items():
+            kind = prop.get("type", "any") if isinstance(prop, dict) else "any"
+            if isinstance(kind, list):
+                kind = "|".join(map(str, kind))
+            mark = "" if name in required_set else "?"
+            parts.append(f"{name}{mark}: {kind}")
+    return ", ".join(parts)
+
+
+def render_inspect(report: JSONObject) -> str:
+    info = report.get("serverInfo")
+    info = info if isinstance(info, dict) else {}
+    lines = []
+    title = f" - {info['title']}" if info.get("title") else ""
+    lines.append(f"{info.get('name', '(unnamed server)')} {info.get('version', '')}{title}")
+    lines.append(f"era: {report.get('era')}  protocol: {report.get('protocolVersion')}")
+    caps = report.get("capabilities")
+    if isinstance(caps, dict):
+        names = []
+        for name, value in caps.items():
+            flags = [k for k, v in value.items() if v is True] if isinstance(value, dict) else []
+            names.append(f"{name} ({', '.join(flags)})" if flags else name)
+        lines.append("capabilities: " + (", ".join(names) or "none"))
+    if report.get("instructions"):
+        lines.append(f"instructions: {report['instructions']}")
+
+    def section(title: str, key: str, fmt: object) -> None:
+        items = report.get(key)
+        if isinstance(items, dict):
+            lines.append(f"\n{title}: error {items.get('error')}")
+            return
+        items = items if isinstance(items, list) else []
+        lines.append(f"\n{title} ({len(items)})")
+        for item in items:
+            if isinstance(item, dict):
+                lines.append("  " + fmt(item))  # type: ignore[operator]
+
+    def tool_line(t: JSONObject) -> str:
+        head = f"{t.get('name')}({_signature(t.get('inputSchema'))})"
+        return f"{head:<44} {t.get('description') or ''}".rstrip()
+
+    def resource_line(r: JSONObject) -> str:
+        head = f"{r.get('uri')}  {r.get('mimeType') or ''}"
+        return f"{head:<44} {r.get('description') or r.get('name') or ''}".rstrip()
+
+    def template_line(r: JSONObject) -> str:
+        head = f"{r.get('uriTemplate')}  {r.get('mimeType') or ''}"
+        return f"{head:<44} {r.get('description') or r.get('name') or ''}".rstrip()
+
+    def prompt_line(p: JSONObject) -> str:
+        args = p.get("arguments")
+        names = [
+            f"{a.get('name')}{'' if a.get('required') else '?'}"
+            for a in (args if isinstance(args, list) else [])
+            if isinstance(a, dict)
+        ]
+        head = f"{p.get('name')}({', '.join(names)})"
+        return f"{head:<44} {p.get('description') or ''}".rstrip()
+
+    section("Tools", "tools", tool_line)
+    section("Resources", "resources", resource_line)
+    section("Resource templates", "resourceTemplates", template_line)
+    section("Prompts", "prompts", prompt_line)
+    return "\n".join(lines)
+
+
+def render_content(blocks: list[Content]) -> str:
+    out = []
+    for block in blocks:
+        if block.type == "text" and block.text is not None:
+            out.append(block.text)
+        elif block.type in ("image", "audio"):
+            size = len(block.data or "") * 3 // 4
+            out.append(f"[{block.type} {block.mime_type}, ~{size} bytes]")
+        elif block.type == "resource_link":
+            out.append(f"[link {block.uri}]")
+        elif block.type == "resource" and block.resource is not None:
+            res = block.resource
+            text = res.get("text")
+            out.append(text if isinstance(text, str) else f"[embedded {res.get('uri')}]")
+        else:
+            out.append(f"[{block.type}]")
+    return "\n".join(out)
+
+
+class ProgressLine:
+    """A one-line progress display on stderr (only on a terminal)."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.enabled = enabled
+        self.shown = False
+
+    async def update(self, progress: float, total: float | None, message: str | None) -> None:
+        if not self.enabled:
+            return
+        width = 24
+        if total:
+            filled = max(0, min(width, int(width * progress / total)))
+            bar = "#" * filled + "." * (width - filled)
+            text = f"[{bar}] {progress:g}/{total:g}"
+        else:
+            text = f"[{progress:g}]"
+        if message:
+            text += f" {message}"
+        sys.stderr.write("\r\x1b[2K" + text[:200])
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+
+
+def load_app(spec: str) -> Server:
+    """Load ``module:attr`` or ``path/to/file.py:attr`` (attr defaults to ``server``)."""
+    from ._server import Server
+
+    target, _, attr = spec.partition(":")
+    attr = attr or "server"
+    if target.endswith(".py") or os.path.sep in target:
+        path = os.path.abspath(target)
+        name = os.path.splitext(os.path.basename(path))[0]
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        if module_spec is None or module_spec.loader is None:
+            raise SystemExit(f"mcpwire: cannot load {path}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        module_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(target)
+    obj = getattr(module, attr, None)
+    if not isinstance(obj, Server):
+        raise SystemExit(f"mcpwire: {spec} is not an mcpwire.Server")
+    return obj

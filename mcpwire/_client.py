@@ -1,0 +1,695 @@
+"""``Client``: every client->server request of both eras, era detection, callbacks.
+
+Theory of operation
+-------------------
+``async with Client(target) as client`` opens the transport and a ``Session``
+and learns the server's era:
+
+* ``mode="auto"`` (default): send ``server/discover`` with the modern envelope.
+  A ``DiscoverResult`` naming a modern version we speak, or a -32022 naming
+  one, means modern. Anything else (any other error, silence until
+  ``probe_timeout``) falls back to ``initialize`` on the same connection, as
+  the stdio transport clause asks: the fallback never keys on one error code.
+* ``mode="legacy"``: ``initialize`` only. ``mode="<version>"``: pinned.
+
+Modern requests carry the envelope (version, capabilities, client info,
+optional log level) in ``params._meta``. Server asks arrive either as legacy
+server->client requests or as modern ``InputRequiredResult``s; both are
+answered by the same callbacks, and the multi-round loop retries with a fresh
+id, the answers, and the exact ``requestState`` (bounded by
+``max_input_rounds``). Cacheable modern results are kept for their ``ttlMs``
+and dropped when a list-changed or updated notification names them.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+import anyio.abc
+
+from . import _schema
+from ._errors import ConnectionClosed, JSONRPCError, MCPWireError
+from ._session import DEFAULT_REQUEST_TIMEOUT, ProgressCallback, RequestContext, Session
+from ._transport import Transport, memory_pair
+from ._types import (
+    CallToolResult,
+    Completion,
+    GetPromptResult,
+    Prompt,
+    Resource,
+    ResourceContents,
+    ResourceTemplate,
+    Tool,
+)
+from ._versions import (
+    LATEST_LEGACY_VERSION,
+    LATEST_VERSION,
+    LEGACY_VERSIONS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SUBSCRIPTION_ID,
+    MODERN_VERSIONS,
+    Era,
+)
+from .sansio._json import JSONObject, JSONValue
+from .sansio._messages import ErrorCode, Notification, Request, RequestId
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+__all__ = ("Client", "OutputValidationError", "Subscription")
+
+Callback = Callable[[JSONObject], Awaitable[JSONObject]]
+RootsSource = Callable[[], Awaitable[list[JSONObject]]]
+NotificationCallback = Callable[[str, JSONObject], Awaitable[None]]
+
+#: Seconds the era probe waits before concluding the server is legacy.
+DEFAULT_PROBE_TIMEOUT = 10.0
+#: Bound on multi-round-trip retries of one request.
+DEFAULT_MAX_INPUT_ROUNDS = 10
+_CACHEABLE = frozenset(
+    {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+)
+_INVALIDATES = {
+    "notifications/tools/list_changed": ("tools/list",),
+    "notifications/prompts/list_changed": ("prompts/list",),
+    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+}
+
+
+class OutputValidationError(MCPWireError):
+    """A tool's ``structuredContent`` does not match its advertised ``outputSchema``."""
+
+
+class Subscription:
+    """A modern ``subscriptions/listen`` stream: iterate to receive notifications."""
+
+    def __init__(
+        self,
+        honored: JSONObject,
+        receive: anyio.abc.ObjectReceiveStream[Notification],
+        request_id: RequestId,
+    ) -> None:
+        self.honored = honored
+        self.id = request_id
+        self._receive = receive
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> Notification:
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+
+class Client:
+    """An MCP client over any transport, a ``Server`` in-process, or a stdio command.
+
+    Args:
+        target: a ``Transport``, or a ``Server`` to run in-process.
+        mode: ``"auto"``, ``"legacy"``, or a protocol version to pin.
+        client_info: ``{"name": ..., "version": ...}`` sent to the server.
+        sampling: answers ``sampling/createMessage`` (params -> result, wire form).
+        elicitation: answers ``elicitation/create``.
+        roots: the client's roots, as a list or an async function returning one.
+        on_notification: called with ``(method, params)`` for server notifications.
+        log_level: modern era: ask for log messages at this level and above.
+        request_timeout: default seconds per request.
+    """
+
+    def __init__(
+        self,
+        target: Transport | Server,
+        *,
+        mode: str = "auto",
+        client_info: JSONObject | None = None,
+        sampling: Callback | None = None,
+        elicitation: Callback | None = None,
+        roots: list[JSONObject] | RootsSource | None = None,
+        on_notification: NotificationCallback | None = None,
+        log_level: str | None = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        validate_output: bool = True,
+        cache: bool = True,
+    ) -> None:
+        if mode not in ("auto", "legacy") and mode not in LEGACY_VERSIONS + MODERN_VERSIONS:
+            raise ValueError(f"mode must be 'auto', 'legacy' or a protocol version, not {mode!r}")
+        self._target = target
+        self.mode = mode
+        self.client_info: JSONObject = client_info or {"name": "mcpwire", "version": _version()}
+        self.sampling = sampling
+        self.elicitation = elicitation
+        self.roots = roots
+        self.on_notification = on_notification
+        self.log_level = log_level
+        self.request_timeout = request_timeout
+        self.probe_timeout = probe_timeout
+        self.max_input_rounds = max_input_rounds
+        self.validate_output = validate_output
+        self.use_cache = cache
+        #: Filled in by ``connect``.
+        self.era: Era = "legacy"
+        self.protocol_version: str = ""
+        self.server_info: JSONObject = {}
+        self.server_capabilities: JSONObject = {}
+        self.instructions: str | None = None
+        self.supported_versions: list[str] = []
+        self._session: Session | None = None
+        self._closed_session: Session | None = None
+        self._session_entered = False
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._output_schemas: dict[str, _schema.Validator | None] = {}
+        self._cache: dict[tuple[str, str], tuple[float, JSONObject]] = {}
+        self._subscriptions: dict[RequestId, anyio.abc.ObjectSendStream[Notification]] = {}
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: dict[str, str | None] | None = None,
+        cwd: str | None = None,
+        **options: object,
+    ) -> Client:
+        """A client for a server started as a child process (no shell)."""
+        from ._stdio import StdioClientTransport
+
+        client = cls.__new__(cls)
+        cls.__init__(
+            client,
+            _Deferred(lambda: StdioClientTransport(command, args, env=env, cwd=cwd)),
+            **options,
+        )  # type: ignore[arg-type]
+        return client
+
+    # -- connection ------------------------------------------------------------------
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            raise MCPWireError("the client is not connected (use 'async with')")
+        return self._session
+
+    @property
+    def transport(self) -> Transport:
+        return self.session.transport
+
+    async def __aenter__(self) -> Client:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        try:
+            transport = self._open_transport()
+            self._session = Session(
+                transport,
+                on_request=self._on_request,
+                on_notification=self._on_notification,
+                request_timeout=self.request_timeout,
+            )
+            await self._session.__aenter__()
+            self._session_entered = True
+            await self._connect()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the session and the transport (stopping a stdio child). Idempotent."""
+        # Task groups must be exited in the scope nesting they were entered in, so
+        # no shielding scope wraps these exits; Session.close shields its own I/O.
+        tg, self._tg = self._tg, None
+        session, self._session_entered = self._session, False
+        if session is not None and session is not self._closed_session:
+            self._closed_session = session
+            await session.__aexit__(None, None, None)
+        if tg is not None:
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(None, None, None)
+
+    def _open_transport(self) -> Transport:
+        target = self._target
+        if isinstance(target, _Deferred):
+            return target.make()
+        from ._server import Server
+
+        if isinstance(target, Server):
+            client_end, server_end = memory_pair()
+            assert self._tg is not None
+            self._tg.start_soon(target.serve, server_end)
+            return client_end
+        return target
+
+    async def _connect(self) -> None:
+        mode = self.mode
+        if mode in MODERN_VERSIONS:
+            self.era, self.protocol_version = "modern", mode
+            await self._discover(mode, timeout=self.request_timeout, must=False)
+            return
+        if mode == "auto":
+            if await self._discover(LATEST_VERSION, timeout=self.probe_timeout, must=False):
+                return
+        await self._initialize(mode if mode in LEGACY_VERSIONS else LATEST_LEGACY_VERSION)
+
+    async def _discover(self, version: str, *, timeout: float, must: bool) -> bool:
+        """Try ``server/discover``; True when the server speaks a modern version."""
+        params: JSONObject = {"_meta": self._envelope(version, with_level=False)}
+        try:
+            result = await self.session.request("server/discover", params, timeout=timeout)
+        except JSONRPCError as exc:
+            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+            if exc.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION and isinstance(supported, list):
+                mutual = [v for v in MODERN_VERSIONS if v in supported]
+                if mutual and mutual[-1] != version:
+                    return await self._discover(mutual[-1], timeout=timeout, must=must)
+            if must:
+                raise
+            return False
+        except TimeoutError:
+            if must:
+                raise
+            return False
+        versions = result.get("supportedVersions")
+        mutual = [v for v in MODERN_VERSIONS if isinstance(versions, list) and v in versions]
+        if not mutual:
+            return False
+        self.era, self.protocol_version = "modern", mutual[-1]
+        caps = result.get("capabilities")
+        self.server_capabilities = caps if isinstance(caps, dict) else {}
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        self.supported_versions = [v for v in versions if isinstance(v, str)]  # type: ignore[union-attr]
+        meta = result.get("_meta")
+        info = meta.get("io.modelcontextprotocol/serverInfo") if isinstance(meta, dict) else None
+        self.server_info = info if isinstance(info, dict) else {}
+        return True
+
+    async def _initialize(self, version: str) -> None:
+        params: JSONObject = {
+            "protocolVersion": version,
+            "capabilities": self._capabilities("legacy"),
+            "clientInfo": self.client_info,
+        }
+        result = await self.session.request("initialize", params)
+        agreed = result.get("protocolVersion")
+        if agreed not in LEGACY_VERSIONS:
+            raise MCPWireError(
+                f"server answered initialize with unsupported protocol version {agreed!r}"
+            )
+        self.era, self.protocol_version = "legacy", agreed  # type: ignore[assignment]
+        caps = result.get("capabilities")
+        self.server_capabilities = caps if isinstance(caps, dict) else {}
+        info = result.get("serverInfo")
+        self.server_info = info if isinstance(info, dict) else {}
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        self.supported_versions = [agreed]  # type: ignore[list-item]
+        self.session.allow_batches = agreed == "2025-03-26"
+        await self.session.notify("notifications/initialized")
+
+    def _capabilities(self, era: Era) -> JSONObject:
+        caps: JSONObject = {}
+        if self.sampling is not None:
+            caps["sampling"] = {}
+        if self.elicitation is not None:
+            caps["elicitation"] = {"form": {}, "url": {}}
+        if self.roots is not None:
+            caps["roots"] = {"listChanged": True} if era == "legacy" else {}
+        return caps
+
+    def _envelope(self, version: str, *, with_level: bool = True) -> JSONObject:
+        meta: JSONObject = {
+            META_PROTOCOL_VERSION: version,
+            META_CLIENT_CAPABILITIES: self._capabilities("modern"),
+            META_CLIENT_INFO: self.client_info,
+        }
+        if with_level and self.log_level is not None:
+            meta[META_LOG_LEVEL] = self.log_level
+        return meta
+
+    # -- requests ----------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: JSONObject | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> JSONObject:
+        """Send any request, adding the modern envelope when the era is modern."""
+        params = dict(params) if params else {}
+        if self.era == "modern":
+            meta = params.get("_meta")
+            merged: JSONObject = dict(meta) if isinstance(meta, dict) else {}
+            merged.update(self._envelope(self.protocol_version))
+            params["_meta"] = merged
+        kwargs: dict[str, object] = {}
+        if timeout is not None:
+            kwargs["timeout"] = timeout
+        return await self.session.request(method, params or None, on_progress=on_progress, **kwargs)  # type: ignore[arg-type]
+
+    async def _cached(
+        self, method: str, key: str, params: JSONObject, use_cache: bool
+    ) -> JSONObject:
+        cacheable = self.era == "modern" and self.use_cache and method in _CACHEABLE
+        if cacheable and use_cache:
+            hit = self._cache.get((method, key))
+            if hit is not None and hit[0] > time.monotonic():
+                return hit[1]
+        result = await self._with_input_rounds(method, params)
+        if cacheable:
+            ttl = result.get("ttlMs")
+            if (
+                isinstance(ttl, (int, float))
+                and ttl > 0
+                and result.get("resultType", "complete") == "complete"
+            ):
+                self._cache[(method, key)] = (time.monotonic() + ttl / 1000.0, result)
+        return result
+
+    async def _with_input_rounds(
+        self,
+        method: str,
+        params: JSONObject,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> JSONObject:
+        current = params
+        for _ in range(self.max_input_rounds + 1):
+            result = await self.request(method, current, timeout=timeout, on_progress=on_progress)
+            if result.get("resultType") != "input_required":
+                return result
+            asks = result.get("inputRequests")
+            retry = dict(params)
+            if isinstance(asks, dict) and asks:
+                answers: JSONObject = {}
+                for key, ask in asks.items():
+                    if isinstance(ask, dict) and isinstance(ask.get("method"), str):
+                        ask_params = ask.get("params")
+                        answers[key] = await self._answer(
+                            ask["method"], ask_params if isinstance(ask_params, dict) else {}
+                        )
+                retry["inputResponses"] = answers
+            else:
+                await anyio.sleep(0.05)  # load shedding: retry at once, gently
+            if "requestState" in result:
+                retry["requestState"] = result["requestState"]
+            current = retry
+        raise MCPWireError(
+            f"{method}: the server asked for input more than {self.max_input_rounds} times"
+        )
+
+    async def _pages(
+        self, method: str, key: str, cursor_kind: str, use_cache: bool
+    ) -> AsyncIterator[list[JSONObject]]:
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            params: JSONObject = {"cursor": cursor} if cursor is not None else {}
+            result = await self._cached(method, f"{cursor_kind}:{cursor}", params, use_cache)
+            items = result.get(key)
+            yield [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+            nxt = result.get("nextCursor")
+            if not isinstance(nxt, str) or nxt in seen:
+                return
+            seen.add(nxt)
+            cursor = nxt
+
+    async def ping(self) -> None:
+        await self.request("ping")
+
+    async def list_tools(self, *, cache: bool = True) -> list[Tool]:
+        """Every tool, across all pages."""
+        tools: list[Tool] = []
+        async for page in self._pages("tools/list", "tools", "tools", cache):
+            tools.extend(Tool.from_json(t) for t in page)
+        for tool in tools:
+            self._output_schemas[tool.name] = (
+                _schema.compile(tool.output_schema) if tool.output_schema is not None else None
+            )
+        return tools
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: JSONObject | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> CallToolResult:
+        """Call a tool. A tool failure is a result with ``is_error``; protocol errors raise."""
+        params: JSONObject = {"name": name, "arguments": arguments or {}}
+        raw = await self._with_input_rounds(
+            "tools/call", params, timeout=timeout, on_progress=on_progress
+        )
+        result = CallToolResult.from_json(raw)
+        validator = self._output_schemas.get(name)
+        if self.validate_output and validator is not None and not result.is_error:
+            if result.structured is None:
+                raise OutputValidationError(
+                    f"tool {name!r} declares an outputSchema but returned no structuredContent"
+                )
+            problems = validator.validate(result.structured)
+            if problems:
+                raise OutputValidationError(
+                    f"tool {name!r} returned structuredContent that "
+                    "does not match its outputSchema: " + "; ".join(problems)
+                )
+        return result
+
+    async def list_resources(self, *, cache: bool = True) -> list[Resource]:
+        out: list[Resource] = []
+        async for page in self._pages("resources/list", "resources", "resources", cache):
+            out.extend(Resource.from_json(r) for r in page)
+        return out
+
+    async def list_resource_templates(self, *, cache: bool = True) -> list[ResourceTemplate]:
+        out: list[ResourceTemplate] = []
+        async for page in self._pages(
+            "resources/templates/list", "resourceTemplates", "templates", cache
+        ):
+            out.extend(ResourceTemplate.from_json(r) for r in page)
+        return out
+
+    async def read_resource(self, uri: str, *, cache: bool = True) -> list[ResourceContents]:
+        result = await self._cached("resources/read", uri, {"uri": uri}, cache)
+        contents = result.get("contents")
+        return (
+            [ResourceContents.from_json(c) for c in contents] if isinstance(contents, list) else []
+        )
+
+    async def subscribe_resource(self, uri: str) -> None:
+        """Legacy: ask for ``notifications/resources/updated`` about ``uri``."""
+        await self.request("resources/subscribe", {"uri": uri})
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        await self.request("resources/unsubscribe", {"uri": uri})
+
+    async def list_prompts(self, *, cache: bool = True) -> list[Prompt]:
+        out: list[Prompt] = []
+        async for page in self._pages("prompts/list", "prompts", "prompts", cache):
+            out.extend(Prompt.from_json(p) for p in page)
+        return out
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None
+    ) -> GetPromptResult:
+        params: JSONObject = {"name": name}
+        if arguments:
+            params["arguments"] = dict(arguments)
+        return GetPromptResult.from_json(await self._with_input_rounds("prompts/get", params))
+
+    async def complete(
+        self, ref: JSONObject, argument: str, value: str, context: dict[str, str] | None = None
+    ) -> Completion:
+        """Complete an argument; ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or
+        ``{"type": "ref/resource", "uri": ...}``."""
+        params: JSONObject = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if context:
+            params["context"] = {"arguments": dict(context)}
+        return Completion.from_json(await self.request("completion/complete", params))
+
+    async def set_logging_level(self, level: str) -> None:
+        """Legacy ``logging/setLevel``; in the modern era, the level for later requests."""
+        if self.era == "modern":
+            self.log_level = level
+            return
+        await self.request("logging/setLevel", {"level": level})
+
+    async def send_roots_changed(self) -> None:
+        if self.era == "legacy":
+            await self.session.notify("notifications/roots/list_changed")
+
+    def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        uris: Sequence[str] = (),
+    ) -> _Listen:
+        """Modern ``subscriptions/listen``: ``async with client.listen(tools=True) as sub``."""
+        wanted: JSONObject = {}
+        if tools:
+            wanted["toolsListChanged"] = True
+        if prompts:
+            wanted["promptsListChanged"] = True
+        if resources:
+            wanted["resourcesListChanged"] = True
+        if uris:
+            wanted["resourceSubscriptions"] = list(uris)
+        return _Listen(self, wanted)
+
+    # -- from the server -----------------------------------------------------------------
+
+    async def _answer(self, method: str, params: JSONObject) -> JSONObject:
+        if method == "ping":
+            return {}
+        if method == "sampling/createMessage" and self.sampling is not None:
+            return await self.sampling(params)
+        if method == "elicitation/create" and self.elicitation is not None:
+            return await self.elicitation(params)
+        if method == "roots/list" and self.roots is not None:
+            roots = self.roots if isinstance(self.roots, list) else await self.roots()
+            return {"roots": list(roots)}
+        raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    async def _on_request(self, request: Request, rctx: RequestContext) -> JSONObject:
+        return await self._answer(request.method, request.params or {})
+
+    async def _on_notification(self, note: Notification) -> None:
+        params = note.params or {}
+        for method in _INVALIDATES.get(note.method, ()):
+            for key in [k for k in self._cache if k[0] == method]:
+                del self._cache[key]
+        if note.method == "notifications/resources/updated":
+            uri = params.get("uri")
+            self._cache.pop(("resources/read", uri if isinstance(uri, str) else ""), None)
+        meta = params.get("_meta")
+        sub = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        if sub is not None and sub in self._subscriptions:
+            try:
+                self._subscriptions[sub].send_nowait(note)  # type: ignore[index]
+            except anyio.WouldBlock:
+                pass  # a consumer that stopped reading loses events, not the connection
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+        if self.on_notification is not None:
+            await self.on_notification(note.method, params)
+
+
+class _Listen:
+    """The async context manager behind ``Client.listen``."""
+
+    #: Undelivered events kept per subscription before new ones are dropped.
+    BUFFER = 1024
+
+    def __init__(self, client: Client, wanted: JSONObject) -> None:
+        self._client = client
+        self._wanted = wanted
+        self._scope: anyio.CancelScope | None = None
+        self._id: RequestId | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> Subscription:
+        client = self._client
+        if client.era != "modern":
+            raise MCPWireError(
+                "subscriptions/listen needs the modern era (2026-07-28); "
+                "use subscribe_resource() and on_notification in the legacy era"
+            )
+        send, receive = anyio.create_memory_object_stream[Notification](self.BUFFER)
+        acked = anyio.Event()
+        honored: JSONObject = {}
+
+        def on_id(rid: RequestId) -> None:
+            self._id = rid
+            client._subscriptions[rid] = send
+
+        original = client.on_notification
+
+        async def watch(method: str, params: JSONObject) -> None:
+            meta = params.get("_meta")
+            if (
+                method == "notifications/subscriptions/acknowledged"
+                and isinstance(meta, dict)
+                and meta.get(META_SUBSCRIPTION_ID) == self._id
+            ):
+                got = params.get("notifications")
+                honored.update(got if isinstance(got, dict) else {})
+                acked.set()
+            if original is not None:
+                await original(method, params)
+
+        client.on_notification = watch
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        failure: list[BaseException] = []
+
+        async def run() -> None:
+            params: JSONObject = {"notifications": self._wanted}
+            try:
+                await client.session.request(
+                    "subscriptions/listen",
+                    _with_envelope(client, params),
+                    timeout=math.inf,
+                    max_timeout=math.inf,
+                    on_id=on_id,
+                )
+            except (MCPWireError, ConnectionClosed) as exc:
+                failure.append(exc)
+                acked.set()
+            finally:
+                send.close()
+
+        self._tg.start_soon(run)
+        with anyio.fail_after(client.request_timeout):
+            await acked.wait()
+        client.on_notification = original
+        if failure:
+            await self.__aexit__(None, None, None)
+            raise failure[0]
+        assert self._id is not None
+        return Subscription(honored, receive, self._id)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+            await self._tg.__aexit__(None, None, None)
+            self._tg = None
+        if self._id is not None:
+            self._client._subscriptions.pop(self._id, None)
+
+
+def _with_envelope(client: Client, params: JSONObject) -> JSONObject:
+    out = dict(params)
+    out["_meta"] = client._envelope(client.protocol_version)
+    return out
+
+
+class _Deferred:
+    """A transport made when the client is entered (so constructing never spawns)."""
+
+    def __init__(self, make: Callable[[], Transport]) -> None:
+        self.make = make
+
+
+def _version() -> str:
+    from ._version import __version__
+
+    return __version__

@@ -1,0 +1,317 @@
+"""What a tool, resource or prompt handler can do while it runs: ``Context``.
+
+Theory of operation
+-------------------
+One ``Context`` serves a handler in either era. Reporting progress and logging
+are notifications on the request's own connection in both. Asking the client
+for something (elicitation, sampling, roots) differs:
+
+* legacy: a server->client JSON-RPC request on the same connection, awaited
+  in place (``Session.request``);
+* modern (2026-07-28): servers may not send requests, so the ask becomes a
+  multi-round-trip result. The first ``await ctx.elicit(...)`` that has no
+  answer yet raises ``InputRequired``; the server turns it into an
+  ``InputRequiredResult`` whose ``inputRequests`` holds the ask under a
+  positional key (``ask-0``, ``ask-1``, ...) and whose ``requestState`` carries
+  every answer gathered so far, sealed with HMAC-SHA256. When the client
+  retries with ``inputResponses``, the handler runs again from the top and
+  each ask, in the same order, returns its recorded answer. Handlers must
+  therefore ask in a deterministic order and keep side effects after the
+  asks: the same contract every stateless multi-round protocol imposes.
+
+``requestState`` is attacker-controlled input (mrtr.mdx): it is bound to the
+method, the request's arguments and an expiry, and any mismatch or a bad MAC
+is refused with -32602 before the handler runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ._errors import JSONRPCError, MCPWireError
+from ._versions import LOG_LEVELS
+from .sansio import _codec
+from .sansio._json import JSONObject, JSONValue
+from .sansio._messages import ErrorCode, RequestId
+
+if TYPE_CHECKING:
+    from ._server import Connection, Server
+    from ._session import RequestContext
+
+__all__ = (
+    "CapabilityMissing",
+    "Context",
+    "InputRequired",
+    "StateSealer",
+)
+
+#: Seconds a sealed requestState stays valid (an MRTR round trip includes a human answering).
+DEFAULT_STATE_TTL = 15 * 60
+
+
+class InputRequired(Exception):
+    """Raised by an ask in the modern era when the answer is not known yet."""
+
+    def __init__(self, key: str, request: JSONObject) -> None:
+        super().__init__(f"input required: {request.get('method')}")
+        self.key = key
+        self.request = request
+
+
+class CapabilityMissing(MCPWireError):
+    """The client did not declare the capability an ask needs."""
+
+    def __init__(self, capability: JSONObject, what: str) -> None:
+        super().__init__(f"the client did not declare the {what} capability")
+        self.capability = capability
+
+
+class StateSealer:
+    """Seals and opens ``requestState`` tokens (HMAC-SHA256, expiring).
+
+    Give every server process of one deployment the same ``secret`` so that a
+    retry may land on any of them; by default each process draws its own.
+    """
+
+    def __init__(self, secret: bytes | None = None, ttl: float = DEFAULT_STATE_TTL) -> None:
+        self._key = secret if secret is not None else secrets.token_bytes(32)
+        self.ttl = ttl
+
+    def seal(self, payload: JSONObject) -> str:
+        body = dict(payload)
+        body["exp"] = int(time.time() + self.ttl)
+        raw = _codec.dumps(body)
+        mac = hmac.new(self._key, raw, hashlib.sha256).digest()
+        return "v1." + _b64(raw) + "." + _b64(mac)
+
+    def open(self, token: str) -> JSONObject:
+        """The payload of a token this sealer made; raises ``JSONRPCError`` (-32602) otherwise."""
+        parts = token.split(".")
+        if len(parts) != 3 or parts[0] != "v1":
+            raise _bad_state("malformed")
+        try:
+            raw = _unb64(parts[1])
+            mac = _unb64(parts[2])
+        except ValueError:
+            raise _bad_state("malformed") from None
+        if not hmac.compare_digest(mac, hmac.new(self._key, raw, hashlib.sha256).digest()):
+            raise _bad_state("its signature does not match")
+        try:
+            body = _codec.loads(raw)
+        except _codec.CodecError:
+            raise _bad_state("malformed") from None
+        if not isinstance(body, dict):
+            raise _bad_state("malformed")
+        exp = body.get("exp")
+        if not isinstance(exp, int) or exp < time.time():
+            raise _bad_state("it has expired")
+        return body
+
+
+def _bad_state(why: str) -> JSONRPCError:
+    return JSONRPCError(ErrorCode.INVALID_PARAMS, f"Invalid requestState: {why}")
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    try:
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except (ValueError, TypeError) as exc:
+        raise ValueError("bad base64") from exc
+
+
+def request_digest(method: str, params: JSONObject) -> str:
+    """A digest of what a retry must repeat unchanged (method and arguments)."""
+    subject = {
+        k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")
+    }
+    raw = _codec.dumps({"m": method, "p": subject})
+    return hashlib.sha256(raw).hexdigest()[:32]
+
+
+class Context:
+    """Passed to handlers that declare a parameter annotated ``Context``."""
+
+    def __init__(
+        self,
+        server: Server,
+        connection: Connection,
+        rctx: RequestContext,
+        *,
+        era: str,
+        protocol_version: str,
+        client_capabilities: JSONObject,
+        client_info: JSONObject | None,
+        log_level: str | None,
+        answers: dict[str, JSONValue] | None = None,
+    ) -> None:
+        self.server = server
+        self.connection = connection
+        self._rctx = rctx
+        #: ``"legacy"`` or ``"modern"``.
+        self.era = era
+        self.protocol_version = protocol_version
+        self.client_capabilities = client_capabilities
+        self.client_info = client_info
+        self._log_threshold = LOG_LEVELS.index(log_level) if log_level in LOG_LEVELS else None
+        self._answers: dict[str, JSONValue] = answers or {}
+        self._asks = 0
+
+    # -- facts -----------------------------------------------------------------
+
+    @property
+    def request_id(self) -> RequestId:
+        return self._rctx.request_id
+
+    @property
+    def method(self) -> str:
+        return self._rctx.request.method
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the client cancelled this request."""
+        return self._rctx.cancelled
+
+    def check_cancelled(self) -> None:
+        """Raise the backend's cancellation exception if the request was cancelled."""
+        if self._rctx.cancelled:
+            raise anyio.get_cancelled_exc_class()()
+
+    # -- notifications ---------------------------------------------------------
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send progress if the client asked for it (a progress token was given)."""
+        await self._rctx.report_progress(progress, total, message)
+
+    async def log(self, level: str, data: JSONValue, *, logger: str | None = None) -> None:
+        """Send a ``notifications/message`` if the client's level admits ``level``.
+
+        Legacy: the level set by ``logging/setLevel`` (everything until one is
+        set). Modern: only when the request's ``_meta`` carried a log level.
+        """
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}")
+        if self.era == "modern":
+            if self._log_threshold is None or LOG_LEVELS.index(level) < self._log_threshold:
+                return
+        elif not self.connection.log_admits(level):
+            return
+        params: JSONObject = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self._rctx.session.notify("notifications/message", params)
+
+    async def debug(self, data: JSONValue, *, logger: str | None = None) -> None:
+        await self.log("debug", data, logger=logger)
+
+    async def info(self, data: JSONValue, *, logger: str | None = None) -> None:
+        await self.log("info", data, logger=logger)
+
+    async def warning(self, data: JSONValue, *, logger: str | None = None) -> None:
+        await self.log("warning", data, logger=logger)
+
+    async def error(self, data: JSONValue, *, logger: str | None = None) -> None:
+        await self.log("error", data, logger=logger)
+
+    # -- asking the client -------------------------------------------------------
+
+    async def elicit(self, message: str, schema: JSONObject) -> JSONObject:
+        """Ask the user for structured input (form mode).
+
+        Returns the client's ``ElicitResult``: ``{"action": "accept"|"decline"|
+        "cancel", "content": {...}}``.
+        """
+        params: JSONObject = {"mode": "form", "message": message, "requestedSchema": schema}
+        if self.era == "legacy" and self.protocol_version < "2025-11-25":
+            del params["mode"]
+        return await self._ask(
+            "elicitation/create", params, {"elicitation": {}}, "elicitation", mode="form"
+        )
+
+    async def elicit_url(
+        self, message: str, url: str, elicitation_id: str | None = None
+    ) -> JSONObject:
+        """Ask the user to visit ``url`` (URL mode, 2025-11-25 and later)."""
+        params: JSONObject = {"mode": "url", "message": message, "url": url}
+        if self.era == "legacy":
+            params["elicitationId"] = elicitation_id or secrets.token_hex(16)
+        return await self._ask(
+            "elicitation/create",
+            params,
+            {"elicitation": {"url": {}}},
+            "URL elicitation",
+            mode="url",
+        )
+
+    async def sample(
+        self, messages: list[JSONValue], max_tokens: int, **options: JSONValue
+    ) -> JSONObject:
+        """Ask the client's model for a completion (``sampling/createMessage``).
+
+        ``options`` are further request fields in wire form (``systemPrompt``,
+        ``temperature``, ``modelPreferences``, ...).
+        """
+        params: JSONObject = {"messages": messages, "maxTokens": max_tokens, **options}
+        return await self._ask("sampling/createMessage", params, {"sampling": {}}, "sampling")
+
+    async def list_roots(self) -> list[JSONObject]:
+        """The client's roots (``roots/list``)."""
+        result = await self._ask("roots/list", None, {"roots": {}}, "roots")
+        roots = result.get("roots")
+        return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []
+
+    async def _ask(
+        self,
+        method: str,
+        params: JSONObject | None,
+        capability: JSONObject,
+        what: str,
+        *,
+        mode: str | None = None,
+    ) -> JSONObject:
+        if not self._client_has(capability, mode):
+            raise CapabilityMissing(capability, what)
+        if self.era == "legacy":
+            result = await self._rctx.session.request(method, params)
+            return result
+        key = f"ask-{self._asks}"
+        self._asks += 1
+        if key in self._answers:
+            answer = self._answers[key]
+            if isinstance(answer, dict):
+                return answer
+            raise JSONRPCError(
+                ErrorCode.INVALID_PARAMS, f"inputResponses[{key!r}] is not an object"
+            )
+        request: JSONObject = {"method": method}
+        if params is not None:
+            request["params"] = params
+        raise InputRequired(key, request)
+
+    def _client_has(self, capability: JSONObject, mode: str | None) -> bool:
+        name = next(iter(capability))
+        declared = self.client_capabilities.get(name)
+        if not isinstance(declared, dict):
+            return False
+        if name == "elicitation" and mode is not None:
+            if not declared:  # {} means form only
+                return mode == "form"
+            return mode in declared or (mode == "form" and "url" not in declared)
+        return True
+
+    @property
+    def answers(self) -> dict[str, JSONValue]:
+        """Answers to asks gathered so far in the modern era (by ask key)."""
+        return dict(self._answers)

@@ -1,0 +1,547 @@
+"""The server's method handlers and per-era request checks.
+
+``dispatch`` decides the era of one request, applies that era's checks (the
+legacy handshake gate, or the modern ``_meta`` envelope), finds the handler in
+the era's method table, and decorates the result. Handlers are plain async
+functions of a ``Call``; they never look at the era except where the
+revisions disagree (error codes for unknown resources, multi-round asks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ._context import CapabilityMissing, Context, InputRequired, request_digest
+from ._errors import JSONRPCError
+from ._registry import (
+    call_handler,
+    error_result,
+    prompt_result,
+    resource_contents,
+    tool_exception_result,
+    tool_result,
+)
+from ._schema import convert_arguments
+from ._session import RequestContext
+from ._versions import (
+    LATEST_LEGACY_VERSION,
+    LEGACY_VERSIONS,
+    LOG_LEVELS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    META_SUBSCRIPTION_ID,
+    MODERN_VERSIONS,
+)
+from .sansio._json import JSONObject, JSONValue
+from .sansio._messages import ErrorCode, Request
+from .sansio._state import LifecycleInput
+
+if TYPE_CHECKING:
+    from ._server import Connection, Server
+
+__all__ = ("META_SUBSCRIPTION_ID", "Call", "dispatch", "invalid_params")
+
+#: Methods that exist only in the modern era: a request for one is modern
+#: even without an envelope (and then fails the envelope check, as it should).
+_MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
+#: Results the modern era caches (caching.mdx).
+_CACHEABLE = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+#: Methods whose modern results may be InputRequiredResult (mrtr.mdx).
+_MRTR = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+
+def invalid_params(message: str, data: JSONValue = None) -> JSONRPCError:
+    return JSONRPCError(ErrorCode.INVALID_PARAMS, message, data)
+
+
+def _not_found(method: str) -> JSONRPCError:
+    return JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+@dataclass(slots=True)
+class Call:
+    """One request being served, with everything a handler needs."""
+
+    server: Server
+    conn: Connection
+    request: Request
+    rctx: RequestContext
+    params: JSONObject
+    era: str
+    version: str
+    client_capabilities: JSONObject
+    client_info: JSONObject | None
+    log_level: str | None
+    answers: dict[str, JSONValue] | None = None
+
+    def context(self) -> Context:
+        return Context(
+            self.server,
+            self.conn,
+            self.rctx,
+            era=self.era,
+            protocol_version=self.version,
+            client_capabilities=self.client_capabilities,
+            client_info=self.client_info,
+            log_level=self.log_level,
+            answers=self.answers,
+        )
+
+
+Method = Callable[[Call], Awaitable[JSONObject]]
+
+
+async def dispatch(
+    server: Server, conn: Connection, request: Request, rctx: RequestContext
+) -> JSONObject:
+    params = request.params if request.params is not None else {}
+    meta = params.get("_meta")
+    method = request.method
+    modern = method != "initialize" and (
+        method in _MODERN_ONLY
+        or (isinstance(meta, dict) and META_PROTOCOL_VERSION in meta)
+        or (isinstance(meta, dict) and META_CLIENT_CAPABILITIES in meta)
+    )
+    if modern:
+        return await _dispatch_modern(server, conn, request, rctx, params, meta)
+    return await _dispatch_legacy(server, conn, request, rctx, params)
+
+
+# -- legacy -----------------------------------------------------------------------------
+
+
+async def _dispatch_legacy(
+    server: Server, conn: Connection, request: Request, rctx: RequestContext, params: JSONObject
+) -> JSONObject:
+    method = request.method
+    if method == "initialize":
+        return await _initialize(server, conn, params)
+    lifecycle = conn.lifecycle
+    if not lifecycle.allows(method):
+        raise JSONRPCError(ErrorCode.INVALID_REQUEST, lifecycle.refusal(method))
+    handler = LEGACY_METHODS.get(method)
+    if handler is None or not _capable(server, method):
+        raise _not_found(method)
+    call = Call(
+        server,
+        conn,
+        request,
+        rctx,
+        params,
+        "legacy",
+        conn.version or LATEST_LEGACY_VERSION,
+        conn.client_capabilities,
+        conn.client_info,
+        conn.log_level,
+    )
+    return await handler(call)
+
+
+async def _initialize(server: Server, conn: Connection, params: JSONObject) -> JSONObject:
+    if not conn.lifecycle.allows("initialize"):
+        raise JSONRPCError(ErrorCode.INVALID_REQUEST, conn.lifecycle.refusal("initialize"))
+    requested = params.get("protocolVersion")
+    caps = params.get("capabilities", {})
+    info = params.get("clientInfo")
+    if not isinstance(requested, str):
+        raise invalid_params("initialize: protocolVersion must be a string")
+    if not isinstance(caps, dict):
+        raise invalid_params("initialize: capabilities must be an object")
+    if info is not None and not isinstance(info, dict):
+        raise invalid_params("initialize: clientInfo must be an object")
+    conn.lifecycle.on(LifecycleInput.INITIALIZE_REQUEST)
+    # Echo a version we support, else offer our latest legacy one (lifecycle.mdx).
+    version = requested if requested in LEGACY_VERSIONS else LATEST_LEGACY_VERSION
+    conn.version = version
+    conn.client_capabilities = caps
+    conn.client_info = info
+    assert conn.session is not None
+    conn.session.allow_batches = version == "2025-03-26"
+    result: JSONObject = {
+        "protocolVersion": version,
+        "capabilities": server.capabilities(),
+        "serverInfo": server.server_info(version),
+    }
+    if server.instructions is not None:
+        result["instructions"] = server.instructions
+    conn.lifecycle.on(LifecycleInput.INITIALIZE_RESULT)
+    return result
+
+
+# -- modern -------------------------------------------------------------------------------
+
+
+async def _dispatch_modern(
+    server: Server,
+    conn: Connection,
+    request: Request,
+    rctx: RequestContext,
+    params: JSONObject,
+    meta: JSONValue,
+) -> JSONObject:
+    method = request.method
+    if not isinstance(meta, dict):
+        raise invalid_params(
+            f"params._meta must be an object carrying {META_PROTOCOL_VERSION!r} and "
+            f"{META_CLIENT_CAPABILITIES!r}"
+        )
+    missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
+    if missing:
+        raise invalid_params("params._meta is missing the required key(s): " + ", ".join(missing))
+    version = meta[META_PROTOCOL_VERSION]
+    caps = meta[META_CLIENT_CAPABILITIES]
+    if not isinstance(version, str):
+        raise invalid_params(f"{META_PROTOCOL_VERSION} must be a string")
+    if not isinstance(caps, dict):
+        raise invalid_params(f"{META_CLIENT_CAPABILITIES} must be an object")
+    if version not in MODERN_VERSIONS:
+        raise JSONRPCError(
+            ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+            {"supported": server.supported_versions, "requested": version},
+        )
+    info = meta.get(META_CLIENT_INFO)
+    level = meta.get(META_LOG_LEVEL)
+    if level is not None and level not in LOG_LEVELS:
+        raise invalid_params(f"{META_LOG_LEVEL} must be one of {', '.join(LOG_LEVELS)}")
+    handler = MODERN_METHODS.get(method)
+    if handler is None or not _capable(server, method):
+        raise _not_found(method)
+    call = Call(
+        server,
+        conn,
+        request,
+        rctx,
+        params,
+        "modern",
+        version,
+        caps,
+        info if isinstance(info, dict) else None,
+        level if isinstance(level, str) else None,
+    )
+    if method in _MRTR:
+        result = await _with_input_rounds(call, handler)
+    else:
+        result = await handler(call)
+    result.setdefault("resultType", "complete")
+    result_meta = result.get("_meta")
+    new_meta: JSONObject = dict(result_meta) if isinstance(result_meta, dict) else {}
+    new_meta[META_SERVER_INFO] = server.server_info()
+    result["_meta"] = new_meta
+    if method in _CACHEABLE and result["resultType"] == "complete":
+        result.setdefault("ttlMs", server.cache_ttl_ms)
+        result.setdefault("cacheScope", server.cache_scope)
+    return result
+
+
+async def _with_input_rounds(call: Call, handler: Method) -> JSONObject:
+    """Run an MRTR-capable handler, turning an unanswered ask into InputRequiredResult."""
+    params = call.params
+    digest = request_digest(call.request.method, params)
+    answers: dict[str, JSONValue] = {}
+    state = params.get("requestState")
+    if state is not None:
+        if not isinstance(state, str):
+            raise invalid_params("requestState must be a string")
+        payload = call.server.sealer.open(state)
+        if payload.get("d") != digest:
+            raise invalid_params("Invalid requestState: it belongs to a different request")
+        earlier = payload.get("a")
+        if isinstance(earlier, dict):
+            answers.update(earlier)
+    responses = params.get("inputResponses")
+    if responses is not None:
+        if not isinstance(responses, dict):
+            raise invalid_params("inputResponses must be an object")
+        answers.update(responses)
+    call.answers = answers
+    try:
+        return await handler(call)
+    except InputRequired as ask:
+        sealed = call.server.sealer.seal({"d": digest, "a": answers})
+        return {
+            "resultType": "input_required",
+            "inputRequests": {ask.key: ask.request},
+            "requestState": sealed,
+        }
+
+
+def _missing_capability(exc: CapabilityMissing) -> JSONRPCError:
+    return JSONRPCError(
+        ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY,
+        str(exc),
+        {"requiredCapabilities": exc.capability},
+    )
+
+
+# -- capability gating ------------------------------------------------------------------------
+
+
+def _capable(server: Server, method: str) -> bool:
+    prefix = method.split("/", 1)[0]
+    if prefix == "tools":
+        return bool(server.tools)
+    if prefix == "resources":
+        return bool(server.resources or server.templates)
+    if prefix == "prompts":
+        return bool(server.prompts)
+    if prefix == "completion":
+        return bool(server.completions or server.prompts or server.templates)
+    return True
+
+
+# -- shared handlers ----------------------------------------------------------------------------
+
+
+async def _ping(call: Call) -> JSONObject:
+    return {}
+
+
+async def _discover(call: Call) -> JSONObject:
+    server = call.server
+    result: JSONObject = {
+        "supportedVersions": server.supported_versions,
+        "capabilities": server.capabilities(),
+    }
+    if server.instructions is not None:
+        result["instructions"] = server.instructions
+    return result
+
+
+def _list(call: Call, kind: str, key: str, items: list[JSONValue]) -> JSONObject:
+    page, next_cursor = call.server.page(kind, items, call.params.get("cursor"))
+    result: JSONObject = {key: page}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return result
+
+
+async def _tools_list(call: Call) -> JSONObject:
+    return _list(call, "tools", "tools", [t.to_json() for t in call.server.tools.values()])
+
+
+async def _resources_list(call: Call) -> JSONObject:
+    items: list[JSONValue] = [r.to_json() for r in call.server.resources.values()]
+    return _list(call, "resources", "resources", items)
+
+
+async def _templates_list(call: Call) -> JSONObject:
+    items: list[JSONValue] = [t.to_json() for t in call.server.templates]
+    return _list(call, "templates", "resourceTemplates", items)
+
+
+async def _prompts_list(call: Call) -> JSONObject:
+    return _list(call, "prompts", "prompts", [p.to_json() for p in call.server.prompts.values()])
+
+
+async def _tools_call(call: Call) -> JSONObject:
+    name = call.params.get("name")
+    if not isinstance(name, str):
+        raise invalid_params("tools/call: name must be a string")
+    tool = call.server.tools.get(name)
+    if tool is None:
+        # An unknown tool is a protocol error in both eras (tools.mdx, SEP-1303).
+        raise invalid_params(f"Unknown tool: {name}")
+    args = call.params.get("arguments")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise invalid_params("tools/call: arguments must be an object")
+    assert tool.validator is not None
+    problems = tool.validator.validate(args)
+    if problems:
+        # Input validation failures are tool execution errors the model can fix.
+        return error_result(f"Invalid arguments for tool {name}: " + "; ".join(problems))
+    try:
+        kwargs = convert_arguments(tool.params, args)
+        if tool.context_param is not None:
+            kwargs[tool.context_param] = call.context()
+        value = await call_handler(tool.fn, kwargs, thread=tool.thread)
+    except (InputRequired, JSONRPCError):
+        raise
+    except CapabilityMissing as exc:
+        if call.era == "modern":
+            raise _missing_capability(exc) from None
+        return error_result(str(exc))
+    except anyio.get_cancelled_exc_class():
+        raise
+    except Exception as exc:
+        return tool_exception_result(exc)
+    return tool_result(tool, value)
+
+
+async def _resources_read(call: Call) -> JSONObject:
+    uri = call.params.get("uri")
+    if not isinstance(uri, str):
+        raise invalid_params("resources/read: uri must be a string")
+    server = call.server
+    static = server.resources.get(uri)
+    if static is not None:
+        kwargs: dict[str, object] = {}
+        if static.context_param:
+            kwargs[static.context_param] = call.context()
+        value = await _run_reader(call, static.fn, kwargs)
+        return {"contents": resource_contents(uri, static.mime_type, value)}
+    for template in server.templates:
+        variables = template.template.match(uri)
+        if variables is None:
+            continue
+        kwargs = dict(variables)
+        if template.context_param:
+            kwargs[template.context_param] = call.context()
+        value = await _run_reader(call, template.fn, kwargs)
+        return {"contents": resource_contents(uri, template.mime_type, value)}
+    if call.era == "modern":
+        raise invalid_params("Resource not found", {"uri": uri})
+    raise JSONRPCError(ErrorCode.RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+
+
+async def _run_reader(call: Call, fn: Callable[..., object], kwargs: dict[str, object]) -> object:
+    try:
+        return await call_handler(fn, kwargs, thread=False)
+    except CapabilityMissing as exc:
+        if call.era == "modern":
+            raise _missing_capability(exc) from None
+        raise JSONRPCError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
+
+
+async def _subscribe(call: Call) -> JSONObject:
+    uri = call.params.get("uri")
+    if not isinstance(uri, str):
+        raise invalid_params("uri must be a string")
+    if call.request.method == "resources/subscribe":
+        call.conn.subscriptions.add(uri)
+    else:
+        call.conn.subscriptions.discard(uri)
+    return {}
+
+
+async def _set_level(call: Call) -> JSONObject:
+    level = call.params.get("level")
+    if level not in LOG_LEVELS:
+        raise invalid_params(f"level must be one of {', '.join(LOG_LEVELS)}")
+    call.conn.log_level = level  # type: ignore[assignment]
+    return {}
+
+
+async def _prompts_get(call: Call) -> JSONObject:
+    name = call.params.get("name")
+    if not isinstance(name, str):
+        raise invalid_params("prompts/get: name must be a string")
+    prompt = call.server.prompts.get(name)
+    if prompt is None:
+        raise invalid_params(f"Unknown prompt: {name}")
+    args = call.params.get("arguments") or {}
+    if not isinstance(args, dict):
+        raise invalid_params("prompts/get: arguments must be an object")
+    missing = [a["name"] for a in prompt.arguments if a.get("required") and a["name"] not in args]
+    if missing:
+        raise invalid_params("Missing required argument(s): " + ", ".join(map(str, missing)))
+    known = {a["name"] for a in prompt.arguments}
+    kwargs: dict[str, object] = {k: v for k, v in args.items() if k in known}
+    if prompt.context_param:
+        kwargs[prompt.context_param] = call.context()
+    try:
+        value = await call_handler(prompt.fn, kwargs, thread=False)
+    except CapabilityMissing as exc:
+        if call.era == "modern":
+            raise _missing_capability(exc) from None
+        raise JSONRPCError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
+    return prompt_result(prompt, value)
+
+
+async def _complete(call: Call) -> JSONObject:
+    from ._completion import complete
+
+    return await complete(call)
+
+
+async def _listen(call: Call) -> JSONObject:
+    from ._server import Listener
+
+    wanted = call.params.get("notifications") or {}
+    if not isinstance(wanted, dict):
+        raise invalid_params("subscriptions/listen: notifications must be an object")
+    caps = call.server.capabilities()
+    honored: JSONObject = {}
+    for flag, cap in (
+        ("toolsListChanged", "tools"),
+        ("promptsListChanged", "prompts"),
+        ("resourcesListChanged", "resources"),
+    ):
+        if wanted.get(flag) is True and cap in caps:
+            honored[flag] = True
+    uris = wanted.get("resourceSubscriptions")
+    if isinstance(uris, list) and "resources" in caps:
+        kept = [u for u in uris if isinstance(u, str)]
+        if kept:
+            honored["resourceSubscriptions"] = list(kept)
+    rid = call.request.id
+    listener = Listener(
+        rid,
+        tools="toolsListChanged" in honored,
+        prompts="promptsListChanged" in honored,
+        resources="resourcesListChanged" in honored,
+        uris=frozenset(
+            u
+            for u in honored.get("resourceSubscriptions", [])  # type: ignore[union-attr]
+            if isinstance(u, str)
+        ),
+    )
+    session = call.rctx.session
+    # The acknowledgement MUST be the first message of the subscription.
+    await session.notify(
+        "notifications/subscriptions/acknowledged",
+        {"_meta": {META_SUBSCRIPTION_ID: rid}, "notifications": honored},
+    )
+    call.conn.listeners[rid] = listener
+    try:
+        await call.conn.server_stopping(rid)
+    finally:
+        call.conn.listeners.pop(rid, None)
+    return {"_meta": {META_SUBSCRIPTION_ID: rid}}
+
+
+LEGACY_METHODS: dict[str, Method] = {
+    "ping": _ping,
+    "tools/list": _tools_list,
+    "tools/call": _tools_call,
+    "resources/list": _resources_list,
+    "resources/templates/list": _templates_list,
+    "resources/read": _resources_read,
+    "resources/subscribe": _subscribe,
+    "resources/unsubscribe": _subscribe,
+    "prompts/list": _prompts_list,
+    "prompts/get": _prompts_get,
+    "completion/complete": _complete,
+    "logging/setLevel": _set_level,
+}
+
+MODERN_METHODS: dict[str, Method] = {
+    "server/discover": _discover,
+    "tools/list": _tools_list,
+    "tools/call": _tools_call,
+    "resources/list": _resources_list,
+    "resources/templates/list": _templates_list,
+    "resources/read": _resources_read,
+    "prompts/list": _prompts_list,
+    "prompts/get": _prompts_get,
+    "completion/complete": _complete,
+    "subscriptions/listen": _listen,
+}

@@ -1,0 +1,388 @@
+"""Tool, resource, template and prompt definitions, and their result conversion.
+
+A definition is made once, at registration: the input schema is derived from
+the function (or taken verbatim when given), compiled into a validator, and the
+function's parameters are classified (which ones get the ``Context``, how JSON
+arguments convert to Python values). Calls then only validate, convert, call
+and shape the result, so the per-call cost stays small.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from . import _schema
+from ._content import PromptMessage, ToolError, ToolResult, content_block
+from ._context import Context
+from ._uritemplate import UriTemplate
+from .sansio import _codec
+from .sansio._json import JSONObject, JSONValue
+
+__all__ = (
+    "CompletionDef",
+    "PromptDef",
+    "ResourceDef",
+    "TemplateDef",
+    "ToolDef",
+    "call_handler",
+    "prompt_result",
+    "resource_contents",
+    "tool_result",
+)
+
+Handler = Callable[..., object]
+
+
+def _context_param(fn: Handler) -> str | None:
+    """The name of the parameter annotated ``Context``, if any."""
+    try:
+        hints = inspect.get_annotations(fn, eval_str=True)
+    except Exception:
+        hints = getattr(fn, "__annotations__", {})
+    for name, hint in hints.items():
+        if hint is Context or (isinstance(hint, str) and hint.split(".")[-1] == "Context"):
+            return name
+    return None
+
+
+async def call_handler(fn: Handler, kwargs: dict[str, object], *, thread: bool) -> object:
+    """Call a sync or async handler; sync ones run inline unless ``thread``."""
+    if thread:
+        import anyio.to_thread
+
+        def run() -> object:
+            return fn(**kwargs)
+
+        result = await anyio.to_thread.run_sync(run)
+    else:
+        result = fn(**kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+@dataclass(slots=True)
+class ToolDef:
+    name: str
+    fn: Handler
+    input_schema: JSONObject
+    output_schema: JSONObject | None = None
+    wrap_output: bool = False
+    title: str | None = None
+    description: str | None = None
+    annotations: JSONObject | None = None
+    icons: list[JSONValue] | None = None
+    meta: JSONObject | None = None
+    thread: bool = False
+    context_param: str | None = None
+    params: dict[str, _schema.ParamInfo] = field(default_factory=dict)
+    validator: _schema.Validator | None = None
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Handler,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: JSONObject | None = None,
+        icons: list[JSONValue] | None = None,
+        meta: JSONObject | None = None,
+        input_schema: JSONObject | None = None,
+        output_schema: JSONObject | None = None,
+        structured: bool | None = None,
+        thread: bool = False,
+    ) -> ToolDef:
+        ctx = _context_param(fn)
+        skip = (ctx,) if ctx else ()
+        derived, params = _schema.function_input_schema(fn, skip=skip, skip_types=(Context,))
+        schema = input_schema if input_schema is not None else derived
+        wrap = False
+        if output_schema is None and structured is not False:
+            output_schema, wrap = _schema.return_schema(fn)
+        if structured is False:
+            output_schema = None
+        return cls(
+            name=name or fn.__name__,
+            fn=fn,
+            input_schema=schema,
+            output_schema=output_schema,
+            wrap_output=wrap,
+            title=title,
+            description=description if description is not None else _schema.docstring_summary(fn),
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            thread=thread,
+            context_param=ctx,
+            params=params,
+            validator=_schema.compile(schema),
+        )
+
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {"name": self.name, "inputSchema": self.input_schema}
+        if self.title is not None:
+            out["title"] = self.title
+        if self.description is not None:
+            out["description"] = self.description
+        if self.output_schema is not None:
+            out["outputSchema"] = self.output_schema
+        if self.annotations is not None:
+            out["annotations"] = self.annotations
+        if self.icons is not None:
+            out["icons"] = self.icons
+        if self.meta is not None:
+            out["_meta"] = self.meta
+        return out
+
+
+def tool_result(tool: ToolDef, value: object) -> JSONObject:
+    """Shape a tool's return value into a ``CallToolResult`` (without ``resultType``)."""
+    if isinstance(value, ToolResult):
+        out: JSONObject = {"content": [content_block(c) for c in value.content]}
+        if value.structured is not None:
+            out["structuredContent"] = value.structured
+        if value.is_error:
+            out["isError"] = True
+        if value.meta is not None:
+            out["_meta"] = value.meta
+        return out
+    if tool.output_schema is not None:
+        plain = _schema.to_jsonable(value)
+        structured: JSONValue = {"result": plain} if tool.wrap_output else plain
+        # Structured output SHOULD also be serialised as text (tools.mdx); a bare
+        # string is its own best text form.
+        text = plain if isinstance(plain, str) else _codec.dumps(plain).decode("utf-8")
+        return {
+            "content": [{"type": "text", "text": text}],
+            "structuredContent": structured,
+            "isError": False,
+        }
+    return {"content": _content_list(value), "isError": False}
+
+
+def _content_list(value: object) -> list[JSONValue]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [_one_block(v) for v in value]
+    return [_one_block(value)]
+
+
+def _one_block(value: object) -> JSONObject:
+    try:
+        return content_block(value)
+    except TypeError:
+        text = _codec.dumps(_schema.to_jsonable(value)).decode("utf-8")
+        return {"type": "text", "text": text}
+
+
+def error_result(message: str) -> JSONObject:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def tool_exception_result(exc: BaseException) -> JSONObject:
+    if isinstance(exc, ToolError):
+        return error_result(str(exc))
+    return error_result(f"Error executing tool: {type(exc).__name__}: {exc}")
+
+
+@dataclass(slots=True)
+class ResourceDef:
+    uri: str
+    name: str
+    fn: Handler
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: JSONObject | None = None
+    icons: list[JSONValue] | None = None
+    meta: JSONObject | None = None
+    context_param: str | None = None
+
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {"uri": self.uri, "name": self.name}
+        _describe(
+            out,
+            self.title,
+            self.description,
+            self.mime_type,
+            self.annotations,
+            self.icons,
+            self.meta,
+        )
+        if self.size is not None:
+            out["size"] = self.size
+        return out
+
+
+@dataclass(slots=True)
+class TemplateDef:
+    template: UriTemplate
+    name: str
+    fn: Handler
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: JSONObject | None = None
+    icons: list[JSONValue] | None = None
+    meta: JSONObject | None = None
+    context_param: str | None = None
+
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {"uriTemplate": self.template.template, "name": self.name}
+        _describe(
+            out,
+            self.title,
+            self.description,
+            self.mime_type,
+            self.annotations,
+            self.icons,
+            self.meta,
+        )
+        return out
+
+
+def _describe(
+    out: JSONObject,
+    title: str | None,
+    description: str | None,
+    mime_type: str | None,
+    annotations: JSONObject | None,
+    icons: list[JSONValue] | None,
+    meta: JSONObject | None,
+) -> None:
+    if title is not None:
+        out["title"] = title
+    if description is not None:
+        out["description"] = description
+    if mime_type is not None:
+        out["mimeType"] = mime_type
+    if annotations is not None:
+        out["annotations"] = annotations
+    if icons is not None:
+        out["icons"] = icons
+    if meta is not None:
+        out["_meta"] = meta
+
+
+def resource_contents(uri: str, mime_type: str | None, value: object) -> list[JSONValue]:
+    """Shape a resource handler's return value into ``contents``.
+
+    ``str`` -> text, ``bytes`` -> base64 blob, a dict with ``text``/``blob``
+    -> passed through (``uri`` filled in), a list -> one entry each.
+    """
+    items = value if isinstance(value, list) else [value]
+    out: list[JSONValue] = []
+    for item in items:
+        entry: JSONObject
+        if isinstance(item, str):
+            entry = {"uri": uri, "text": item}
+        elif isinstance(item, (bytes, bytearray, memoryview)):
+            entry = {"uri": uri, "blob": base64.b64encode(bytes(item)).decode("ascii")}
+        elif isinstance(item, dict) and ("text" in item or "blob" in item):
+            entry = dict(item)
+            entry.setdefault("uri", uri)
+        else:
+            entry = {"uri": uri, "text": _codec.dumps(_schema.to_jsonable(item)).decode("utf-8")}
+            entry.setdefault("mimeType", "application/json")
+        if mime_type is not None:
+            entry.setdefault("mimeType", mime_type)
+        out.append(entry)
+    return out
+
+
+@dataclass(slots=True)
+class PromptDef:
+    name: str
+    fn: Handler
+    arguments: list[JSONObject]
+    title: str | None = None
+    description: str | None = None
+    icons: list[JSONValue] | None = None
+    meta: JSONObject | None = None
+    context_param: str | None = None
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Handler,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[JSONValue] | None = None,
+        meta: JSONObject | None = None,
+    ) -> PromptDef:
+        ctx = _context_param(fn)
+        schema, params = _schema.function_input_schema(
+            fn, skip=(ctx,) if ctx else (), skip_types=(Context,)
+        )
+        props = schema.get("properties")
+        required = schema.get("required")
+        required_names = set(required) if isinstance(required, list) else set()  # type: ignore[arg-type]
+        arguments: list[JSONObject] = []
+        if isinstance(props, dict):
+            for arg_name, arg_schema in props.items():
+                arg: JSONObject = {"name": arg_name, "required": arg_name in required_names}
+                if isinstance(arg_schema, dict) and isinstance(arg_schema.get("description"), str):
+                    arg["description"] = arg_schema["description"]
+                arguments.append(arg)
+        return cls(
+            name=name or fn.__name__,
+            fn=fn,
+            arguments=arguments,
+            title=title,
+            description=description if description is not None else _schema.docstring_summary(fn),
+            icons=icons,
+            meta=meta,
+            context_param=ctx,
+        )
+
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {"name": self.name}
+        if self.title is not None:
+            out["title"] = self.title
+        if self.description is not None:
+            out["description"] = self.description
+        if self.arguments:
+            out["arguments"] = list(self.arguments)
+        if self.icons is not None:
+            out["icons"] = self.icons
+        if self.meta is not None:
+            out["_meta"] = self.meta
+        return out
+
+
+def prompt_result(prompt: PromptDef, value: object) -> JSONObject:
+    """Shape a prompt handler's return value into a ``GetPromptResult``."""
+    if isinstance(value, dict) and "messages" in value:
+        return value  # type: ignore[return-value]
+    items = value if isinstance(value, (list, tuple)) else [value]
+    messages: list[JSONValue] = []
+    for item in items:
+        if isinstance(item, PromptMessage):
+            messages.append(item.to_json())
+        elif isinstance(item, dict) and "role" in item:
+            messages.append(item)
+        else:
+            messages.append({"role": "user", "content": content_block(item)})
+    out: JSONObject = {"messages": messages}
+    if prompt.description is not None:
+        out["description"] = prompt.description
+    return out
+
+
+@dataclass(slots=True)
+class CompletionDef:
+    """Completes one argument of a prompt or a resource template."""
+
+    fn: Callable[..., Awaitable[object] | object]
+    ref_type: str  # "ref/prompt" | "ref/resource"
+    ref: str  # prompt name or template string
+    argument: str | None  # None: every argument

@@ -1,0 +1,419 @@
+"""``Server``: MCP features on top of the session layer, for both eras.
+
+Theory of operation
+-------------------
+A ``Server`` is a registry (tools, resources, templates, prompts,
+completions) plus a dispatcher. ``serve(transport)`` runs one connection; any
+number may run at once, each with its own ``Connection`` (legacy handshake
+state, client facts, subscriptions).
+
+Each request picks its era by its own shape (design.md, "Both protocol eras"):
+a request whose ``params._meta`` carries the modern envelope, or a method that
+only exists in the modern era, is served statelessly under 2026-07-28; every
+other request is legacy and must follow the connection's ``initialize``
+handshake (``sansio.Lifecycle``). The same handlers serve both; the era only
+changes the envelope checks, the error codes where the revisions differ, how a
+handler asks the client for input (a request, or an ``InputRequiredResult``),
+and how results are decorated (``resultType``, caching hints, ``serverInfo``).
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+import anyio
+
+from . import _methods
+from ._context import StateSealer
+from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef
+from ._session import RequestContext, Session
+from ._transport import Transport
+from ._uritemplate import UriTemplate
+from ._versions import ALL_VERSIONS, LOG_LEVELS
+from .sansio._json import JSONObject, JSONValue
+from .sansio._messages import Notification, Request, RequestId
+from .sansio._state import Lifecycle, LifecycleInput, LifecycleState
+
+if TYPE_CHECKING:
+    from ._registry import Handler
+
+__all__ = ("Connection", "Server")
+
+F = TypeVar("F", bound=Callable[..., object])
+
+#: Default page size for every list method.
+DEFAULT_PAGE_SIZE = 100
+
+
+@dataclass(slots=True)
+class Listener:
+    """One modern ``subscriptions/listen`` stream."""
+
+    id: RequestId
+    tools: bool = False
+    prompts: bool = False
+    resources: bool = False
+    uris: frozenset[str] = frozenset()
+
+
+@dataclass(eq=False, slots=True)
+class Connection:
+    """Per-connection server state."""
+
+    server: Server
+    session: Session | None = None
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
+    version: str | None = None
+    client_capabilities: JSONObject = field(default_factory=dict)
+    client_info: JSONObject | None = None
+    log_level: str | None = None
+    subscriptions: set[str] = field(default_factory=set)
+    listeners: dict[RequestId, Listener] = field(default_factory=dict)
+    stop_listening: anyio.Event | None = None
+
+    async def server_stopping(self, rid: RequestId) -> None:
+        """Wait until the server ends its subscription streams (``close_subscriptions``)."""
+        if self.stop_listening is None:
+            self.stop_listening = anyio.Event()
+        await self.stop_listening.wait()
+
+    @property
+    def initialized(self) -> bool:
+        return self.lifecycle.state in (LifecycleState.AWAITING_INITIALIZED, LifecycleState.READY)
+
+    def log_admits(self, level: str) -> bool:
+        if self.log_level is None:
+            return True
+        return LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level)
+
+
+class Server:
+    """An MCP server: register features, then ``run()`` or ``serve(transport)``.
+
+    Args:
+        name: the server's name in ``serverInfo``.
+        version: its version string.
+        title, description, website_url, icons: more ``serverInfo`` fields.
+        instructions: text for the client's model about how to use the server.
+        page_size: items per page of every list result.
+        cache_ttl_ms, cache_scope: modern-era caching hints for cacheable results.
+        state_secret: key that seals multi-round ``requestState`` (share it
+            across processes that serve one deployment).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        website_url: str | None = None,
+        icons: list[JSONValue] | None = None,
+        instructions: str | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        cache_ttl_ms: int = 0,
+        cache_scope: Literal["public", "private"] = "private",
+        state_secret: bytes | None = None,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.title = title
+        self.description = description
+        self.website_url = website_url
+        self.icons = icons
+        self.instructions = instructions
+        self.page_size = page_size
+        self.cache_ttl_ms = cache_ttl_ms
+        self.cache_scope = cache_scope
+        self.sealer = StateSealer(state_secret)
+        self.tools: dict[str, ToolDef] = {}
+        self.resources: dict[str, ResourceDef] = {}
+        self.templates: list[TemplateDef] = []
+        self.prompts: dict[str, PromptDef] = {}
+        self.completions: list[CompletionDef] = []
+        self.connections: set[Connection] = set()
+        #: Called with the connection when a legacy client says its roots changed.
+        self.on_roots_changed: Callable[[Connection], Awaitable[None]] | None = None
+
+    # -- identity ----------------------------------------------------------------
+
+    def server_info(self, version: str | None = None) -> JSONObject:
+        info: JSONObject = {"name": self.name, "version": self.version}
+        for key, value in (
+            ("title", self.title),
+            ("description", self.description),
+            ("websiteUrl", self.website_url),
+            ("icons", self.icons),
+        ):
+            if value is not None:
+                info[key] = value
+        return info
+
+    def capabilities(self) -> JSONObject:
+        caps: JSONObject = {"logging": {}}
+        if self.tools:
+            caps["tools"] = {"listChanged": True}
+        if self.resources or self.templates:
+            caps["resources"] = {"subscribe": True, "listChanged": True}
+        if self.prompts:
+            caps["prompts"] = {"listChanged": True}
+        if self.completions or self.prompts or self.templates:
+            caps["completions"] = {}
+        return caps
+
+    @property
+    def supported_versions(self) -> list[str]:
+        return list(reversed(ALL_VERSIONS))
+
+    # -- registration --------------------------------------------------------------
+
+    def tool(self, name: str | None = None, **options: object) -> Callable[[F], F]:
+        """Decorator form of ``add_tool``."""
+
+        def register(fn: F) -> F:
+            self.add_tool(fn, name=name, **options)
+            return fn
+
+        return register
+
+    def add_tool(self, fn: Handler, *, name: str | None = None, **options: object) -> ToolDef:
+        """Register ``fn`` as a tool.
+
+        Options: ``title``, ``description`` (default: the docstring summary),
+        ``annotations``, ``icons``, ``meta``, ``input_schema`` (served verbatim
+        instead of the derived one), ``output_schema``, ``structured`` (False
+        disables structured output), ``thread`` (run a sync function in a
+        worker thread).
+        """
+        tool = ToolDef.from_function(fn, name=name, **options)  # type: ignore[arg-type]
+        self.tools[tool.name] = tool
+        return tool
+
+    def remove_tool(self, name: str) -> None:
+        del self.tools[name]
+
+    def resource(self, uri: str, **options: object) -> Callable[[F], F]:
+        """Decorator form of ``add_resource``; a URI with ``{...}`` makes a template."""
+
+        def register(fn: F) -> F:
+            self.add_resource(fn, uri, **options)
+            return fn
+
+        return register
+
+    def add_resource(
+        self,
+        fn: Handler,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: JSONObject | None = None,
+        icons: list[JSONValue] | None = None,
+        meta: JSONObject | None = None,
+    ) -> ResourceDef | TemplateDef:
+        from ._registry import _context_param
+        from ._schema import docstring_summary
+
+        desc = description if description is not None else docstring_summary(fn)
+        ctx = _context_param(fn)
+        if "{" in uri:
+            tdef = TemplateDef(
+                UriTemplate(uri),
+                name or fn.__name__,
+                fn,
+                title,
+                desc,
+                mime_type,
+                annotations,
+                icons,
+                meta,
+                ctx,
+            )
+            self.templates.append(tdef)
+            return tdef
+        rdef = ResourceDef(
+            uri,
+            name or fn.__name__,
+            fn,
+            title,
+            desc,
+            mime_type,
+            size,
+            annotations,
+            icons,
+            meta,
+            ctx,
+        )
+        self.resources[uri] = rdef
+        return rdef
+
+    def prompt(self, name: str | None = None, **options: object) -> Callable[[F], F]:
+        def register(fn: F) -> F:
+            self.add_prompt(fn, name=name, **options)
+            return fn
+
+        return register
+
+    def add_prompt(self, fn: Handler, *, name: str | None = None, **options: object) -> PromptDef:
+        """Register ``fn`` as a prompt; its parameters become the prompt's arguments."""
+        pdef = PromptDef.from_function(fn, name=name, **options)  # type: ignore[arg-type]
+        self.prompts[pdef.name] = pdef
+        return pdef
+
+    def completion(
+        self, *, prompt: str | None = None, resource: str | None = None, argument: str | None = None
+    ) -> Callable[[F], F]:
+        """Register a completer for a prompt's or a resource template's argument.
+
+        The function receives any of ``argument`` (name), ``value`` and
+        ``context`` (the other arguments already given) and returns a list of
+        strings (at most 100 are sent) or a wire-form ``completion`` object.
+        """
+        if (prompt is None) == (resource is None):
+            raise ValueError("give exactly one of prompt= or resource=")
+
+        def register(fn: F) -> F:
+            ref_type = "ref/prompt" if prompt is not None else "ref/resource"
+            self.completions.append(CompletionDef(fn, ref_type, prompt or resource or "", argument))
+            return fn
+
+        return register
+
+    # -- change notifications ----------------------------------------------------
+
+    async def notify_tools_changed(self) -> None:
+        await self._broadcast("notifications/tools/list_changed", "tools")
+
+    async def notify_prompts_changed(self) -> None:
+        await self._broadcast("notifications/prompts/list_changed", "prompts")
+
+    async def notify_resources_changed(self) -> None:
+        await self._broadcast("notifications/resources/list_changed", "resources")
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        await self._broadcast("notifications/resources/updated", "updated", uri)
+
+    async def _broadcast(self, method: str, kind: str, uri: str | None = None) -> None:
+        for conn in list(self.connections):
+            session = conn.session
+            if session is None or session.closed:
+                continue
+            targets: list[JSONObject | None] = []
+            if conn.initialized and (kind != "updated" or uri in conn.subscriptions):
+                targets.append({"uri": uri} if uri is not None else None)
+            for listener in list(conn.listeners.values()):
+                if _listener_wants(listener, kind, uri):
+                    params: JSONObject = {"_meta": {_methods.META_SUBSCRIPTION_ID: listener.id}}
+                    if uri is not None:
+                        params["uri"] = uri
+                    targets.append(params)
+            for params in targets:
+                try:
+                    await session.notify(method, params)
+                except Exception:  # the connection is going away; it will be dropped
+                    break
+
+    def close_subscriptions(self) -> None:
+        """End every open ``subscriptions/listen`` stream with its final result."""
+        for conn in self.connections:
+            if conn.stop_listening is not None:
+                conn.stop_listening.set()
+                conn.stop_listening = None
+
+    # -- serving -------------------------------------------------------------------
+
+    async def serve(self, transport: Transport) -> None:
+        """Serve one connection until the peer goes away or the task is cancelled."""
+        conn = Connection(self)
+        on_request = functools.partial(self._on_request, conn)
+        on_notification = functools.partial(self._on_notification, conn)
+        async with Session(
+            transport, on_request=on_request, on_notification=on_notification
+        ) as session:
+            conn.session = session
+            self.connections.add(conn)
+            try:
+                await session.wait_closed()
+            finally:
+                self.connections.discard(conn)
+
+    async def serve_stdio(self) -> None:
+        """Serve MCP on this process's stdin/stdout until stdin closes."""
+        from ._stdio import StdioServerTransport
+
+        transport = StdioServerTransport()
+        try:
+            await self.serve(transport)
+        finally:
+            await transport.aclose()
+
+    def run(self, transport: Literal["stdio"] = "stdio", *, backend: str = "asyncio") -> None:
+        """Blocking entry point: serve stdio (other transports: the HTTP module)."""
+        if transport != "stdio":
+            raise ValueError(f"unsupported transport {transport!r} for run()")
+        anyio.run(self.serve_stdio, backend=backend)
+
+    async def _on_request(
+        self, conn: Connection, request: Request, rctx: RequestContext
+    ) -> JSONObject:
+        return await _methods.dispatch(self, conn, request, rctx)
+
+    async def _on_notification(self, conn: Connection, note: Notification) -> None:
+        if note.method == "notifications/initialized":
+            if conn.lifecycle.state is LifecycleState.AWAITING_INITIALIZED:
+                conn.lifecycle.on(LifecycleInput.INITIALIZED_NOTIFICATION)
+        elif note.method == "notifications/roots/list_changed":
+            if self.on_roots_changed is not None:
+                await self.on_roots_changed(conn)
+
+    # -- pagination ----------------------------------------------------------------
+
+    def page(
+        self, kind: str, items: list[JSONValue], cursor: JSONValue
+    ) -> tuple[list[JSONValue], str | None]:
+        """One page of ``items`` and the cursor of the next, or raise -32602."""
+        start = 0
+        if cursor is not None:
+            start = _decode_cursor(kind, cursor)
+            if start > len(items):
+                raise _methods.invalid_params("Invalid cursor")
+        end = start + self.page_size
+        next_cursor = _encode_cursor(kind, end) if end < len(items) else None
+        return items[start:end], next_cursor
+
+
+def _listener_wants(listener: Listener, kind: str, uri: str | None) -> bool:
+    if kind == "tools":
+        return listener.tools
+    if kind == "prompts":
+        return listener.prompts
+    if kind == "resources":
+        return listener.resources
+    return uri is not None and uri in listener.uris
+
+
+def _encode_cursor(kind: str, offset: int) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode("ascii")
+
+
+def _decode_cursor(kind: str, cursor: JSONValue) -> int:
+    if not isinstance(cursor, str):
+        raise _methods.invalid_params("Invalid cursor")
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("ascii")
+        prefix, _, number = text.partition(":")
+        offset = int(number)
+    except (ValueError, UnicodeError):
+        raise _methods.invalid_params("Invalid cursor") from None
+    if prefix != kind or offset < 0:
+        raise _methods.invalid_params("Invalid cursor")
+    return offset

@@ -1,0 +1,253 @@
+"""Typed, read-only views of what a server returns, for client users.
+
+Every view keeps the wire form in ``raw`` so nothing the server sent is lost,
+and exposes the fields by Python names. ``from_json`` never raises on missing
+optional fields; it is lenient about what it reads and strict only where a
+field is required for the view to mean anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .sansio._json import JSONObject, JSONValue
+
+__all__ = (
+    "CallToolResult",
+    "Completion",
+    "Content",
+    "GetPromptResult",
+    "Prompt",
+    "PromptArgument",
+    "Resource",
+    "ResourceContents",
+    "ResourceTemplate",
+    "Tool",
+)
+
+
+def _str(obj: JSONObject, key: str) -> str | None:
+    value = obj.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _obj(obj: JSONObject, key: str) -> JSONObject | None:
+    value = obj.get(key)
+    return value if isinstance(value, dict) else None
+
+
+@dataclass(frozen=True, slots=True)
+class Content:
+    """One content block: ``type`` is text, image, audio, resource_link or resource."""
+
+    type: str
+    text: str | None = None
+    data: str | None = None
+    mime_type: str | None = None
+    uri: str | None = None
+    resource: JSONObject | None = None
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, raw: JSONValue) -> Content:
+        if not isinstance(raw, dict):
+            return cls(type="unknown", raw={"value": raw})
+        return cls(
+            type=_str(raw, "type") or "unknown",
+            text=_str(raw, "text"),
+            data=_str(raw, "data"),
+            mime_type=_str(raw, "mimeType"),
+            uri=_str(raw, "uri"),
+            resource=_obj(raw, "resource"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    input_schema: JSONObject
+    title: str | None = None
+    description: str | None = None
+    output_schema: JSONObject | None = None
+    annotations: JSONObject | None = None
+    icons: list[JSONValue] | None = None
+    meta: JSONObject | None = None
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, raw: JSONObject) -> Tool:
+        icons = raw.get("icons")
+        return cls(
+            name=_str(raw, "name") or "",
+            input_schema=_obj(raw, "inputSchema") or {},
+            title=_str(raw, "title"),
+            description=_str(raw, "description"),
+            output_schema=_obj(raw, "outputSchema"),
+            annotations=_obj(raw, "annotations"),
+            icons=icons if isinstance(icons, list) else None,
+            meta=_obj(raw, "_meta"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CallToolResult:
+    content: list[Content]
+    structured: JSONValue = None
+    is_error: bool = False
+    meta: JSONObject | None = None
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined by newlines."""
+        return "\n".join(c.text for c in self.content if c.text is not None)
+
+    @classmethod
+    def from_json(cls, raw: JSONObject) -> CallToolResult:
+        content = raw.get("content")
+        blocks = [Content.from_json(c) for c in content] if isinstance(content, list) else []
+        return cls(
+            content=blocks,
+            structured=raw.get("structuredContent"),
+            is_error=raw.get("isError") is True,
+            meta=_obj(raw, "_meta"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, raw: JSONObject) -> Resource:
+        size = raw.get("size")
+        return cls(
+            uri=_str(raw, "uri") or "",
+            name=_str(raw, "name") or "",
+            title=_str(raw, "title"),
+            description=_str(raw, "description"),
+            mime_type=_str(raw, "mimeType"),
+            size=size if isinstance(size, int) else None,
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceTemplate:
+    uri_template: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, raw: JSONObject) -> ResourceTemplate:
+        return cls(
+            uri_template=_str(raw, "uriTemplate") or "",
+            name=_str(raw, "name") or "",
+            title=_str(raw, "title"),
+            description=_str(raw, "description"),
+            mime_type=_str(raw, "mimeType"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceContents:
+    """One item of ``resources/read``: ``text`` or base64 ``blob``."""
+
+    uri: str
+    mime_type: str | None = None
+    text: str | None = None
+    blob: str | None = None
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, raw: JSONValue) -> ResourceContents:
+        if not isinstance(raw, dict):
+            return cls(uri="", raw={"value": raw})
+        return cls(
+            uri=_str(raw, "uri") or "",
+            mime_type=_str(raw, "mimeType"),
+            text=_str(raw, "text"),
+            blob=_str(raw, "blob"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PromptArgument:
+    name: str
+    description: str | None = None
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    name: str
+    arguments: list[PromptArgument]
+    title: str | None = None
+    description: str | None = None
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, raw: JSONObject) -> Prompt:
+        args = raw.get("arguments")
+        parsed = [
+            PromptArgument(_str(a, "name") or "", _str(a, "description"), a.get("required") is True)
+            for a in (args if isinstance(args, list) else [])
+            if isinstance(a, dict)
+        ]
+        return cls(
+            name=_str(raw, "name") or "",
+            arguments=parsed,
+            title=_str(raw, "title"),
+            description=_str(raw, "description"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GetPromptResult:
+    messages: list[JSONObject]
+    description: str | None = None
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, raw: JSONObject) -> GetPromptResult:
+        messages = raw.get("messages")
+        return cls(
+            messages=[m for m in messages if isinstance(m, dict)]
+            if isinstance(messages, list)
+            else [],
+            description=_str(raw, "description"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    values: list[str]
+    total: int | None = None
+    has_more: bool = False
+
+    @classmethod
+    def from_json(cls, raw: JSONObject) -> Completion:
+        comp = _obj(raw, "completion") or {}
+        values = comp.get("values")
+        total = comp.get("total")
+        return cls(
+            values=[v for v in values if isinstance(v, str)] if isinstance(values, list) else [],
+            total=total if isinstance(total, int) else None,
+            has_more=comp.get("hasMore") is True,
+        )

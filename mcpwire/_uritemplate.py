@@ -1,0 +1,748 @@
+"""RFC 6570 URI Templates: expansion, and matching for MCP resource templates.
+
+Theory of operation
+===================
+
+MCP servers advertise resource templates (``resources/templates/list`` carries a
+``uriTemplate``) and must route ``resources/read`` for a concrete URI to the
+template it came from. ``UriTemplate`` does both directions.
+
+Parsing (RFC 6570 section 2)
+----------------------------
+A template is literals and ``{...}`` expressions (section 2.2): an optional
+operator, then comma-separated varspecs. A varname is ``varchar *( ["."] varchar )``
+where a varchar is ALPHA, DIGIT, ``_`` or a pct-encoded triplet (section 2.3); a
+varspec may carry a prefix modifier ``:n`` with 1 <= n <= 9999 or the explode
+modifier ``*`` (section 2.4). The operators ``= , ! @ |`` are reserved for future
+extensions (section 2.2) and rejected. Every syntax error is a ``ValueError``
+naming the offending position (0-based index into the template). Literal
+characters that may not appear in a URI are accepted and pct-encoded on output,
+as section 3.1 prescribes for expansion.
+
+Expansion (section 3 and Appendix A)
+------------------------------------
+All four levels (section 1.2) are implemented with the operator table of
+Appendix A (first string, separator, named, if-empty, allowed set). Values are
+strings, ints/floats (``str()``; bools render as ``true``/``false``), lists or
+tuples (section 2.3 "list"), and mappings (associative arrays, insertion order).
+``None``, empty lists and mappings whose values are all ``None`` are undefined and
+skipped (section 2.3); ``None`` members of lists and mappings are dropped. Simple
+and the level-3 operators pct-encode everything outside *unreserved*; ``+`` and
+``#`` also pass *reserved* characters and existing pct-encoded triplets through
+unchanged (section 3.2.1). A prefix modifier counts Unicode code points and is an
+error on a composite value (section 2.4.1).
+
+Matching (the reverse; see section 1.4 for why this cannot be exact in general)
+---------------------------------------------------------------------------
+``match(uri)`` answers "which values would expand to this URI?" for the template
+shapes MCP servers use. The template is compiled once, in ``__init__``, into
+
+* a *query tail*: when the template ends with ``{?...}``/``{&...}`` expressions
+  (optionally with literal ``?fixed=yes`` / ``&k=v`` pairs), the URI is split at
+  its first ``?`` and the query is parsed as ``&``-separated ``key=value`` pairs
+  in any order. Every pair must be a template variable or one of the template's
+  literal pairs (unknown keys, duplicates of non-exploded variables and a ``#`` in
+  the query mean no match); absent variables are simply omitted;
+* a *head* regular expression for everything else, anchored at both ends.
+  Literals are compared exactly (case-sensitively, in their pct-encoded form).
+
+Variables match runs of a negated character class:
+
+=================  ===========================================================
+``{var}``          no ``/ ? #``; one path segment
+``{+var}``         anything but ``#``: crosses ``/`` (``file:///{+path}``)
+``{#var}``         anything after the ``#``
+``{.var}``         a label: no ``/ ? #``
+``{/var}``         one segment; ``{/var*}`` a list of segments
+``{;x,y}``         ``;name`` or ``;name=value`` in template order, no ``/ ? # ;``
+``{?x}`` ``{&x}``  ``key=value`` pairs (see above)
+=================  ===========================================================
+
+Within a multi-variable expression each value also excludes the separator;
+values of the unreserved-encoding operators also exclude the first character of
+the following literal when that character is reserved (expansion would have
+pct-encoded it in a value, so it can only be the delimiter). Exploded variables
+come back as ``list[str]``, split at the operator's separator (for ``;``, ``?``
+and ``&`` the name must repeat: ``;list=a;list=b``); everything else as ``str``,
+percent-decoded (UTF-8; invalid UTF-8 means no match). A prefix-modified variable
+longer than its prefix means no match. When an empty value and an undefined
+variable expand alike (``{var}``, ``{+var}``) the variable comes back as ``""``;
+optional variables of one expression are filled left to right. A variable used
+twice must match the same value both times.
+
+Linear time. Python's ``re`` backtracks, so a naive translation can take
+polynomial (or worse) time on hostile input. Each expression is therefore matched
+*atomically*: ``(?=(?P<e>EXPR)FOLLOW)(?P=e)`` chooses the expression's extent
+inside a lookahead (which the engine never re-enters) and then consumes exactly
+that text. ``FOLLOW`` is the part of the rest of the template that is cheap to
+check: the next literal and, after it, further literals and expressions whose
+values cannot contain that literal's first character and that stop
+deterministically, up to the end of the URI when possible. An expression thus
+takes the longest extent for which that stretch of the template matches (e.g. in
+``{+dir}/{name}`` the last ``/``, in ``{name}.{ext}`` the last ``.``) and never
+revisits the choice. Every regex has no nested ambiguous quantifier; matching is
+O(len(uri) * len(template)). The price is that a few contrived shapes with two
+ambiguous variables in a row can miss a match that exists (``{+a}.{b}/{c}``
+against ``p.q/r.s``); no realistic MCP template is affected.
+
+Round trip. ``match(expand(values)) == values`` (with ``None`` values left out)
+holds whenever the expansion is unambiguous, in particular for:
+
+* simple, ``.``, ``/`` and ``;`` variables separated by literals or operators that
+  begin with a reserved character (``/ : @ ; = , ! $ & ' ( ) * +``), for any
+  string values (expansion pct-encodes every reserved character in them);
+* ``{+var}``/``{#var}`` as the last variable, or followed by literals and such
+  delimited variables (``file:///{+path}``, ``{+path}/raw``, ``{+dir}/{name}``),
+  for values without ``#``, ``%`` and (with a query tail) ``?``;
+* query tails ``{?a,b}{&c}`` and ``?fixed=yes{&x}``, any values, any subset;
+* ``{/list*}``, ``{.list*}``, ``{;list*}``, ``{?list*}``, ``{&list*}`` with string
+  members (for ``.`` members without ``.``);
+* labels and other slots delimited by an unreserved character (``{name}.{ext}``,
+  ``X{.a,b}``) when no value but the first contains that character.
+
+Not supported by ``match`` (it returns ``None`` or a best effort, never raises):
+exploded associative arrays (``{?keys*}``), values ``expand`` would render
+differently from how they are spelled (``%41`` versus ``A`` in literals), and
+query expressions that are not at the end of the template (these fall back to the
+head regex, in template order).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from itertools import count
+from typing import NamedTuple, Union
+from urllib.parse import quote, unquote
+
+__all__ = ("UriTemplate", "is_template")
+
+
+# --- RFC 6570 / RFC 3986 character sets -------------------------------------------
+
+_RESERVED = ":/?#[]@!$&'()*+,;="  # RFC 3986 gen-delims + sub-delims
+_PCT_TRIPLET = re.compile(r"%[0-9A-Fa-f]{2}")
+_VARNAME = re.compile(r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*")
+_MAX_LENGTH = re.compile(r"[1-9][0-9]{0,3}")
+_FUTURE_OPERATORS = "=,!@|"
+_VARSPEC_SRC = (
+    r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*"
+    r"(?::[1-9][0-9]{0,3}|\*)?"
+)
+_EXPRESSION = re.compile(r"\{[+#./;?&]?" + _VARSPEC_SRC + r"(?:," + _VARSPEC_SRC + r")*\}")
+
+
+class _Op(NamedTuple):
+    """One row of the RFC 6570 Appendix A table."""
+
+    first: str
+    sep: str
+    named: bool
+    ifemp: str
+    reserved: bool  # allow reserved characters and pct-triplets (U+R) instead of U
+
+
+_OPS: dict[str, _Op] = {
+    "": _Op("", ",", False, "", False),
+    "+": _Op("", ",", False, "", True),
+    "#": _Op("#", ",", False, "", True),
+    ".": _Op(".", ".", False, "", False),
+    "/": _Op("/", "/", False, "", False),
+    ";": _Op(";", ";", True, "", False),
+    "?": _Op("?", "&", True, "=", False),
+    "&": _Op("&", "&", True, "=", False),
+}
+
+# Characters a matched value may never contain, per operator (see the module docstring).
+_BASE_EXCLUDED: dict[str, str] = {
+    "": "/?#",
+    "+": "#",
+    "#": "",
+    ".": "/?#",
+    "/": "/?#",
+    ";": "/?#;",
+    "?": "#&",
+    "&": "#&",
+}
+
+
+class _VarSpec(NamedTuple):
+    name: str
+    prefix: int | None
+    explode: bool
+
+
+class _Expr(NamedTuple):
+    op: str
+    specs: tuple[_VarSpec, ...]
+
+
+_Part = Union[str, _Expr]
+_Value = Union[str, list[str], dict[str, str]]
+_MatchValue = Union[str, list[str]]
+
+
+# --- parsing -----------------------------------------------------------------------
+
+
+def _error(template: str, pos: int, what: str) -> ValueError:
+    return ValueError(f"invalid URI template {template!r}: {what} at position {pos}")
+
+
+def _parse(template: str) -> list[_Part]:
+    parts: list[_Part] = []
+    literal_start = 0
+    i = 0
+    n = len(template)
+    while i < n:
+        c = template[i]
+        if c == "}":
+            raise _error(template, i, "unmatched '}'")
+        if c != "{":
+            i += 1
+            continue
+        close = template.find("}", i + 1)
+        reopen = template.find("{", i + 1)
+        if close < 0 or 0 <= reopen < close:
+            raise _error(template, i, "unclosed '{'")
+        if i > literal_start:
+            parts.append(template[literal_start:i])
+        parts.append(_parse_expression(template, i, close))
+        i = literal_start = close + 1
+    if literal_start < n:
+        parts.append(template[literal_start:])
+    return parts
+
+
+def _parse_expression(template: str, open_pos: int, close_pos: int) -> _Expr:
+    body = template[open_pos + 1 : close_pos]
+    base = open_pos + 1
+    if not body:
+        raise _error(template, open_pos, "empty expression")
+    op = ""
+    j = 0
+    if body[0] in _OPS:
+        op, j = body[0], 1
+    elif body[0] in _FUTURE_OPERATORS:
+        raise _error(template, base, f"operator {body[0]!r} is reserved for future extensions")
+    elif not (body[0].isascii() and (body[0].isalnum() or body[0] in "_%")):
+        raise _error(template, base, f"invalid operator {body[0]!r}")
+    specs: list[_VarSpec] = []
+    while True:
+        m = _VARNAME.match(body, j)
+        if m is None:
+            found = repr(body[j]) if j < len(body) else "nothing"
+            raise _error(template, base + j, f"invalid variable name (found {found})")
+        name, j = m.group(), m.end()
+        prefix: int | None = None
+        explode = False
+        if j < len(body) and body[j] == ":":
+            pm = _MAX_LENGTH.match(body, j + 1)
+            if pm is None or (pm.end() < len(body) and body[pm.end()].isdigit()):
+                raise _error(template, base + j + 1, "invalid prefix modifier (want 1-9999)")
+            prefix, j = int(pm.group()), pm.end()
+        elif j < len(body) and body[j] == "*":
+            explode, j = True, j + 1
+        specs.append(_VarSpec(name, prefix, explode))
+        if j == len(body):
+            return _Expr(op, tuple(specs))
+        if body[j] in ":*":
+            raise _error(template, base + j, f"invalid modifier {body[j]!r} after a modifier")
+        if body[j] != ",":
+            raise _error(template, base + j, f"unexpected {body[j]!r} in expression")
+        j += 1
+
+
+# --- expansion ---------------------------------------------------------------------
+
+
+def _encode_unreserved(s: str) -> str:
+    return quote(s, safe="")
+
+
+def _encode_reserved(s: str) -> str:
+    if "%" not in s:
+        return quote(s, safe=_RESERVED)
+    out: list[str] = []
+    last = 0
+    for m in _PCT_TRIPLET.finditer(s):
+        out.append(quote(s[last : m.start()], safe=_RESERVED))
+        out.append(m.group())
+        last = m.end()
+    out.append(quote(s[last:], safe=_RESERVED))
+    return "".join(out)
+
+
+def _scalar(value: object, name: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    raise TypeError(f"URI template variable {name!r}: unsupported value {type(value).__name__}")
+
+
+def _normalize(value: object, name: str) -> _Value | None:
+    """A value as str / list / dict, or ``None`` when undefined (RFC 6570 section 2.3)."""
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        members = [_scalar(m, name) for m in value if m is not None]
+        return members or None
+    if isinstance(value, Mapping):
+        pairs = {_scalar(k, name): _scalar(v, name) for k, v in value.items() if v is not None}
+        return pairs or None
+    return _scalar(value, name)
+
+
+def _expand_expression(expr: _Expr, values: Mapping[str, object]) -> str:
+    op = _OPS[expr.op]
+    enc = _encode_reserved if op.reserved else _encode_unreserved
+    out: list[str] = []
+    defined = False
+    for spec in expr.specs:
+        value = _normalize(values.get(spec.name), spec.name)
+        if value is None:
+            continue
+        out.append(op.sep if defined else op.first)
+        defined = True
+        if isinstance(value, str):
+            if spec.prefix is not None:
+                value = value[: spec.prefix]
+            if op.named:
+                out.append(spec.name)
+                out.append(op.ifemp if value == "" else "=")
+            out.append(enc(value))
+            continue
+        if spec.prefix is not None:
+            raise ValueError(
+                f"URI template variable {spec.name!r}: a prefix modifier does not apply"
+                " to a list or associative array (RFC 6570 section 2.4.1)"
+            )
+        if not spec.explode:
+            if isinstance(value, list):
+                joined = ",".join(enc(m) for m in value)
+            else:
+                joined = ",".join(f"{enc(k)},{enc(v)}" for k, v in value.items())
+            if op.named:
+                out.append(spec.name)
+                out.append(op.ifemp if joined == "" else "=")
+            out.append(joined)
+            continue
+        if isinstance(value, list):
+            if op.named:
+                items = [spec.name + (op.ifemp if m == "" else "=" + enc(m)) for m in value]
+            else:
+                items = [enc(m) for m in value]
+        elif op.named:
+            items = [enc(k) + (op.ifemp if v == "" else "=" + enc(v)) for k, v in value.items()]
+        else:
+            items = [f"{enc(k)}={enc(v)}" for k, v in value.items()]
+        out.append(op.sep.join(items))
+    return "".join(out)
+
+
+# --- matching: compilation ---------------------------------------------------------
+
+_PLAIN, _SPLIT, _NAMED, _NAMED_LIST = range(4)
+
+
+class _Slot(NamedTuple):
+    """Where a variable occurrence is captured in the head regex, and how to read it."""
+
+    group: str
+    spec: _VarSpec
+    kind: int
+    sep: str
+
+
+class _QuerySpec(NamedTuple):
+    variables: dict[str, _VarSpec]  # by name as spelled, and pct-decoded if different
+    fixed: Counter[str]  # literal key=value pairs the query must contain
+
+
+def _char_class(excluded: str) -> str:
+    if not excluded:
+        return r"[\s\S]"
+    return "[^" + "".join(re.escape(c) for c in sorted(set(excluded))) + "]"
+
+
+class _ExprPlan(NamedTuple):
+    expr: _Expr
+    excluded: tuple[str, ...]  # per varspec: characters its value may not contain
+    follow: str | None  # next delimiter: "" = end, None = an expression with no prefix
+
+
+class _HeadCompiler:
+    def __init__(self, parts: list[_Part]) -> None:
+        self.parts = parts
+        self.slots: list[_Slot] = []
+        self._names = count()
+        self.plans: dict[int, _ExprPlan] = {}
+        for k, part in enumerate(parts):
+            if isinstance(part, _Expr):
+                self.plans[k] = self._plan(k, part)
+
+    def _follow(self, k: int) -> str | None:
+        if k + 1 >= len(self.parts):
+            return ""
+        nxt = self.parts[k + 1]
+        if isinstance(nxt, str):
+            return nxt[0]
+        return _OPS[nxt.op].first or None
+
+    def _plan(self, k: int, expr: _Expr) -> _ExprPlan:
+        op = _OPS[expr.op]
+        follow = self._follow(k)
+        excluded = _BASE_EXCLUDED[expr.op]
+        if follow and not op.reserved and follow in _RESERVED and follow not in excluded:
+            excluded += follow
+        per_spec: list[str] = []
+        for spec in expr.specs:
+            ex = excluded
+            if not op.named and (len(expr.specs) > 1 or spec.explode) and op.sep not in ex:
+                ex += op.sep
+            per_spec.append(ex)
+        return _ExprPlan(expr, tuple(per_spec), follow)
+
+    def _excludes(self, plan: _ExprPlan, ch: str) -> bool:
+        """True if no value of the expression can contain ``ch`` (and no list repeats it)."""
+        sep = _OPS[plan.expr.op].sep
+        return all(ch in ex for ex in plan.excluded) and not any(
+            spec.explode and sep == ch for spec in plan.expr.specs
+        )
+
+    def _deterministic(self, plan: _ExprPlan) -> bool:
+        """True if the expression's extent is fixed by the character that follows it."""
+        if plan.follow == "":
+            return True
+        return plan.follow is not None and self._excludes(plan, plan.follow)
+
+    def _group(self, body: str, spec: _VarSpec, kind: int, sep: str, capture: bool) -> str:
+        if not capture:
+            return f"(?:{body})"
+        name = f"_v{next(self._names)}"
+        self.slots.append(_Slot(name, spec, kind, sep))
+        return f"(?P<{name}>{body})"
+
+    def _spec_regex(self, op_char: str, spec: _VarSpec, excluded: str, capture: bool) -> str:
+        op = _OPS[op_char]
+        cls = _char_class(excluded)
+        sep = re.escape(op.sep)
+        if op.named:
+            one = f"{re.escape(spec.name)}(?:={cls}*)?"
+            if spec.explode:
+                return self._group(f"{one}(?:{sep}{one})*", spec, _NAMED_LIST, op.sep, capture)
+            return self._group(one, spec, _NAMED, op.sep, capture)
+        if spec.explode:
+            return self._group(f"{cls}*(?:{sep}{cls}*)*", spec, _SPLIT, op.sep, capture)
+        return self._group(f"{cls}*", spec, _PLAIN, op.sep, capture)
+
+    def expression_regex(self, plan: _ExprPlan, capture: bool) -> str:
+        expr = plan.expr
+        op = _OPS[expr.op]
+        first, sep = re.escape(op.first), re.escape(op.sep)
+        n = len(expr.specs)
+        if not op.named:
+            # Values are indistinguishable: optional ones are filled left to right.
+            items = [
+                self._spec_regex(expr.op, s, ex, capture)
+                for s, ex in zip(expr.specs, plan.excluded)
+            ]
+            body = items[-1]
+            for item in reversed(items[:-1]):
+                body = f"{item}(?:{sep}{body})?"
+            return f"(?:{first}{body})?" if op.first else body
+        if op.first == op.sep:  # ";" and "&": every variable independently optional
+            return "".join(
+                f"(?:{sep}{self._spec_regex(expr.op, s, ex, capture)})?"
+                for s, ex in zip(expr.specs, plan.excluded)
+            )
+        # "?": whichever variable comes first takes the "?", the others "&".
+        alternatives = []
+        for j in range(n):
+            alt = first + self._spec_regex(expr.op, expr.specs[j], plan.excluded[j], capture)
+            for m in range(j + 1, n):
+                item = self._spec_regex(expr.op, expr.specs[m], plan.excluded[m], capture)
+                alt += f"(?:{sep}{item})?"
+            alternatives.append(alt)
+        return "(?:" + "|".join(alternatives) + ")?"
+
+    def _follow_regex(self, k: int) -> str:
+        plan = self.plans[k]
+        if plan.follow == "":
+            return r"\Z"
+        nxt = self.parts[k + 1]
+        if not isinstance(nxt, str):
+            return ""
+        delimiter = nxt[0]
+        pieces: list[str] = []
+        for j in range(k + 1, len(self.parts)):
+            part = self.parts[j]
+            if isinstance(part, str):
+                pieces.append(re.escape(part))
+                continue
+            other = self.plans[j]
+            if not (self._excludes(other, delimiter) and self._deterministic(other)):
+                break
+            pieces.append(self.expression_regex(other, capture=False))
+        else:
+            pieces.append(r"\Z")
+        return "".join(pieces)
+
+    def compile(self) -> re.Pattern[str]:
+        pieces: list[str] = []
+        for k, part in enumerate(self.parts):
+            if isinstance(part, str):
+                pieces.append(re.escape(part))
+                continue
+            group = f"_e{k}"
+            body = self.expression_regex(self.plans[k], capture=True)
+            pieces.append(f"(?=(?P<{group}>{body}){self._follow_regex(k)})(?P={group})")
+        return re.compile("".join(pieces))
+
+
+def _split_query(parts: list[_Part]) -> tuple[list[_Part], _QuerySpec | None]:
+    """Separate a trailing query (``{?a}{&b}``, ``?k=v{&x}``) from the rest of the template."""
+    i = len(parts)
+    while i > 0:
+        part = parts[i - 1]
+        if isinstance(part, _Expr):
+            if part.op not in "?&" or part.op == "":
+                break
+            i -= 1
+            if part.op == "?":
+                break
+        elif "?" in part or "#" in part:
+            break
+        else:
+            i -= 1
+    tail = list(parts[i:])
+    head = list(parts[:i])
+    if not any(isinstance(p, _Expr) for p in tail):
+        return parts, None
+    first = tail[0]
+    if not (isinstance(first, _Expr) and first.op == "?"):
+        # The query must start inside the preceding literal, at its only "?".
+        if not head or not isinstance(head[-1], str) or head[-1].count("?") != 1:
+            return parts, None
+        before, _, after = head[-1].partition("?")
+        if "#" in after:
+            return parts, None
+        head = head[:-1] + ([before] if before else [])
+        if after:
+            tail.insert(0, after)
+    for part in head:
+        if isinstance(part, str):
+            if "?" in part or "#" in part:
+                return parts, None
+        elif part.op in ("#", "?", "&"):
+            return parts, None
+    variables: dict[str, _VarSpec] = {}
+    fixed: Counter[str] = Counter()
+    previous: _Part | None = None
+    for part in tail:
+        if isinstance(part, str):
+            if isinstance(previous, _Expr) and not part.startswith("&"):
+                return parts, None
+            fixed.update(p for p in part.split("&") if p)
+        else:
+            for spec in part.specs:
+                if spec.name in variables:
+                    return parts, None
+                variables[spec.name] = spec
+        previous = part
+    for spec in list(variables.values()):
+        decoded = _decode(spec.name)
+        if decoded is not None and decoded != spec.name:
+            variables.setdefault(decoded, spec)
+    return head, _QuerySpec(variables, fixed)
+
+
+# --- matching: evaluation ----------------------------------------------------------
+
+
+def _decode(s: str) -> str | None:
+    if "%" not in s:
+        return s
+    try:
+        return unquote(s, errors="strict")
+    except UnicodeDecodeError:
+        return None
+
+
+def _named_value(item: str, name: str) -> str | None:
+    rest = item[len(name) :]
+    return _decode(rest[1:]) if rest else ""
+
+
+def _read_slot(slot: _Slot, raw: str) -> _MatchValue | None:
+    name = slot.spec.name
+    if slot.kind == _SPLIT:
+        items = [_decode(x) for x in raw.split(slot.sep)]
+    elif slot.kind == _NAMED_LIST:
+        items = [_named_value(x, name) for x in raw.split(slot.sep)]
+    else:
+        value = _decode(raw) if slot.kind == _PLAIN else _named_value(raw, name)
+        if value is None or (slot.spec.prefix is not None and len(value) > slot.spec.prefix):
+            return None
+        return value
+    members = [x for x in items if x is not None]
+    return members if len(members) == len(items) else None
+
+
+def _merge(result: dict[str, _MatchValue], name: str, value: _MatchValue) -> bool:
+    if name in result:
+        return result[name] == value
+    result[name] = value
+    return True
+
+
+def _match_query(spec: _QuerySpec, query: str, result: dict[str, _MatchValue]) -> bool:
+    if "#" in query:
+        return False
+    fixed = spec.fixed.copy()
+    scalars: dict[str, str] = {}
+    lists: dict[str, list[str]] = {}
+    for pair in query.split("&"):
+        if not pair:
+            continue
+        if fixed[pair] > 0:
+            fixed[pair] -= 1
+            continue
+        key, _, raw = pair.partition("=")
+        var = spec.variables.get(key)
+        if var is None:
+            decoded_key = _decode(key)
+            var = spec.variables.get(decoded_key) if decoded_key is not None else None
+        value = _decode(raw)
+        if var is None or value is None:
+            return False
+        if var.explode:
+            lists.setdefault(var.name, []).append(value)
+        elif var.name in scalars or (var.prefix is not None and len(value) > var.prefix):
+            return False
+        else:
+            scalars[var.name] = value
+    if any(n > 0 for n in fixed.values()):
+        return False
+    merged: dict[str, _MatchValue] = {**scalars, **lists}
+    return all(_merge(result, name, value) for name, value in merged.items())
+
+
+# --- public API --------------------------------------------------------------------
+
+
+class UriTemplate:
+    """A parsed RFC 6570 URI Template (levels 1-4) that can expand and match URIs.
+
+    >>> t = UriTemplate("users://{user}/posts{?limit,offset}")
+    >>> t.expand(user="ada", limit=10)
+    'users://ada/posts?limit=10'
+    >>> t.match("users://ada/posts?offset=5&limit=10")
+    {'user': 'ada', 'limit': '10', 'offset': '5'}
+    """
+
+    __slots__ = ("_head", "_parts", "_query", "_slots", "_template", "_variables")
+
+    def __init__(self, template: str) -> None:
+        if not isinstance(template, str):
+            raise TypeError(f"URI template must be a str, not {type(template).__name__}")
+        parsed = _parse(template)
+        self._template = template
+        # Literals are kept in their expanded (pct-encoded) form (section 3.1).
+        self._parts: tuple[_Part, ...] = tuple(
+            _encode_reserved(p) if isinstance(p, str) else p for p in parsed
+        )
+        names: dict[str, None] = {}
+        for part in self._parts:
+            if isinstance(part, _Expr):
+                names.update(dict.fromkeys(spec.name for spec in part.specs))
+        self._variables = tuple(names)
+        head, self._query = _split_query(list(self._parts))
+        compiler = _HeadCompiler(head)
+        self._head = compiler.compile()
+        self._slots = tuple(compiler.slots)
+
+    @property
+    def template(self) -> str:
+        """The template string, as given."""
+        return self._template
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        """Variable names in order of first appearance, without repeats."""
+        return self._variables
+
+    def expand(self, values: Mapping[str, object] | None = None, /, **kwargs: object) -> str:
+        """Expand the template (RFC 6570 section 3). Keyword arguments override ``values``.
+
+        Raises ``TypeError`` for a value that is not a str, int, float, list, tuple or
+        mapping, and ``ValueError`` for a prefix modifier on a composite value or a
+        string that cannot be encoded as UTF-8 (a lone surrogate).
+        """
+        merged: Mapping[str, object]
+        if values is None:
+            merged = kwargs
+        elif kwargs:
+            merged = {**values, **kwargs}
+        else:
+            merged = values
+        return "".join(
+            part if isinstance(part, str) else _expand_expression(part, merged)
+            for part in self._parts
+        )
+
+    def match(self, uri: str) -> dict[str, str | list[str]] | None:
+        """Extract the variables that ``uri`` was expanded from, or ``None``.
+
+        Never raises for a ``str`` argument and runs in time linear in ``len(uri)``.
+        See the module docstring for the shapes supported and the exact rules.
+        """
+        result: dict[str, _MatchValue] = {}
+        head = uri
+        if self._query is not None:
+            head, mark, query = uri.partition("?")
+            if mark and not _match_query(self._query, query, result):
+                return None
+            if not mark and self._query.fixed:
+                return None
+        m = self._head.fullmatch(head)
+        if m is None:
+            return None
+        for slot in self._slots:
+            raw = m.group(slot.group)
+            if raw is None:
+                continue
+            value = _read_slot(slot, raw)
+            if value is None or not _merge(result, slot.spec.name, value):
+                return None
+        return self._ordered(result)
+
+    def _ordered(self, result: dict[str, _MatchValue]) -> dict[str, str | list[str]]:
+        return {name: result[name] for name in self._variables if name in result}
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, UriTemplate):
+            return self._template == other._template
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((UriTemplate, self._template))
+
+    def __repr__(self) -> str:
+        return f"UriTemplate({self._template!r})"
+
+    def __str__(self) -> str:
+        return self._template
+
+
+def is_template(s: str) -> bool:
+    """True if ``s`` contains at least one well-formed ``{...}`` expression.
+
+    A plain URI (no expression) is a concrete resource, not a template. The rest of
+    ``s`` is not validated: construct a ``UriTemplate`` for that.
+    """
+    return _EXPRESSION.search(s) is not None

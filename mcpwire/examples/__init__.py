@@ -1,0 +1,1 @@
+"""Example servers shipped with mcpwire."""

@@ -1,0 +1,115 @@
+"""Hypothesis strategies shared by the test suite.
+
+Import as ``from strategies import ...`` (``tests/`` is on ``sys.path`` because
+``tests/conftest.py`` lives there and the test tree has no ``__init__.py``).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from mcpwire.sansio import (
+    ErrorObject,
+    ErrorResponse,
+    JSONObject,
+    JSONValue,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
+
+__all__ = (
+    "INT64_MAX",
+    "INT64_MIN",
+    "chunkings",
+    "error_objects",
+    "error_responses",
+    "int64",
+    "json_objects",
+    "json_values",
+    "messages",
+    "notifications",
+    "request_ids",
+    "requests",
+    "responses",
+    "split",
+    "texts",
+)
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+#: orjson cannot encode integers outside the signed/unsigned 64-bit range, so
+#: generated values stay inside the signed range.
+int64 = st.integers(min_value=INT64_MIN, max_value=INT64_MAX)
+
+#: Arbitrary unicode without surrogates (which UTF-8 cannot carry), with the
+#: characters that break naive line framing or C strings mixed in on purpose.
+_chars = st.characters(exclude_categories=("Cs",))
+_special = st.sampled_from(["\u2028", "\u2029", "\x00", "\n", "\r", "\r\n", '"', "\\", "\ufeff"])
+texts = st.lists(st.one_of(st.text(_chars, max_size=8), _special), max_size=6).map("".join)
+
+_scalars: st.SearchStrategy[JSONValue] = st.one_of(
+    st.none(),
+    st.booleans(),
+    int64,
+    st.floats(allow_nan=False, allow_infinity=False),
+    texts,
+)
+
+json_values: st.SearchStrategy[JSONValue] = st.recursive(
+    _scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(texts, children, max_size=4),
+    ),
+    max_leaves=12,
+)
+
+json_objects: st.SearchStrategy[JSONObject] = st.dictionaries(texts, json_values, max_size=5)
+
+#: MCP request ids: a string or an integer (never null, float or bool).
+request_ids: st.SearchStrategy[RequestId] = st.one_of(st.text(), int64)
+
+_params = st.one_of(st.none(), json_objects)
+
+requests = st.builds(Request, id=request_ids, method=texts, params=_params)
+notifications = st.builds(Notification, method=texts, params=_params)
+responses = st.builds(Response, id=request_ids, result=json_objects)
+#: ``data=None`` means "absent", so generated data is any JSON value but null.
+error_objects = st.builds(
+    ErrorObject,
+    code=int64,
+    message=texts,
+    data=st.one_of(st.just(None), json_values.filter(lambda v: v is not None)),
+)
+error_responses = st.builds(
+    ErrorResponse, id=st.one_of(st.none(), request_ids), error=error_objects
+)
+
+messages: st.SearchStrategy[Message] = st.one_of(
+    requests, notifications, responses, error_responses
+)
+
+
+@st.composite
+def chunkings(
+    draw: st.DrawFn, values: st.SearchStrategy[bytes] | None = None
+) -> tuple[bytes, list[int]]:
+    """A bytes value and a sorted list of split points inside it (repeats allowed)."""
+    data = draw(values if values is not None else st.binary())
+    points = draw(st.lists(st.integers(min_value=0, max_value=len(data)), max_size=20))
+    return data, sorted(points)
+
+
+def split(data: bytes, points: list[int]) -> list[bytes]:
+    """Cut ``data`` at ``points`` (sorted); empty chunks are kept on purpose."""
+    chunks: list[bytes] = []
+    start = 0
+    for point in points:
+        chunks.append(data[start:point])
+        start = point
+    chunks.append(data[start:])
+    return chunks

@@ -1,0 +1,78 @@
+"""The layering promises, checked in a fresh interpreter.
+
+* ``mcpwire.sansio`` is pure: importing it loads no event loop, no sockets.
+* ``import mcpwire`` is cheap: no heavy dependency, and not even anyio until
+  something that does I/O is first used.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def modules_after(code: str, watch: list[str]) -> list[str]:
+    """Run ``code`` in a fresh interpreter; return which ``watch`` modules it loaded."""
+    probe = (
+        "import json, sys\n"
+        f"{code}\n"
+        f"watch = {watch!r}\n"
+        "loaded = sorted({m.split('.')[0] for m in sys.modules} & set(watch))\n"
+        "print(json.dumps(loaded))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    result: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_sansio_imports_no_io() -> None:
+    watch = ["anyio", "asyncio", "socket", "trio", "sniffio", "selectors"]
+    assert modules_after("import mcpwire.sansio", watch) == []
+
+
+def test_sansio_public_names_load_no_io() -> None:
+    code = "import mcpwire.sansio as s\nfor n in s.__all__: getattr(s, n)"
+    assert modules_after(code, ["anyio", "asyncio", "socket", "trio"]) == []
+
+
+def test_import_mcpwire_is_lazy() -> None:
+    watch = [
+        "pydantic",
+        "httpx",
+        "httpx2",
+        "starlette",
+        "uvicorn",
+        "jsonschema",
+        "mcp",
+        "mcp_types",
+        "anyio",
+        "trio",
+        "asyncio",
+        "h11",
+    ]
+    assert modules_after("import mcpwire", watch) == []
+
+
+def test_errors_are_importable_without_anyio() -> None:
+    code = "from mcpwire import ConnectionClosed, JSONRPCError, RequestTimeout"
+    assert modules_after(code, ["anyio"]) == []
+
+
+@pytest.mark.parametrize("name", ["Session", "memory_pair", "StdioClientTransport"])
+def test_lazy_names_resolve(name: str) -> None:
+    code = f"import mcpwire\nmcpwire.{name}"
+    assert modules_after(code, ["anyio", "pydantic", "mcp"]) == ["anyio"]
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    import mcpwire
+
+    with pytest.raises(AttributeError):
+        mcpwire.NoSuchThing  # noqa: B018
+    assert "Session" in dir(mcpwire)

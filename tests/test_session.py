@@ -1,0 +1,835 @@
+"""Tests for the anyio session layer, on both backends.
+
+Peers are either two ``Session`` objects over ``memory_pair()`` (with and
+without a serialise/parse round trip) or a ``Session`` facing a raw transport
+end that the test drives message by message, so that exactly what crosses the
+wire can be asserted.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+import mcpwire
+from mcpwire import ConnectionClosed, JSONRPCError, RequestContext, RequestTimeout, Session
+from mcpwire.sansio import (
+    Batch,
+    ErrorObject,
+    ErrorResponse,
+    Incoming,
+    JSONObject,
+    Message,
+    Notification,
+    Request,
+    Response,
+    parse,
+)
+
+pytestmark = pytest.mark.anyio
+
+Outbound = Message | list[Message]
+
+WAIT = 5.0  # generous bound for anything that should happen "now"
+
+
+@pytest.fixture(params=[False, True], ids=["objects", "wire"])
+def wire(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
+async def echo_server(request: Request, ctx: RequestContext) -> JSONObject:
+    if request.method == "echo":
+        return {"echo": request.params}
+    if request.method == "fail":
+        raise JSONRPCError(-32042, "needs a URL", {"url": "https://example.com"})
+    if request.method == "crash":
+        raise RuntimeError("boom")
+    if request.method == "sleep":
+        params = request.params or {}
+        delay = params.get("s", 0)
+        assert isinstance(delay, (int, float))
+        await anyio.sleep(delay)
+        return {"slept": delay}
+    if request.method == "whoami":
+        return {"id": request.id}
+    raise JSONRPCError(-32601, f"Method not found: {request.method}")
+
+
+@asynccontextmanager
+async def connected(
+    *, wire: bool = False, on_request: Any = echo_server, **client_kw: Any
+) -> AsyncIterator[tuple[Session, Session]]:
+    client_end, server_end = mcpwire.memory_pair(wire=wire)
+    async with (
+        Session(server_end, on_request=on_request) as server,
+        Session(client_end, **client_kw) as client,
+    ):
+        yield client, server
+
+
+@asynccontextmanager
+async def facing_raw(
+    *, wire: bool = False, **session_kw: Any
+) -> AsyncIterator[tuple[Session, mcpwire.MemoryTransport]]:
+    """A session on one end; the other end is returned raw for the test to drive."""
+    ours, raw = mcpwire.memory_pair(wire=wire)
+    try:
+        async with Session(ours, **session_kw) as session:
+            yield session, raw
+    finally:
+        await raw.aclose()
+
+
+class FakeTransport:
+    """Feeds parsed frames to a session and records what it sends back."""
+
+    def __init__(self) -> None:
+        self._in: tuple[MemoryObjectSendStream[Incoming], MemoryObjectReceiveStream[Incoming]] = (
+            anyio.create_memory_object_stream[Incoming](100)
+        )
+        self._out: tuple[MemoryObjectSendStream[Outbound], MemoryObjectReceiveStream[Outbound]] = (
+            anyio.create_memory_object_stream[Outbound](100)
+        )
+
+    async def feed(self, data: bytes) -> None:
+        await self._in[0].send(parse(data))
+
+    async def sent(self) -> Outbound:
+        with anyio.fail_after(WAIT):
+            return await self._out[1].receive()
+
+    async def send(self, message: Outbound) -> None:
+        await self._out[0].send(message)
+
+    async def receive(self) -> Incoming:
+        try:
+            return await self._in[1].receive()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise anyio.EndOfStream from None
+
+    async def aclose(self) -> None:
+        for stream in (*self._in, *self._out):
+            stream.close()
+
+    def close_error(self) -> ConnectionClosed:
+        return ConnectionClosed("fake transport closed")
+
+
+async def receive(raw: mcpwire.MemoryTransport) -> Incoming:
+    with anyio.fail_after(WAIT):
+        return await raw.receive()
+
+
+# -- requests and responses --------------------------------------------------
+
+
+async def test_round_trip(wire: bool) -> None:
+    async with connected(wire=wire) as (client, _):
+        assert await client.request("echo", {"a": [1, "x", None]}) == {
+            "echo": {"a": [1, "x", None]}
+        }
+        assert await client.request("echo") == {"echo": None}
+
+
+async def test_error_response_raises_jsonrpc_error(wire: bool) -> None:
+    async with connected(wire=wire) as (client, _):
+        with pytest.raises(JSONRPCError) as info:
+            await client.request("fail")
+    assert info.value.code == -32042
+    assert info.value.message == "needs a URL"
+    assert info.value.data == {"url": "https://example.com"}
+
+
+async def test_handler_exception_is_internal_error(wire: bool) -> None:
+    async with connected(wire=wire) as (client, _):
+        with pytest.raises(JSONRPCError) as info:
+            await client.request("crash")
+        assert info.value.code == -32603
+        assert "boom" in info.value.message
+        # The server keeps serving.
+        assert await client.request("echo", {}) == {"echo": {}}
+
+
+async def test_unknown_method_by_default(wire: bool) -> None:
+    client_end, server_end = mcpwire.memory_pair(wire=wire)
+    async with Session(server_end), Session(client_end) as client:
+        with pytest.raises(JSONRPCError) as info:
+            await client.request("tools/list")
+    assert info.value.code == -32601
+    assert "tools/list" in info.value.message
+
+
+async def test_requests_both_ways(wire: bool) -> None:
+    # A handler may call back into the requester (legacy server->client requests).
+    async def on_request(request: Request, ctx: RequestContext) -> JSONObject:
+        roots = await ctx.session.request("roots/list")
+        return {"got": roots}
+
+    async def client_side(request: Request, ctx: RequestContext) -> JSONObject:
+        return {"roots": [request.method]}
+
+    client_end, server_end = mcpwire.memory_pair(wire=wire)
+    async with (
+        Session(server_end, on_request=on_request),
+        Session(client_end, on_request=client_side) as client,
+    ):
+        assert await client.request("tools/call") == {"got": {"roots": ["roots/list"]}}
+
+
+async def test_notifications_are_delivered_in_order(wire: bool) -> None:
+    seen: list[Notification] = []
+    done = anyio.Event()
+
+    async def on_notification(note: Notification) -> None:
+        seen.append(note)
+        if len(seen) == 20:
+            done.set()
+
+    client_end, server_end = mcpwire.memory_pair(wire=wire)
+    async with Session(server_end, on_notification=on_notification), Session(client_end) as client:
+        for i in range(20):
+            await client.notify("notifications/message", {"i": i})
+        with anyio.fail_after(WAIT):
+            await done.wait()
+    assert [n.params for n in seen] == [{"i": i} for i in range(20)]
+
+
+async def test_failing_notification_handler_does_not_stop_the_session() -> None:
+    async def on_notification(note: Notification) -> None:
+        raise RuntimeError("bad handler")
+
+    client_end, server_end = mcpwire.memory_pair()
+    async with (
+        Session(server_end, on_request=echo_server, on_notification=on_notification),
+        Session(client_end) as client,
+    ):
+        await client.notify("x")
+        assert await client.request("echo", {}) == {"echo": {}}
+
+
+async def test_hundred_concurrent_requests_correlate(wire: bool) -> None:
+    async def on_request(request: Request, ctx: RequestContext) -> JSONObject:
+        params = request.params or {}
+        n = params["n"]
+        assert isinstance(n, int)
+        await anyio.sleep((n * 7 % 10) / 1000)  # answers come back out of order
+        return {"n": n, "id": request.id}
+
+    results: dict[int, JSONObject] = {}
+    async with connected(wire=wire, on_request=on_request) as (client, server):
+
+        async def one(n: int) -> None:
+            results[n] = await client.request("m", {"n": n})
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                for n in range(100):
+                    tg.start_soon(one, n)
+        assert client.rpc.pending_count == 0
+        assert server.rpc.running_count == 0
+    assert sorted(results) == list(range(100))
+    assert all(results[n]["n"] == n for n in range(100))
+    assert len({r["id"] for r in results.values()}) == 100
+
+
+# -- timeouts and cancellation -------------------------------------------------
+
+
+async def test_timeout_raises_and_sends_cancelled() -> None:
+    async with facing_raw() as (client, raw):
+        start = time.monotonic()
+        with pytest.raises(RequestTimeout) as info:
+            await client.request("slow", {"x": 1}, timeout=0.2)
+        elapsed = time.monotonic() - start
+        assert 0.19 <= elapsed < 0.2 + 0.8
+        assert info.value.method == "slow"
+        assert isinstance(info.value, TimeoutError)
+        request = await receive(raw)
+        assert type(request) is Request and request.method == "slow"
+        notice = await receive(raw)
+        assert type(notice) is Notification
+        assert notice.method == "notifications/cancelled"
+        assert notice.params is not None
+        assert notice.params["requestId"] == request.id
+        assert client.rpc.pending_count == 0
+        # A late answer is ignored and counted, and the session keeps working.
+        await raw.send(Response(request.id, {}))
+        task_result: list[JSONObject] = []
+
+        async def ask() -> None:
+            task_result.append(await client.request("again"))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            again = await receive(raw)
+            assert type(again) is Request
+            await raw.send(Response(again.id, {"ok": True}))
+        assert task_result == [{"ok": True}]
+        assert client.rpc.counters.late_responses == 1
+
+
+async def test_timeout_cancels_the_peer_handler(wire: bool) -> None:
+    observed = anyio.Event()
+
+    async def on_request(request: Request, ctx: RequestContext) -> JSONObject:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            observed.set()
+            assert ctx.cancelled
+        raise AssertionError("unreachable")
+
+    async with connected(wire=wire, on_request=on_request) as (client, server):
+        with pytest.raises(RequestTimeout):
+            await client.request("slow", timeout=0.1)
+        with anyio.fail_after(WAIT):
+            await observed.wait()
+        assert server.rpc.counters.unknown_cancels == 0
+
+
+async def test_timeout_covers_a_blocked_send() -> None:
+    # The peer stopped reading (a wedged child whose stdin pipe is full): the
+    # request's deadline must still hold; it may not hang in send() forever.
+    from mcpwire._transport import MEMORY_BUFFER
+
+    async with facing_raw() as (client, _raw):
+        for i in range(MEMORY_BUFFER):
+            await client.notify("filler", {"i": i})
+        start = time.monotonic()
+        with anyio.fail_after(4), pytest.raises(RequestTimeout):
+            await client.request("stuck", timeout=0.3)
+        # 0.3 s deadline, plus at most the bounded attempt to send the cancel notice.
+        assert time.monotonic() - start < 4
+
+
+async def test_default_timeout_is_used() -> None:
+    async with facing_raw(request_timeout=0.1) as (client, _raw):
+        with pytest.raises(RequestTimeout) as info:
+            await client.request("slow")
+    assert info.value.seconds == pytest.approx(0.1)
+
+
+async def test_progress_callback_receives_updates_in_order(wire: bool) -> None:
+    async def on_request(request: Request, ctx: RequestContext) -> JSONObject:
+        assert ctx.progress_token == request.id
+        await ctx.report_progress(1, 3, "one")
+        await ctx.report_progress(2, 3)
+        await ctx.report_progress(3.5)
+        return {"done": True}
+
+    updates: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append((progress, total, message))
+
+    async with connected(wire=wire, on_request=on_request) as (client, _):
+        result = await client.request("work", {"p": 1}, on_progress=on_progress)
+    assert result == {"done": True}
+    assert updates == [(1.0, 3.0, "one"), (2.0, 3.0, None), (3.5, None, None)]
+
+
+async def test_report_progress_without_token_sends_nothing() -> None:
+    async def on_request(request: Request, ctx: RequestContext) -> JSONObject:
+        assert ctx.progress_token is None
+        await ctx.report_progress(1, 2, "ignored")
+        return {}
+
+    seen: list[Notification] = []
+
+    async def on_notification(note: Notification) -> None:
+        seen.append(note)
+
+    async with connected(on_request=on_request, on_notification=on_notification) as (
+        client,
+        _,
+    ):
+        assert await client.request("work") == {}
+    assert seen == []
+
+
+async def test_progress_extends_the_deadline(wire: bool) -> None:
+    async def on_request(request: Request, ctx: RequestContext) -> JSONObject:
+        for i in range(6):  # 0.6 s in all, progress every 0.1 s
+            await anyio.sleep(0.1)
+            await ctx.report_progress(i + 1, 6)
+        return {"finished": True}
+
+    updates: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        updates.append(progress)
+
+    async with connected(wire=wire, on_request=on_request) as (client, _):
+        result = await client.request("work", timeout=0.3, on_progress=on_progress)
+    assert result == {"finished": True}
+    assert updates == [1, 2, 3, 4, 5, 6]
+
+
+async def test_progress_never_extends_past_max_timeout() -> None:
+    cancelled = anyio.Event()
+
+    async def on_request(request: Request, ctx: RequestContext) -> JSONObject:
+        try:
+            while True:
+                await anyio.sleep(0.05)
+                await ctx.report_progress(1)
+        finally:
+            cancelled.set()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        pass
+
+    async with connected(on_request=on_request) as (client, _):
+        start = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            await client.request("work", timeout=0.2, max_timeout=0.5, on_progress=on_progress)
+        elapsed = time.monotonic() - start
+        assert 0.49 <= elapsed < 0.5 + 0.8
+        with anyio.fail_after(WAIT):
+            await cancelled.wait()
+
+
+async def test_session_max_request_timeout_caps_timeout_none() -> None:
+    async with facing_raw(request_timeout=0.1, max_request_timeout=0.2) as (client, _raw):
+        start = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            await client.request("slow", timeout=None)
+        assert time.monotonic() - start < 0.2 + 0.8
+
+
+async def test_caller_cancellation_sends_cancelled() -> None:
+    async with facing_raw() as (client, raw):
+        sent: list[Incoming] = []
+        with anyio.CancelScope() as scope:
+
+            async def cancel_once_sent() -> None:
+                sent.append(await receive(raw))
+                scope.cancel()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(cancel_once_sent)
+                await client.request("slow", timeout=30)
+        assert scope.cancelled_caught
+        request = sent[0]
+        assert type(request) is Request and request.method == "slow"
+        notice = await receive(raw)
+        assert type(notice) is Notification
+        assert notice.method == "notifications/cancelled"
+        assert notice.params is not None
+        assert notice.params["requestId"] == request.id
+        assert isinstance(notice.params.get("reason", ""), str)
+        assert client.rpc.pending_count == 0
+
+
+async def test_caller_move_on_after_sends_cancelled() -> None:
+    async with facing_raw() as (client, raw):
+        with anyio.move_on_after(0.1):
+            await client.request("slow", timeout=30)
+        request = await receive(raw)
+        notice = await receive(raw)
+        assert type(request) is Request
+        assert type(notice) is Notification
+        assert notice.method == "notifications/cancelled"
+        assert notice.params is not None and notice.params["requestId"] == request.id
+
+
+async def test_incoming_cancel_stops_the_handler_and_suppresses_the_response(
+    wire: bool,
+) -> None:
+    started = anyio.Event()
+    stopped = anyio.Event()
+
+    async def on_request(request: Request, ctx: RequestContext) -> JSONObject:
+        if request.method != "slow":
+            return {"method": request.method}
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            assert ctx.cancelled
+            stopped.set()
+            raise
+        raise AssertionError("unreachable")
+
+    async with facing_raw(wire=wire, on_request=on_request) as (server, raw):
+        await raw.send(Request(1, "slow"))
+        with anyio.fail_after(WAIT):
+            await started.wait()
+        await raw.send(Notification("notifications/cancelled", {"requestId": 1}))
+        with anyio.fail_after(WAIT):
+            await stopped.wait()
+        # Nothing was sent for request 1: the next thing on the wire answers 2.
+        await raw.send(Request(2, "after"))
+        reply = await receive(raw)
+        assert reply == Response(2, {"method": "after"})
+        assert server.rpc.running_count == 0
+        # The cancelled id may be reused afterwards.
+        await raw.send(Request(1, "reuse"))
+        assert await receive(raw) == Response(1, {"method": "reuse"})
+
+
+async def test_cancel_for_unknown_id_is_ignored() -> None:
+    async with facing_raw(on_request=echo_server) as (server, raw):
+        await raw.send(Notification("notifications/cancelled", {"requestId": 77}))
+        await raw.send(Notification("notifications/cancelled", {}))
+        await raw.send(Request(1, "echo"))
+        assert await receive(raw) == Response(1, {"echo": None})
+        assert server.rpc.counters.unknown_cancels == 2
+
+
+async def test_duplicate_incoming_id_is_refused() -> None:
+    gate = anyio.Event()
+
+    async def on_request(request: Request, ctx: RequestContext) -> JSONObject:
+        await gate.wait()
+        return {"m": request.method}
+
+    async with facing_raw(on_request=on_request) as (_server, raw):
+        await raw.send(Request(1, "first"))
+        await raw.send(Request(1, "second"))
+        reply = await receive(raw)
+        assert type(reply) is ErrorResponse
+        assert reply.id == 1 and reply.error.code == -32600
+        gate.set()
+        assert await receive(raw) == Response(1, {"m": "first"})
+
+
+async def test_unknown_response_is_counted() -> None:
+    async with facing_raw(on_request=echo_server) as (session, raw):
+        await raw.send(Response(12345, {}))
+        await raw.send(ErrorResponse(None, ErrorObject(-32700, "x")))
+        await raw.send(Request(1, "echo"))
+        assert await receive(raw) == Response(1, {"echo": None})
+        assert session.rpc.counters.unknown_responses == 2
+
+
+# -- end of connection -----------------------------------------------------------
+
+
+async def test_transport_end_fails_all_pending_at_once() -> None:
+    errors: list[BaseException] = []
+    async with facing_raw() as (client, raw):
+
+        async def one(i: int) -> None:
+            try:
+                await client.request("slow", {"i": i}, timeout=30)
+            except ConnectionClosed as exc:
+                errors.append(exc)
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                for i in range(5):
+                    tg.start_soon(one, i)
+                for _ in range(5):
+                    assert type(await raw.receive()) is Request
+                await raw.aclose()
+        assert len(errors) == 5
+        assert all(isinstance(e, ConnectionClosed) for e in errors)
+        assert "peer closed" in str(errors[0])
+        assert client.closed
+        assert client.close_reason is not None
+        with anyio.fail_after(WAIT):
+            await client.wait_closed()
+        start = time.monotonic()
+        with pytest.raises(ConnectionClosed):
+            await client.request("after")
+        with pytest.raises(ConnectionClosed):
+            await client.notify("after")
+        assert time.monotonic() - start < 0.5
+        assert client.rpc.pending_count == 0
+
+
+async def test_close_is_idempotent_and_works_from_another_task() -> None:
+    failures: list[BaseException] = []
+    async with facing_raw() as (client, raw):
+
+        async def waiter() -> None:
+            try:
+                await client.request("slow", timeout=30)
+            except ConnectionClosed as exc:
+                failures.append(exc)
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(waiter)
+                assert type(await raw.receive()) is Request
+                tg.start_soon(client.close)
+                tg.start_soon(client.close)
+            await client.close()
+        assert len(failures) == 1
+        assert "closed" in str(failures[0])
+        assert client.closed
+        with pytest.raises(ConnectionClosed):
+            await client.request("after")
+    await client.close()  # still fine after the context exits
+
+
+async def test_close_from_a_handler() -> None:
+    async def on_request(request: Request, ctx: RequestContext) -> JSONObject:
+        await ctx.session.close()
+        return {}
+
+    async with facing_raw(on_request=on_request) as (server, raw):
+        await raw.send(Request(1, "bye"))
+        with anyio.fail_after(WAIT):
+            await server.wait_closed()
+        with pytest.raises(anyio.EndOfStream):
+            await receive(raw)
+
+
+async def test_close_cancels_running_handlers() -> None:
+    stopped = anyio.Event()
+    started = anyio.Event()
+
+    async def on_request(request: Request, ctx: RequestContext) -> JSONObject:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stopped.set()
+        raise AssertionError("unreachable")
+
+    async with facing_raw(on_request=on_request) as (server, raw):
+        await raw.send(Request(1, "slow"))
+        with anyio.fail_after(WAIT):
+            await started.wait()
+        await server.close()
+        with anyio.fail_after(WAIT):
+            await stopped.wait()
+
+
+async def test_body_exception_propagates_without_exception_group() -> None:
+    client_end, server_end = mcpwire.memory_pair()
+
+    async def body_raises() -> None:
+        async with Session(server_end, on_request=echo_server), Session(client_end) as client:
+            assert await client.request("echo") == {"echo": None}
+            raise ValueError("from the body")
+
+    with pytest.raises(ValueError, match="from the body") as info:
+        await body_raises()
+    assert type(info.value) is ValueError
+
+
+async def test_body_exception_with_busy_handlers() -> None:
+    started = anyio.Event()
+
+    async def on_request(request: Request, ctx: RequestContext) -> JSONObject:
+        started.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    client_end, server_end = mcpwire.memory_pair()
+
+    async def body_raises() -> None:
+        async with Session(server_end, on_request=on_request), Session(client_end):
+            # A request the client session does not track keeps a handler busy.
+            await client_end.send(Request("raw-1", "slow"))
+            with anyio.fail_after(WAIT):
+                await started.wait()
+            raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom") as info:
+        await body_raises()
+    assert type(info.value) is ValueError
+
+
+async def test_session_can_be_entered_once() -> None:
+    client_end, _server_end = mcpwire.memory_pair()
+    session = Session(client_end)
+    async with session:
+        with pytest.raises(RuntimeError):
+            await session.__aenter__()
+    await _server_end.aclose()
+
+
+@pytest.mark.parametrize(("timeout", "max_timeout"), [(0, 1), (-1, 1), (2, 1), (math.inf, 1)])
+async def test_bad_timeouts_are_rejected(timeout: float, max_timeout: float) -> None:
+    client_end, server_end = mcpwire.memory_pair()
+    with pytest.raises(ValueError):
+        Session(client_end, request_timeout=timeout, max_request_timeout=max_timeout)
+    await client_end.aclose()
+    await server_end.aclose()
+
+
+# -- bad input -------------------------------------------------------------------
+
+SENTINEL = b'{"jsonrpc":"2.0","id":"sentinel","method":"echo"}'
+
+BAD_INPUT: list[tuple[str, bytes, ErrorResponse | None]] = [
+    ("parse-error", b'{"jsonrpc":', ErrorResponse(None, ErrorObject(-32700, ""))),
+    ("binary", b"\xff\x00\xfe", ErrorResponse(None, ErrorObject(-32700, ""))),
+    ("empty-batch", b"[]", ErrorResponse(None, ErrorObject(-32600, ""))),
+    ("string", b'"hello"', ErrorResponse(None, ErrorObject(-32600, ""))),
+    (
+        "id-null",
+        b'{"jsonrpc":"2.0","id":null,"method":"echo"}',
+        ErrorResponse(None, ErrorObject(-32600, "")),
+    ),
+    (
+        "id-float",
+        b'{"jsonrpc":"2.0","id":1.5,"method":"echo"}',
+        ErrorResponse(None, ErrorObject(-32600, "")),
+    ),
+    (
+        "bad-version",
+        b'{"jsonrpc":"1.0","id":3,"method":"echo"}',
+        ErrorResponse(3, ErrorObject(-32600, "")),
+    ),
+    (
+        "params-array",
+        b'{"jsonrpc":"2.0","id":"p","method":"echo","params":[1]}',
+        ErrorResponse("p", ErrorObject(-32602, "")),
+    ),
+    (
+        "unknown-method",
+        b'{"jsonrpc":"2.0","id":4,"method":"nope"}',
+        ErrorResponse(4, ErrorObject(-32601, "")),
+    ),
+    (
+        "string-id-kept",
+        b'{"jsonrpc":"2.0","id":"4","method":"nope"}',
+        ErrorResponse("4", ErrorObject(-32601, "")),
+    ),
+    ("notification-unknown", b'{"jsonrpc":"2.0","method":"nope"}', None),
+    ("notification-bad-params", b'{"jsonrpc":"2.0","method":"n","params":[1]}', None),
+    ("notification-bad-version", b'{"jsonrpc":"1.0","method":"n"}', None),
+    ("broken-response", b'{"jsonrpc":"2.0","id":1,"result":[]}', None),
+    ("unknown-response", b'{"jsonrpc":"2.0","id":999,"result":{}}', None),
+    ("error-response-no-id", b'{"jsonrpc":"2.0","error":{"code":1,"message":"x"}}', None),
+    (
+        "batch-refused",
+        b'[{"jsonrpc":"2.0","id":1,"method":"echo"}]',
+        ErrorResponse(None, ErrorObject(-32600, "")),
+    ),
+    ("batch-of-junk-refused", b"[1,2,3]", ErrorResponse(None, ErrorObject(-32600, ""))),
+]
+
+
+def same_error(got: object, expected: ErrorResponse) -> None:
+    assert type(got) is ErrorResponse, got
+    assert got.id == expected.id and type(got.id) is type(expected.id), got
+    assert got.error.code == expected.error.code, got
+    assert got.error.message
+
+
+@pytest.mark.parametrize(
+    ("frame", "expected"), [r[1:] for r in BAD_INPUT], ids=[r[0] for r in BAD_INPUT]
+)
+async def test_bad_input_is_answered_exactly(frame: bytes, expected: ErrorResponse | None) -> None:
+    transport = FakeTransport()
+    async with Session(transport, on_request=echo_server) as session:
+        await transport.feed(frame)
+        await transport.feed(SENTINEL)
+        first = await transport.sent()
+        if expected is not None:
+            same_error(first, expected)
+            first = await transport.sent()
+        # Nothing else was sent before the sentinel's answer.
+        assert first == Response("sentinel", {"echo": None})
+        await session.close()
+
+
+async def test_bad_input_sequence_keeps_serving() -> None:
+    transport = FakeTransport()
+    async with Session(transport, on_request=echo_server) as session:
+        for _, frame, expected in BAD_INPUT:
+            await transport.feed(frame)
+            if expected is not None:
+                same_error(await transport.sent(), expected)
+        await transport.feed(SENTINEL)
+        assert await transport.sent() == Response("sentinel", {"echo": None})
+        assert session.invalid_received >= 10
+
+
+async def test_batches_served_when_allowed() -> None:
+    transport = FakeTransport()
+    async with Session(transport, on_request=echo_server) as session:
+        session.allow_batches = True
+        await transport.feed(
+            b'[{"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":1}},'
+            b'{"jsonrpc":"2.0","method":"notifications/x"},'
+            b'{"jsonrpc":"2.0","id":"two","method":"whoami"},'
+            b'{"jsonrpc":"2.0","id":3,"method":"nope"},'
+            b'{"jsonrpc":"2.0","id":null,"method":"echo"},'
+            b'{"jsonrpc":"2.0","method":"n","params":[1]},'
+            b"5]"
+        )
+        reply = await transport.sent()
+        assert isinstance(reply, list)
+        by_id: dict[Any, Message] = {}
+        nulls: list[Message] = []
+        for item in reply:
+            assert isinstance(item, (Response, ErrorResponse))
+            if item.id is None:
+                nulls.append(item)
+            else:
+                by_id[item.id] = item
+        assert by_id[1] == Response(1, {"echo": {"a": 1}})
+        assert by_id["two"] == Response("two", {"id": "two"})
+        assert type(by_id[3]) is ErrorResponse and by_id[3].error.code == -32601
+        assert len(by_id) == 3
+        # id null request and the bare 5: two -32600 errors with id null.
+        assert len(nulls) == 2
+        assert all(type(n) is ErrorResponse and n.error.code == -32600 for n in nulls)
+
+
+async def test_notification_only_batch_gets_no_reply() -> None:
+    seen: list[str] = []
+
+    async def on_notification(note: Notification) -> None:
+        seen.append(note.method)
+
+    transport = FakeTransport()
+    async with Session(
+        transport, on_request=echo_server, on_notification=on_notification
+    ) as session:
+        session.allow_batches = True
+        await transport.feed(b'[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]')
+        await transport.feed(SENTINEL)
+        assert await transport.sent() == Response("sentinel", {"echo": None})
+    assert seen == ["a", "b"]
+
+
+async def test_initialize_in_a_batch_is_refused() -> None:
+    transport = FakeTransport()
+    async with Session(transport, on_request=echo_server) as session:
+        session.allow_batches = True
+        await transport.feed(
+            b'[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}},'
+            b'{"jsonrpc":"2.0","id":2,"method":"echo"}]'
+        )
+        reply = await transport.sent()
+        assert isinstance(reply, list)
+        by_id = {item.id: item for item in reply}  # type: ignore[union-attr]
+        assert set(by_id) == {1, 2}
+        assert type(by_id[1]) is ErrorResponse and by_id[1].error.code == -32600
+        assert by_id[2] == Response(2, {"echo": None})
+
+
+async def test_batch_refused_by_default_over_memory_pair() -> None:
+    async with facing_raw(on_request=echo_server) as (_server, raw):
+        await raw.send([Request(1, "echo"), Request(2, "echo")])
+        reply = await receive(raw)
+        assert type(reply) is ErrorResponse
+        assert reply.id is None and reply.error.code == -32600
+
+
+async def test_batch_reply_over_the_wire() -> None:
+    async with facing_raw(wire=True, on_request=echo_server) as (server, raw):
+        server.allow_batches = True
+        await raw.send([Request(1, "echo"), Notification("n"), Request(2, "echo")])
+        reply = await receive(raw)
+        assert type(reply) is Batch
+        assert sorted(reply.items, key=lambda r: r.id) == [  # type: ignore[union-attr,return-value,arg-type]
+            Response(1, {"echo": None}),
+            Response(2, {"echo": None}),
+        ]
