@@ -6,6 +6,7 @@ import importlib
 import importlib.util
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ._errors import JSONRPCError
@@ -40,7 +41,7 @@ async def inspect_report(client: Client) -> JSONObject:
             report[key] = []
             continue
         try:
-            items = await fetch()  # type: ignore[operator]
+            items = await fetch()
         except JSONRPCError as exc:
             report[key] = {"error": {"code": exc.code, "message": exc.message}}
             continue
@@ -53,7 +54,7 @@ def _signature(schema: JSONValue) -> str:
         return ""
     props = schema.get("properties")
     required = schema.get("required")
-    required_set = set(required) if isinstance(required, list) else set()  # type: ignore[arg-type]
+    required_set = set(required) if isinstance(required, list) else set()
     parts = []
     if isinstance(props, dict):
         for name, prop in props.items():
@@ -82,7 +83,7 @@ def render_inspect(report: JSONObject) -> str:
     if report.get("instructions"):
         lines.append(f"instructions: {report['instructions']}")
 
-    def section(title: str, key: str, fmt: object) -> None:
+    def section(title: str, key: str, fmt: Callable[[JSONObject], str]) -> None:
         items = report.get(key)
         if isinstance(items, dict):
             lines.append(f"\n{title}: error {items.get('error')}")
@@ -91,7 +92,7 @@ def render_inspect(report: JSONObject) -> str:
         lines.append(f"\n{title} ({len(items)})")
         for item in items:
             if isinstance(item, dict):
-                lines.append("  " + fmt(item))  # type: ignore[operator]
+                lines.append("  " + fmt(item))
 
     def tool_line(t: JSONObject) -> str:
         head = f"{t.get('name')}({_signature(t.get('inputSchema'))})"

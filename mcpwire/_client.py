@@ -26,15 +26,16 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+from anyio.streams.memory import MemoryObjectSendStream
 
 from . import _schema
 from ._errors import ConnectionClosed, JSONRPCError, MCPWireError
 from ._session import DEFAULT_REQUEST_TIMEOUT, ProgressCallback, RequestContext, Session
-from ._transport import Transport, memory_pair
+from ._transport import Transport, direct_pair
 from ._types import (
     CallToolResult,
     Completion,
@@ -114,7 +115,8 @@ class Client:
     """An MCP client over any transport, a ``Server`` in-process, or a stdio command.
 
     Args:
-        target: a ``Transport``, or a ``Server`` to run in-process.
+        target: a ``Transport``, a ``Server`` to run in-process, or a function
+            that makes the transport when the client is entered.
         mode: ``"auto"``, ``"legacy"``, or a protocol version to pin.
         client_info: ``{"name": ..., "version": ...}`` sent to the server.
         sampling: answers ``sampling/createMessage`` (params -> result, wire form).
@@ -127,7 +129,7 @@ class Client:
 
     def __init__(
         self,
-        target: Transport | Server,
+        target: Transport | Server | Callable[[], Transport],
         *,
         mode: str = "auto",
         client_info: JSONObject | None = None,
@@ -170,7 +172,7 @@ class Client:
         self._tg: anyio.abc.TaskGroup | None = None
         self._output_schemas: dict[str, _schema.Validator | None] = {}
         self._cache: dict[tuple[str, str], tuple[float, JSONObject]] = {}
-        self._subscriptions: dict[RequestId, anyio.abc.ObjectSendStream[Notification]] = {}
+        self._subscriptions: dict[RequestId, MemoryObjectSendStream[Notification]] = {}
 
     @classmethod
     def stdio(
@@ -180,18 +182,19 @@ class Client:
         *,
         env: dict[str, str | None] | None = None,
         cwd: str | None = None,
-        **options: object,
+        **options: Any,
     ) -> Client:
-        """A client for a server started as a child process (no shell)."""
+        """A client for a server started as a child process (no shell).
+
+        ``options`` are those of ``Client``. The process starts when the
+        client is entered, not here.
+        """
         from ._stdio import StdioClientTransport
 
-        client = cls.__new__(cls)
-        cls.__init__(
-            client,
-            _Deferred(lambda: StdioClientTransport(command, args, env=env, cwd=cwd)),
-            **options,
-        )  # type: ignore[arg-type]
-        return client
+        def spawn() -> Transport:
+            return StdioClientTransport(command, args, env=env, cwd=cwd)
+
+        return cls(spawn, **options)
 
     # -- connection ------------------------------------------------------------------
 
@@ -241,17 +244,18 @@ class Client:
             await tg.__aexit__(None, None, None)
 
     def _open_transport(self) -> Transport:
-        target = self._target
-        if isinstance(target, _Deferred):
-            return target.make()
         from ._server import Server
 
+        target = self._target
         if isinstance(target, Server):
-            client_end, server_end = memory_pair()
+            client_end, server_end = direct_pair()
             assert self._tg is not None
             self._tg.start_soon(target.serve, server_end)
             return client_end
-        return target
+        if callable(target) and not hasattr(target, "receive"):
+            made: Transport = target()
+            return made
+        return target  # type: ignore[return-value]
 
     async def _connect(self) -> None:
         mode = self.mode
@@ -309,14 +313,14 @@ class Client:
             raise MCPWireError(
                 f"server answered initialize with unsupported protocol version {agreed!r}"
             )
-        self.era, self.protocol_version = "legacy", agreed  # type: ignore[assignment]
+        self.era, self.protocol_version = "legacy", agreed
         caps = result.get("capabilities")
         self.server_capabilities = caps if isinstance(caps, dict) else {}
         info = result.get("serverInfo")
         self.server_info = info if isinstance(info, dict) else {}
         instructions = result.get("instructions")
         self.instructions = instructions if isinstance(instructions, str) else None
-        self.supported_versions = [agreed]  # type: ignore[list-item]
+        self.supported_versions = [agreed]
         self.session.allow_batches = agreed == "2025-03-26"
         await self.session.notify("notifications/initialized")
 
@@ -402,7 +406,7 @@ class Client:
                     if isinstance(ask, dict) and isinstance(ask.get("method"), str):
                         ask_params = ask.get("params")
                         answers[key] = await self._answer(
-                            ask["method"], ask_params if isinstance(ask_params, dict) else {}
+                            str(ask["method"]), ask_params if isinstance(ask_params, dict) else {}
                         )
                 retry["inputResponses"] = answers
             else:
@@ -582,9 +586,10 @@ class Client:
             self._cache.pop(("resources/read", uri if isinstance(uri, str) else ""), None)
         meta = params.get("_meta")
         sub = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
-        if sub is not None and sub in self._subscriptions:
+        stream = self._subscriptions.get(sub) if isinstance(sub, (str, int)) else None
+        if stream is not None:
             try:
-                self._subscriptions[sub].send_nowait(note)  # type: ignore[index]
+                stream.send_nowait(note)
             except anyio.WouldBlock:
                 pass  # a consumer that stopped reading loses events, not the connection
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -681,12 +686,6 @@ def _with_envelope(client: Client, params: JSONObject) -> JSONObject:
     out["_meta"] = client._envelope(client.protocol_version)
     return out
 
-
-class _Deferred:
-    """A transport made when the client is entered (so constructing never spawns)."""
-
-    def __init__(self, make: Callable[[], Transport]) -> None:
-        self.make = make
 
 
 def _version() -> str:

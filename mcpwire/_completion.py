@@ -63,7 +63,7 @@ def _shape(produced: object) -> JSONObject:
             produced = dict(produced)
             produced["values"] = values[:MAX_VALUES]
             produced["hasMore"] = True
-        return produced  # type: ignore[return-value]
+        return produced
     values = [str(v) for v in produced] if isinstance(produced, (list, tuple)) else []
     return {
         "values": values[:MAX_VALUES],

@@ -767,7 +767,7 @@ def _decimal_multiple(inst: int | float, m: float) -> bool:
     of 0.1; a quotient too large for the decimal context falls back to exact
     binary fractions.
     """
-    if not math.isfinite(inst):
+    if isinstance(inst, float) and not math.isfinite(inst):
         return False
     a = Decimal(inst) if isinstance(inst, int) else Decimal(repr(float(inst)))
     try:

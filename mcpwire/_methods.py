@@ -214,7 +214,7 @@ async def _dispatch_modern(
         raise JSONRPCError(
             ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
             "Unsupported protocol version",
-            {"supported": server.supported_versions, "requested": version},
+            {"supported": [v for v in server.supported_versions], "requested": version},
         )
     info = meta.get(META_CLIENT_INFO)
     level = meta.get(META_LOG_LEVEL)
@@ -253,19 +253,18 @@ async def _dispatch_modern(
 async def _with_input_rounds(call: Call, handler: Method) -> JSONObject:
     """Run an MRTR-capable handler, turning an unanswered ask into InputRequiredResult."""
     params = call.params
-    digest = request_digest(call.request.method, params)
-    answers: dict[str, JSONValue] = {}
     state = params.get("requestState")
+    responses = params.get("inputResponses")
+    answers: dict[str, JSONValue] = {}
     if state is not None:
         if not isinstance(state, str):
             raise invalid_params("requestState must be a string")
         payload = call.server.sealer.open(state)
-        if payload.get("d") != digest:
+        if payload.get("d") != request_digest(call.request.method, params):
             raise invalid_params("Invalid requestState: it belongs to a different request")
         earlier = payload.get("a")
         if isinstance(earlier, dict):
             answers.update(earlier)
-    responses = params.get("inputResponses")
     if responses is not None:
         if not isinstance(responses, dict):
             raise invalid_params("inputResponses must be an object")
@@ -274,6 +273,7 @@ async def _with_input_rounds(call: Call, handler: Method) -> JSONObject:
     try:
         return await handler(call)
     except InputRequired as ask:
+        digest = request_digest(call.request.method, params)
         sealed = call.server.sealer.seal({"d": digest, "a": answers})
         return {
             "resultType": "input_required",
@@ -316,7 +316,7 @@ async def _ping(call: Call) -> JSONObject:
 async def _discover(call: Call) -> JSONObject:
     server = call.server
     result: JSONObject = {
-        "supportedVersions": server.supported_versions,
+        "supportedVersions": [v for v in server.supported_versions],
         "capabilities": server.capabilities(),
     }
     if server.instructions is not None:
@@ -436,7 +436,7 @@ async def _set_level(call: Call) -> JSONObject:
     level = call.params.get("level")
     if level not in LOG_LEVELS:
         raise invalid_params(f"level must be one of {', '.join(LOG_LEVELS)}")
-    call.conn.log_level = level  # type: ignore[assignment]
+    call.conn.log_level = level
     return {}
 
 

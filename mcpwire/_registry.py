@@ -325,7 +325,7 @@ class PromptDef:
         )
         props = schema.get("properties")
         required = schema.get("required")
-        required_names = set(required) if isinstance(required, list) else set()  # type: ignore[arg-type]
+        required_names = set(required) if isinstance(required, list) else set()
         arguments: list[JSONObject] = []
         if isinstance(props, dict):
             for arg_name, arg_schema in props.items():
@@ -362,7 +362,7 @@ class PromptDef:
 def prompt_result(prompt: PromptDef, value: object) -> JSONObject:
     """Shape a prompt handler's return value into a ``GetPromptResult``."""
     if isinstance(value, dict) and "messages" in value:
-        return value  # type: ignore[return-value]
+        return value
     items = value if isinstance(value, (list, tuple)) else [value]
     messages: list[JSONValue] = []
     for item in items:

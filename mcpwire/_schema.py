@@ -157,7 +157,7 @@ class ParamInfo:
     default: object = _EMPTY
     description: str | None = None
     schema: JSONObject = dataclasses.field(default_factory=dict)
-    converter: Callable[[Any], object] | None = None
+    converter: Callable[[JSONValue], object] | None = None
 
 
 # --------------------------------------------------------------------------- helpers
@@ -973,7 +973,7 @@ def _identity(v: object) -> object:
 
 
 def convert_arguments(
-    fn_params: Mapping[str, ParamInfo], args: Mapping[str, object]
+    fn_params: Mapping[str, ParamInfo], args: Mapping[str, JSONValue]
 ) -> dict[str, object]:
     """Turn validated JSON arguments into the Python values ``fn`` expects.
 
@@ -985,12 +985,13 @@ def convert_arguments(
     out: dict[str, object] = {}
     for name, value in args.items():
         param = fn_params.get(name)
-        if param is not None and param.converter is not None:
-            try:
-                value = param.converter(value)
-            except (TypeError, ValueError, KeyError) as exc:
-                raise ValueError(f"argument {name!r}: {exc}") from exc
-        out[name] = value
+        if param is None or param.converter is None:
+            out[name] = value
+            continue
+        try:
+            out[name] = param.converter(value)
+        except (TypeError, ValueError, KeyError) as exc:
+            raise ValueError(f"argument {name!r}: {exc}") from exc
     return out
 
 

@@ -23,7 +23,7 @@ import base64
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 
@@ -172,7 +172,7 @@ class Server:
 
     # -- registration --------------------------------------------------------------
 
-    def tool(self, name: str | None = None, **options: object) -> Callable[[F], F]:
+    def tool(self, name: str | None = None, **options: Any) -> Callable[[F], F]:
         """Decorator form of ``add_tool``."""
 
         def register(fn: F) -> F:
@@ -181,7 +181,7 @@ class Server:
 
         return register
 
-    def add_tool(self, fn: Handler, *, name: str | None = None, **options: object) -> ToolDef:
+    def add_tool(self, fn: Handler, *, name: str | None = None, **options: Any) -> ToolDef:
         """Register ``fn`` as a tool.
 
         Options: ``title``, ``description`` (default: the docstring summary),
@@ -190,14 +190,14 @@ class Server:
         disables structured output), ``thread`` (run a sync function in a
         worker thread).
         """
-        tool = ToolDef.from_function(fn, name=name, **options)  # type: ignore[arg-type]
+        tool = ToolDef.from_function(fn, name=name, **options)
         self.tools[tool.name] = tool
         return tool
 
     def remove_tool(self, name: str) -> None:
         del self.tools[name]
 
-    def resource(self, uri: str, **options: object) -> Callable[[F], F]:
+    def resource(self, uri: str, **options: Any) -> Callable[[F], F]:
         """Decorator form of ``add_resource``; a URI with ``{...}`` makes a template."""
 
         def register(fn: F) -> F:
@@ -256,16 +256,16 @@ class Server:
         self.resources[uri] = rdef
         return rdef
 
-    def prompt(self, name: str | None = None, **options: object) -> Callable[[F], F]:
+    def prompt(self, name: str | None = None, **options: Any) -> Callable[[F], F]:
         def register(fn: F) -> F:
             self.add_prompt(fn, name=name, **options)
             return fn
 
         return register
 
-    def add_prompt(self, fn: Handler, *, name: str | None = None, **options: object) -> PromptDef:
+    def add_prompt(self, fn: Handler, *, name: str | None = None, **options: Any) -> PromptDef:
         """Register ``fn`` as a prompt; its parameters become the prompt's arguments."""
-        pdef = PromptDef.from_function(fn, name=name, **options)  # type: ignore[arg-type]
+        pdef = PromptDef.from_function(fn, name=name, **options)
         self.prompts[pdef.name] = pdef
         return pdef
 
@@ -316,9 +316,9 @@ class Server:
                     if uri is not None:
                         params["uri"] = uri
                     targets.append(params)
-            for params in targets:
+            for target in targets:
                 try:
-                    await session.notify(method, params)
+                    await session.notify(method, target)
                 except Exception:  # the connection is going away; it will be dropped
                     break
 

@@ -189,6 +189,7 @@ class Session:
         self._pending: dict[RequestId, _Pending] = {}
         self._running: dict[RequestId, anyio.CancelScope] = {}
         self._tg: anyio.abc.TaskGroup | None = None
+        self._reader_scope = anyio.CancelScope()
         self._closed: ConnectionClosed | None = None
         self._ended = anyio.Event()
 
@@ -199,6 +200,10 @@ class Session:
             raise RuntimeError("a Session can be entered only once")
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
+        attach = getattr(self.transport, "attach", None)
+        if attach is not None:
+            # A direct in-process transport hands us the peer's messages by call.
+            attach(self._deliver)
         self._tg.start_soon(self._reader)
         return self
 
@@ -232,8 +237,10 @@ class Session:
             self._shutdown(ConnectionClosed("the session was closed"))
         with anyio.CancelScope(shield=True):
             await self.transport.aclose()
-        if self._tg is not None:
-            self._tg.cancel_scope.cancel()
+        # Only our own tasks stop (the reader here, handlers in _shutdown); the
+        # task group's scope also covers the caller's ``async with`` body, which
+        # must not be cancelled behind its back.
+        self._reader_scope.cancel()
 
     def _shutdown(self, error: ConnectionClosed) -> None:
         if self._closed is not None:
@@ -310,10 +317,13 @@ class Session:
         started = anyio.current_time()
         pending.hard_deadline = started + hard
         try:
-            await self.send(request)
+            # The deadline covers the send too: a peer that stopped reading
+            # (a full pipe) must not hang the caller in send().
             with anyio.CancelScope(deadline=started + limit) as scope:
                 pending.scope = scope
-                await pending.done.wait()
+                await self.send(request)
+                if pending.value is None:  # a direct transport may have answered already
+                    await pending.done.wait()
             value = pending.value
             if value is None:
                 raise RequestTimeout(method, limit)
@@ -343,9 +353,10 @@ class Session:
     async def _reader(self) -> None:
         error: ConnectionClosed | None = None
         try:
-            while True:
-                item = await self.transport.receive()
-                await self._dispatch(item)
+            with self._reader_scope:
+                while True:
+                    item = await self.transport.receive()
+                    await self._dispatch(item)
         except anyio.EndOfStream:
             error = self.transport.close_error()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -355,7 +366,11 @@ class Session:
         finally:
             self._shutdown(error or ConnectionClosed("the session was closed"))
 
-    async def _dispatch(self, item: object) -> None:
+    async def _deliver(self, item: object) -> None:
+        """Entry point for direct transports: requests are served in the caller's task."""
+        await self._dispatch(item, inline=True)
+
+    async def _dispatch(self, item: object, *, inline: bool = False) -> None:
         cls = type(item)
         if cls is Request:
             req: Request = item  # type: ignore[assignment]
@@ -367,6 +382,9 @@ class Session:
                         f"request id {req.id!r} is already in use by a request in progress",
                     )
                 )
+                return
+            if inline:
+                await self._serve(req, None)
                 return
             assert self._tg is not None
             self._tg.start_soon(self._serve, req, None)
@@ -444,6 +462,8 @@ class Session:
             logger.exception("progress callback failed")
 
     async def _serve(self, request: Request, collect: list[Message] | None) -> None:
+        if self._closed is not None:
+            return
         reply: Message | None = None
         with anyio.CancelScope() as scope:
             self._running[request.id] = scope

@@ -63,6 +63,8 @@ STDERR_TAIL_BYTES = 16 * 1024
 DEFAULT_SHUTDOWN_TIMEOUT = 2.0
 #: Seconds to wait for an exit status once the child's stdout has ended.
 _EXIT_STATUS_WAIT = 0.1
+#: Seconds grandchildren get between SIGTERM and SIGKILL once the server is gone.
+_SWEEP_GRACE = 0.2
 #: Non-protocol stdout lines kept for diagnostics.
 _NON_JSON_KEEP = 20
 
@@ -302,7 +304,7 @@ class StdioClientTransport:
                 if not await self._wait_exit(self.shutdown_timeout):
                     self._signal_group(_SIGKILL)
                     await self._wait_exit(self.shutdown_timeout)
-            self._sweep_group()
+            await self._sweep_group()
             self._framed._reader.close()
 
     async def _wait_exit(self, seconds: float) -> bool:
@@ -327,25 +329,26 @@ class StdioClientTransport:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def _sweep_group(self) -> None:
+    async def _sweep_group(self) -> None:
         # The server is gone; anything it left in its process group goes too.
         if sys.platform == "win32":  # pragma: no cover
             return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
+        if not self._group_alive():
             return
-        deadline = time.monotonic() + 0.2
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(self.process.pid, 0)
-            except (ProcessLookupError, PermissionError):
+        self._signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + _SWEEP_GRACE
+        while self._group_alive():
+            if time.monotonic() >= deadline:
+                self._signal_group(_SIGKILL)
                 return
-            time.sleep(0.01)
+            await anyio.sleep(0.01)
+
+    def _group_alive(self) -> bool:
         try:
-            os.killpg(self.process.pid, _SIGKILL)
+            os.killpg(self.process.pid, 0)
         except (ProcessLookupError, PermissionError):
-            pass
+            return False
+        return True
 
 
 _SIGKILL: int = getattr(signal, "SIGKILL", signal.SIGTERM)

@@ -19,6 +19,7 @@ Contract:
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Protocol, Union
 
 import anyio
@@ -27,7 +28,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from ._errors import ConnectionClosed
 from .sansio import _messages as m
 
-__all__ = ("MemoryTransport", "Outbound", "Transport", "memory_pair")
+__all__ = ("DirectTransport", "MemoryTransport", "Outbound", "Transport", "direct_pair",
+           "memory_pair")
 
 #: Messages in flight per direction before a sender waits (back-pressure, not loss).
 MEMORY_BUFFER = 256
@@ -115,3 +117,83 @@ def memory_pair(*, wire: bool = False) -> tuple[MemoryTransport, MemoryTransport
         MemoryTransport(a_send, a_receive, wire=wire, name="in-memory client end"),
         MemoryTransport(b_send, b_receive, wire=wire, name="in-memory server end"),
     )
+
+
+Deliver = Callable[[m.Incoming], Awaitable[None]]
+
+
+class DirectTransport:
+    """One end of an in-process connection that hands messages over by call.
+
+    ``send()`` runs the peer session's dispatch in the sender's own task, and
+    the peer serves a request inline there: a round trip costs no task switch
+    at all. Each caller's request runs in that caller's task, so concurrent
+    callers stay concurrent, and a caller's deadline or cancellation reaches
+    the handler directly. Until the peer session attaches, messages wait in a
+    queue (bounded like the memory pair's).
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self.peer: DirectTransport | None = None
+        self._deliver: Deliver | None = None
+        self._early: list[m.Incoming] = []
+        self._ended = False
+        self._closed_locally = False
+        self._end_event: anyio.Event | None = None
+
+    def attach(self, deliver: Deliver) -> None:
+        """Called by the session that owns this end: where peer messages go."""
+        self._deliver = deliver
+
+    async def send(self, message: Outbound) -> None:
+        peer = self.peer
+        if self._ended or peer is None or peer._ended:
+            raise anyio.BrokenResourceError
+        item: m.Incoming = m.Batch(tuple(message)) if isinstance(message, list) else message
+        deliver = peer._deliver
+        if deliver is None:
+            if len(peer._early) >= MEMORY_BUFFER:
+                raise anyio.BrokenResourceError
+            peer._early.append(item)
+            return
+        await deliver(item)
+
+    async def receive(self) -> m.Incoming:
+        # Messages arrive by call; this only flushes early ones and waits for the end.
+        if self._early and self._deliver is not None:
+            early, self._early = self._early, []
+            for item in early[:-1]:
+                await self._deliver(item)
+            return early[-1]
+        if self._end_event is None:
+            self._end_event = anyio.Event()
+        if not self._ended:
+            await self._end_event.wait()
+        raise anyio.EndOfStream
+
+    def _end(self) -> None:
+        self._ended = True
+        if self._end_event is not None:
+            self._end_event.set()
+
+    async def aclose(self) -> None:
+        if not self._ended:
+            self._closed_locally = True
+            self._end()
+        if self.peer is not None and not self.peer._ended:
+            self.peer._end()
+
+    def close_error(self) -> ConnectionClosed:
+        if self._closed_locally:
+            return ConnectionClosed(f"{self._name}: connection closed locally")
+        return ConnectionClosed(f"{self._name}: the peer closed the connection")
+
+
+def direct_pair() -> tuple[DirectTransport, DirectTransport]:
+    """Two connected direct transports: ``(client_end, server_end)`` (see ``DirectTransport``)."""
+    client_end = DirectTransport("in-process client end")
+    server_end = DirectTransport("in-process server end")
+    client_end.peer = server_end
+    server_end.peer = client_end
+    return client_end, server_end

@@ -471,20 +471,28 @@ class _HeadCompiler:
         return "(?:" + "|".join(alternatives) + ")?"
 
     def _follow_regex(self, k: int) -> str:
-        plan = self.plans[k]
-        if plan.follow == "":
+        """What must match right after expression ``k`` for an extent to be chosen.
+
+        The next literal and, after it, every literal and deterministic expression
+        whose values cannot contain that literal's first character (so that trying
+        all candidate extents stays linear). Expressions directly adjacent to ``k``
+        are skipped over: the preferred extent leaves them empty.
+        """
+        j = k + 1
+        while j < len(self.parts) and not isinstance(self.parts[j], str):
+            j += 1
+        if j == len(self.parts):
             return r"\Z"
-        nxt = self.parts[k + 1]
-        if not isinstance(nxt, str):
-            return ""
-        delimiter = nxt[0]
+        literal = self.parts[j]
+        assert isinstance(literal, str)
+        delimiter = literal[0]
         pieces: list[str] = []
-        for j in range(k + 1, len(self.parts)):
-            part = self.parts[j]
+        for i in range(j, len(self.parts)):
+            part = self.parts[i]
             if isinstance(part, str):
                 pieces.append(re.escape(part))
                 continue
-            other = self.plans[j]
+            other = self.plans[i]
             if not (self._excludes(other, delimiter) and self._deterministic(other)):
                 break
             pieces.append(self.expression_regex(other, capture=False))
@@ -498,9 +506,19 @@ class _HeadCompiler:
             if isinstance(part, str):
                 pieces.append(re.escape(part))
                 continue
-            group = f"_e{k}"
-            body = self.expression_regex(self.plans[k], capture=True)
-            pieces.append(f"(?=(?P<{group}>{body}){self._follow_regex(k)})(?P={group})")
+            g = f"_e{k}"
+            plan = self.plans[k]
+            body = self.expression_regex(plan, capture=True)
+            follow = self._follow_regex(k)
+            if k + 1 == len(self.parts) or isinstance(self.parts[k + 1], str):
+                pieces.append(f"(?=(?P<{g}>{body}){follow})(?P={g})")
+                continue
+            # Adjacent to another expression: prefer the extent that leaves the next
+            # expression(s) empty, else take the longest run (both atomically).
+            fallback = self.expression_regex(plan, capture=True)
+            preferred = f"(?=(?P<{g}p>{body}){follow})(?P={g}p)"
+            greedy = f"(?=(?P<{g}g>{fallback}))(?P={g}g)"
+            pieces.append(f"(?=(?P<{g}>{preferred}|{greedy}))(?P={g})")
         return re.compile("".join(pieces))
 
 
@@ -593,14 +611,37 @@ def _read_slot(slot: _Slot, raw: str) -> _MatchValue | None:
     return members if len(members) == len(items) else None
 
 
-def _merge(result: dict[str, _MatchValue], name: str, value: _MatchValue) -> bool:
-    if name in result:
-        return result[name] == value
-    result[name] = value
-    return True
+class _Results:
+    """Collects matched values; a variable seen twice must agree with itself.
+
+    A prefix-modified occurrence (``{var:3}``) only has to agree with the start of
+    the full value; if every occurrence is prefix-modified, the longest one wins.
+    """
+
+    __slots__ = ("partial", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[str, _MatchValue] = {}
+        self.partial: list[tuple[str, int, str]] = []
+
+    def add(self, spec: _VarSpec, value: _MatchValue) -> bool:
+        if spec.prefix is not None and isinstance(value, str):
+            self.partial.append((spec.name, spec.prefix, value))
+            return True
+        if spec.name in self.values:
+            return self.values[spec.name] == value
+        self.values[spec.name] = value
+        return True
+
+    def finish(self) -> dict[str, _MatchValue] | None:
+        for name, prefix, value in sorted(self.partial, key=lambda p: -len(p[2])):
+            full = self.values.setdefault(name, value)
+            if not isinstance(full, str) or full[:prefix] != value:
+                return None
+        return self.values
 
 
-def _match_query(spec: _QuerySpec, query: str, result: dict[str, _MatchValue]) -> bool:
+def _match_query(spec: _QuerySpec, query: str, result: _Results) -> bool:
     if "#" in query:
         return False
     fixed = spec.fixed.copy()
@@ -629,7 +670,7 @@ def _match_query(spec: _QuerySpec, query: str, result: dict[str, _MatchValue]) -
     if any(n > 0 for n in fixed.values()):
         return False
     merged: dict[str, _MatchValue] = {**scalars, **lists}
-    return all(_merge(result, name, value) for name, value in merged.items())
+    return all(result.add(spec.variables[name], value) for name, value in merged.items())
 
 
 # --- public API --------------------------------------------------------------------
@@ -701,7 +742,7 @@ class UriTemplate:
         Never raises for a ``str`` argument and runs in time linear in ``len(uri)``.
         See the module docstring for the shapes supported and the exact rules.
         """
-        result: dict[str, _MatchValue] = {}
+        result = _Results()
         head = uri
         if self._query is not None:
             head, mark, query = uri.partition("?")
@@ -717,12 +758,12 @@ class UriTemplate:
             if raw is None:
                 continue
             value = _read_slot(slot, raw)
-            if value is None or not _merge(result, slot.spec.name, value):
+            if value is None or not result.add(slot.spec, value):
                 return None
-        return self._ordered(result)
-
-    def _ordered(self, result: dict[str, _MatchValue]) -> dict[str, str | list[str]]:
-        return {name: result[name] for name in self._variables if name in result}
+        values = result.finish()
+        if values is None:
+            return None
+        return {name: values[name] for name in self._variables if name in values}
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, UriTemplate):

@@ -304,10 +304,10 @@ async def test_timeout_covers_a_blocked_send() -> None:
         for i in range(MEMORY_BUFFER):
             await client.notify("filler", {"i": i})
         start = time.monotonic()
-        with anyio.fail_after(4), pytest.raises(RequestTimeout):
+        with anyio.fail_after(3), pytest.raises(RequestTimeout):
             await client.request("stuck", timeout=0.3)
         # 0.3 s deadline, plus at most the bounded attempt to send the cancel notice.
-        assert time.monotonic() - start < 4
+        assert time.monotonic() - start < 3
 
 
 async def test_default_timeout_is_used() -> None:
@@ -549,7 +549,8 @@ async def test_transport_end_fails_all_pending_at_once() -> None:
 
 async def test_close_is_idempotent_and_works_from_another_task() -> None:
     failures: list[BaseException] = []
-    async with facing_raw() as (client, raw):
+    # The waiter and the closers run outside the session's own scope.
+    async with anyio.create_task_group() as outer, facing_raw() as (client, raw):
 
         async def waiter() -> None:
             try:
@@ -557,19 +558,31 @@ async def test_close_is_idempotent_and_works_from_another_task() -> None:
             except ConnectionClosed as exc:
                 failures.append(exc)
 
+        outer.start_soon(waiter)
+        assert type(await receive(raw)) is Request
+        outer.start_soon(client.close)
+        outer.start_soon(client.close)
         with anyio.fail_after(WAIT):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(waiter)
-                assert type(await raw.receive()) is Request
-                tg.start_soon(client.close)
-                tg.start_soon(client.close)
-            await client.close()
-        assert len(failures) == 1
-        assert "closed" in str(failures[0])
-        assert client.closed
-        with pytest.raises(ConnectionClosed):
-            await client.request("after")
-    await client.close()  # still fine after the context exits
+            await client.wait_closed()
+    await client.close()  # still fine after the context exited
+    assert len(failures) == 1
+    assert "closed" in str(failures[0])
+    assert client.closed
+    with pytest.raises(ConnectionClosed):
+        await client.request("after")
+
+
+async def test_close_does_not_cancel_the_session_body() -> None:
+    # close() ends the session's own tasks; it must not silently cancel the
+    # code of the ``async with`` block that called it (or any other task).
+    client_end, server_end = mcpwire.memory_pair()
+    reached: list[str] = []
+    async with Session(server_end, on_request=echo_server), Session(client_end) as client:
+        await client.close()
+        reached.append("after close")
+        await anyio.sleep(0)
+        reached.append("after a checkpoint")
+    assert reached == ["after close", "after a checkpoint"]
 
 
 async def test_close_from_a_handler() -> None:
@@ -577,12 +590,18 @@ async def test_close_from_a_handler() -> None:
         await ctx.session.close()
         return {}
 
-    async with facing_raw(on_request=on_request) as (server, raw):
-        await raw.send(Request(1, "bye"))
-        with anyio.fail_after(WAIT):
-            await server.wait_closed()
+    ours, raw = mcpwire.memory_pair()
+    try:
+        async with Session(ours, on_request=on_request) as server:
+            await raw.send(Request(1, "bye"))
+            with anyio.fail_after(WAIT):
+                await server.wait_closed()
+        assert server.closed
+        # No response was sent, and the peer sees the end of the connection.
         with pytest.raises(anyio.EndOfStream):
             await receive(raw)
+    finally:
+        await raw.aclose()
 
 
 async def test_close_cancels_running_handlers() -> None:
@@ -597,13 +616,20 @@ async def test_close_cancels_running_handlers() -> None:
             stopped.set()
         raise AssertionError("unreachable")
 
-    async with facing_raw(on_request=on_request) as (server, raw):
+    async with (
+        anyio.create_task_group() as outer,
+        facing_raw(on_request=on_request) as (
+            server,
+            raw,
+        ),
+    ):
         await raw.send(Request(1, "slow"))
         with anyio.fail_after(WAIT):
             await started.wait()
-        await server.close()
+        outer.start_soon(server.close)
         with anyio.fail_after(WAIT):
-            await stopped.wait()
+            await server.wait_closed()
+    assert stopped.is_set()
 
 
 async def test_body_exception_propagates_without_exception_group() -> None:

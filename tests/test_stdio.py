@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -541,6 +542,31 @@ async def test_client_stubborn_child_is_killed(scripts: dict[str, str], anyio_ba
     assert pid_gone(transport.pid)
     assert wait_gone(grandchild, 1.0), "the grandchild survived close()"
     assert elapsed < 0.2 * 3 + 1.5
+
+
+@pytest.mark.anyio
+async def test_client_close_never_blocks_the_event_loop(
+    scripts: dict[str, str], anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Shutting a child down (and sweeping the grandchild it left behind) takes
+    # a while; other tasks must keep running meanwhile, so the waits have to be
+    # async, never a blocking time.sleep() on the event loop's thread.
+    blocking: list[float] = []
+    real_sleep = time.sleep
+
+    def recording_sleep(seconds: float) -> None:
+        if threading.current_thread() is threading.main_thread():
+            blocking.append(seconds)
+        real_sleep(seconds)
+
+    transport = child(scripts)
+    async with Session(transport) as session:
+        with anyio.fail_after(WAIT):
+            result = await session.request("spawn")
+        monkeypatch.setattr(time, "sleep", recording_sleep)
+    monkeypatch.undo()
+    assert wait_gone(result["pid"], 1.0)  # type: ignore[arg-type]
+    assert blocking == [], f"aclose() blocked the event loop in time.sleep {len(blocking)} times"
 
 
 @pytest.mark.anyio

@@ -11,12 +11,21 @@ Two limits guard every decode, because every byte a peer sends is untrusted:
   itself stops at 1024, and walking a 1000-deep value is a cheap way to burn
   stack in every consumer downstream, so we stop far earlier.
 
+Integers must fit in 64 bits (signed or unsigned, as orjson reads them). orjson
+would silently turn a longer integer literal into a float, changing the value
+(or an id's type), so such input is refused with -32700 instead. Detecting it
+costs one C-speed scan for a run of 19 or more digits; only when one is found
+(a long integer, or digits inside a string) is the text re-read with the
+standard library to tell the two apart.
+
 Decoding also insists on UTF-8 (the MCP transports require it) and on a JSON
 text that is a single value; errors are ``CodecError`` subclasses that carry the
 JSON-RPC code for the reply (-32700 for undecodable text, -32600 for limits).
 """
 
 from __future__ import annotations
+
+import re
 
 import orjson
 
@@ -96,6 +105,32 @@ class Limits:
 DEFAULT_LIMITS = Limits()
 
 
+_LONG_DIGITS_B = re.compile(rb"[0-9]{19}")
+_LONG_DIGITS_S = re.compile(r"[0-9]{19}")
+_INT_MIN = -(2**63)
+_INT_MAX = 2**64 - 1
+
+
+def _has_wide_int(data: bytes | bytearray | memoryview | str) -> bool:
+    import json
+
+    try:
+        exact = json.loads(bytes(data) if isinstance(data, memoryview) else data)
+    except ValueError:
+        return False
+    stack = [exact]
+    while stack:
+        item = stack.pop()
+        if type(item) is int:
+            if not _INT_MIN <= item <= _INT_MAX:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def _depth_exceeds(value: JSONValue, limit: int) -> bool:
     # Iterative walk over containers only; scalars cost nothing. A message with
     # a 10 MB string is one step, a typical request a handful.
@@ -126,6 +161,9 @@ def loads(data: bytes | bytearray | memoryview | str, limits: Limits = DEFAULT_L
         MessageTooDeep: nested deeper than ``limits.max_depth``.
     """
     size = len(data)
+    if isinstance(data, str) and size * 4 > limits.max_size:
+        # The limit is in UTF-8 bytes; count them only when it could matter.
+        size = len(data.encode("utf-8", "surrogatepass"))
     if size > limits.max_size:
         raise MessageTooLarge(size, limits.max_size)
     try:
@@ -134,6 +172,9 @@ def loads(data: bytes | bytearray | memoryview | str, limits: Limits = DEFAULT_L
         raise NotJSON(f"invalid JSON: {exc}") from None
     if isinstance(value, (dict, list)) and _depth_exceeds(value, limits.max_depth):
         raise MessageTooDeep(limits.max_depth)
+    pattern = _LONG_DIGITS_S if isinstance(data, str) else _LONG_DIGITS_B
+    if pattern.search(data) and _has_wide_int(data):  # type: ignore[arg-type]
+        raise NotJSON("invalid JSON: an integer does not fit in 64 bits")
     return value
 
 
