@@ -108,6 +108,6 @@ class RequestTimeout(MCPWireError, TimeoutError):
     """A request got no response before its deadline; it was cancelled at the peer."""
 
     def __init__(self, method: str, seconds: float) -> None:
-        super().__init__(f"request {method!r} timed out after {seconds:g} s")
+        super().__init__(f"request {method!r} timed out after {seconds:.3g} s")
         self.method = method
         self.seconds = seconds

@@ -62,10 +62,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from decimal import Context, Decimal, InvalidOperation
-from fractions import Fraction
 from typing import Any, Final, TypeAlias
-from urllib.parse import unquote
 
 __all__ = ("DEFAULT_MAX_DEPTH", "DEFAULT_MAX_ERRORS", "Validator", "compile", "validate")
 
@@ -89,7 +86,7 @@ _TYPES: Final[dict[str, tuple[type, ...]]] = {
 _EXACT: Final = frozenset((_NONE, bool, int, float, str, list, tuple, dict))
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CANON_DEPTH: Final = 256
-_DECIMAL: Final = Context(prec=50)
+_PERCENT = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
 
 
 class _Run:
@@ -231,6 +228,15 @@ def _try_canon(v: object) -> tuple[bool, object]:
 
 
 # --------------------------------------------------------------------------- keyword helpers
+
+
+def _unquote(text: str) -> str:
+    """Percent-decode a URI fragment (UTF-8; invalid sequences become U+FFFD)."""
+    if "%" not in text:
+        return text
+    return _PERCENT.sub(
+        lambda m: bytes.fromhex(m.group().replace("%", "")).decode("utf-8", "replace"), text
+    )
 
 
 def _number(x: object) -> int | float | None:
@@ -430,7 +436,7 @@ class _Compiler:
     def resolve(self, ref: str) -> tuple[bool, object]:
         if not ref.startswith("#"):
             return False, None  # remote or relative reference: never fetched
-        fragment = unquote(ref[1:])
+        fragment = _unquote(ref[1:])
         if not fragment:
             return True, self.root
         if not fragment.startswith("/"):
@@ -767,11 +773,14 @@ def _decimal_multiple(inst: int | float, m: float) -> bool:
     of 0.1; a quotient too large for the decimal context falls back to exact
     binary fractions.
     """
+    from decimal import Context, Decimal, InvalidOperation  # rarely needed: import lazily
+    from fractions import Fraction
+
     if isinstance(inst, float) and not math.isfinite(inst):
         return False
     a = Decimal(inst) if isinstance(inst, int) else Decimal(repr(float(inst)))
     try:
-        return _DECIMAL.remainder(a, Decimal(repr(m))) == 0
+        return Context(prec=50).remainder(a, Decimal(repr(m))) == 0
     except InvalidOperation:
         return Fraction(inst) % Fraction(m) == 0
 

@@ -213,6 +213,8 @@ class Session:
         try:
             return await self._tg.__aexit__(*exc_info)  # type: ignore[arg-type]
         except BaseExceptionGroup as group:  # pragma: no cover - defensive
+            if group is exc_info[1]:
+                raise  # the caller's own group, passing through untouched
             raise _unwrap(group) from None
 
     @property
