@@ -80,10 +80,13 @@ values cannot contain that literal's first character and that stop
 deterministically, up to the end of the URI when possible. An expression thus
 takes the longest extent for which that stretch of the template matches (e.g. in
 ``{+dir}/{name}`` the last ``/``, in ``{name}.{ext}`` the last ``.``) and never
-revisits the choice. Every regex has no nested ambiguous quantifier; matching is
-O(len(uri) * len(template)). The price is that a few contrived shapes with two
-ambiguous variables in a row can miss a match that exists (``{+a}.{b}/{c}``
-against ``p.q/r.s``); no realistic MCP template is affected.
+revisits the choice. An expression directly followed by another one (no literal
+between, ``up{+path}{var}/here``) prefers the longest extent that lets the later
+ones be empty, else the longest run of its characters. No regex has a nested
+ambiguous quantifier; matching is O(len(uri) * len(template)). The price is that
+a few contrived shapes with two ambiguous variables in a row can miss a match
+that exists (``{+a}.{b}/{c}`` against ``p.q/r.s``, or ``{.a}.{.b}``); no
+realistic MCP template is affected.
 
 Round trip. ``match(expand(values)) == values`` (with ``None`` values left out)
 holds whenever the expansion is unambiguous, in particular for:
@@ -123,13 +126,13 @@ __all__ = ("UriTemplate", "is_template")
 
 _RESERVED = ":/?#[]@!$&'()*+,;="  # RFC 3986 gen-delims + sub-delims
 _PCT_TRIPLET = re.compile(r"%[0-9A-Fa-f]{2}")
-_VARNAME = re.compile(r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*")
-_MAX_LENGTH = re.compile(r"[1-9][0-9]{0,3}")
-_FUTURE_OPERATORS = "=,!@|"
-_VARSPEC_SRC = (
-    r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*"
-    r"(?::[1-9][0-9]{0,3}|\*)?"
-)
+_VARCHAR = r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})"
+_VARNAME_SRC = rf"{_VARCHAR}(?:\.?{_VARCHAR})*"  # section 2.3
+_VARNAME = re.compile(_VARNAME_SRC)
+_MAX_LENGTH = re.compile(r"[1-9][0-9]{0,3}")  # section 2.4.1: 1..9999
+_FUTURE_OPERATORS = "=,!@|"  # op-reserve, section 2.2
+_VARSPEC_SRC = _VARNAME_SRC + r"(?::[1-9][0-9]{0,3}|\*)?"
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _EXPRESSION = re.compile(r"\{[+#./;?&]?" + _VARSPEC_SRC + r"(?:," + _VARSPEC_SRC + r")*\}")
 
 
@@ -191,6 +194,9 @@ def _error(template: str, pos: int, what: str) -> ValueError:
 
 
 def _parse(template: str) -> list[_Part]:
+    surrogate = _SURROGATE.search(template)
+    if surrogate is not None:
+        raise _error(template, surrogate.start(), "lone surrogate (not encodable as UTF-8)")
     parts: list[_Part] = []
     literal_start = 0
     i = 0
@@ -203,8 +209,7 @@ def _parse(template: str) -> list[_Part]:
             i += 1
             continue
         close = template.find("}", i + 1)
-        reopen = template.find("{", i + 1)
-        if close < 0 or 0 <= reopen < close:
+        if close < 0 or template.find("{", i + 1, close) >= 0:
             raise _error(template, i, "unclosed '{'")
         if i > literal_start:
             parts.append(template[literal_start:i])
@@ -449,7 +454,7 @@ class _HeadCompiler:
             # Values are indistinguishable: optional ones are filled left to right.
             items = [
                 self._spec_regex(expr.op, s, ex, capture)
-                for s, ex in zip(expr.specs, plan.excluded)
+                for s, ex in zip(expr.specs, plan.excluded, strict=True)
             ]
             body = items[-1]
             for item in reversed(items[:-1]):
@@ -458,7 +463,7 @@ class _HeadCompiler:
         if op.first == op.sep:  # ";" and "&": every variable independently optional
             return "".join(
                 f"(?:{sep}{self._spec_regex(expr.op, s, ex, capture)})?"
-                for s, ex in zip(expr.specs, plan.excluded)
+                for s, ex in zip(expr.specs, plan.excluded, strict=True)
             )
         # "?": whichever variable comes first takes the "?", the others "&".
         alternatives = []
@@ -528,7 +533,7 @@ def _split_query(parts: list[_Part]) -> tuple[list[_Part], _QuerySpec | None]:
     while i > 0:
         part = parts[i - 1]
         if isinstance(part, _Expr):
-            if part.op not in "?&" or part.op == "":
+            if part.op not in ("?", "&"):
                 break
             i -= 1
             if part.op == "?":

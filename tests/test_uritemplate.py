@@ -414,6 +414,11 @@ def test_valid_templates_parse(template: str) -> None:
     assert UriTemplate(template).template == template
 
 
+def test_lone_surrogate_in_template_is_a_parse_error() -> None:
+    with pytest.raises(ValueError, match=r"surrogate.* at position 2$"):
+        UriTemplate("ab\ud800{x}")
+
+
 def test_template_must_be_a_string() -> None:
     with pytest.raises(TypeError):
         UriTemplate(b"{x}")  # type: ignore[arg-type]
@@ -483,8 +488,11 @@ MATCHES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("{+path}/here", "a/here/b/here", {"path": "a/here/b"}),
     ("{+dir}/{name}", "a/b/c.txt", {"dir": "a/b", "name": "c.txt"}),
     ("{+a}/{b}/{c}", "p/q/y/z", {"a": "p/q", "b": "y", "c": "z"}),
-    ("repo://{owner}/{repo}/blob/{+path}", "repo://o/r/blob/x/y", {"owner": "o", "repo": "r",
-                                                                   "path": "x/y"}),
+    (
+        "repo://{owner}/{repo}/blob/{+path}",
+        "repo://o/r/blob/x/y",
+        {"owner": "o", "repo": "r", "path": "x/y"},
+    ),
     ("repo://{owner}/{repo}/blob/{+path}", "repo://o/r/tree/x/y", None),
     ("repo://{owner}/{repo}/{+path}", "repo://o/r/x/y", {"owner": "o", "repo": "r", "path": "x/y"}),
     ("docs://{name}.{ext}", "docs://a.tar.gz", {"name": "a.tar", "ext": "gz"}),
@@ -611,11 +619,11 @@ def test_match_query_forms(template: str, uri: str, expected: dict[str, Any] | N
     [row for row in SECTION_3_2 if "keys" not in row[1]],
 )
 def test_rfc_expansions_match_back(section: str, template: str, expansion: str) -> None:
-    """Every RFC 3.2 expansion (except associative arrays) is matched by its template."""
-    result = UriTemplate(template).match(expansion)
-    assert result is not None
-    # Matching it again expands to the same URI (modulo the lossy shapes).
+    """Every RFC 3.2 expansion (except associative arrays) is matched by its template,
+    and what comes back expands to a URI that matches back to the same values."""
     t = UriTemplate(template)
+    result = t.match(expansion)
+    assert result is not None
     assert t.match(t.expand(result)) == result
 
 
@@ -648,12 +656,19 @@ ROUND_TRIP_SHAPES: list[tuple[str, dict[str, st.SearchStrategy[Any]]]] = [
     ("{+path}/raw", {"path": plus_text}),
     ("{+dir}/{name}", {"dir": plus_text, "name": any_text}),
     ("git://{+repo}/{ref}/{file}", {"repo": plus_text, "ref": any_text, "file": any_text}),
-    ("{+path}{?ref}", {"path": st.text(st.sampled_from(UNRESERVED + "/:@,;="), max_size=9),
-                       "ref": optional(any_text)}),
+    (
+        "{+path}{?ref}",
+        {
+            "path": st.text(st.sampled_from(UNRESERVED + "/:@,;="), max_size=9),
+            "ref": optional(any_text),
+        },
+    ),
     ("page{#section}", {"section": optional(plus_text)}),
     ("{x,y}", {"x": any_text, "y": optional(any_text)}),
-    ("{/a,b}{;c,d}", {"a": any_text, "b": optional(any_text),
-                      "c": optional(any_text), "d": optional(any_text)}),
+    (
+        "{/a,b}{;c,d}",
+        {"a": any_text, "b": optional(any_text), "c": optional(any_text), "d": optional(any_text)},
+    ),
     ("X{.a,b}", {"a": no_dot_text, "b": optional(no_dot_text)}),
     ("docs://{name}.{ext}", {"name": any_text, "ext": no_dot_text}),
     ("s://x{/segments*}", {"segments": optional(texts_list)}),

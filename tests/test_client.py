@@ -1,0 +1,712 @@
+"""Feature tests for ``mcpwire.Client``.
+
+The client talks to an in-process ``Server`` (``Client(server)``), to the
+example server over stdio (``python -m mcpwire.examples.everything``), and to
+small hand-written peers: a raw legacy-only server that knows nothing of
+``server/discover``, and a server that dies mid-call.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpwire import (
+    CallToolResult,
+    Client,
+    Completion,
+    ConnectionClosed,
+    Context,
+    GetPromptResult,
+    JSONRPCError,
+    MCPWireError,
+    OutputValidationError,
+    Prompt,
+    Resource,
+    ResourceContents,
+    ResourceTemplate,
+    Server,
+    Subscription,
+    Tool,
+    ToolResult,
+)
+from mcpwire._session import RequestContext
+from mcpwire.examples import everything
+from mcpwire.sansio import Notification, Request
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 10.0
+MODERN = "2026-07-28"
+EVERYTHING = ["-m", "mcpwire.examples.everything"]
+
+
+class CountingServer(Server):
+    """A server that records the method of every request it serves."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.seen: list[str] = []
+
+    async def _on_request(self, conn: Any, request: Request, rctx: RequestContext) -> Any:
+        self.seen.append(request.method)
+        return await super()._on_request(conn, request, rctx)
+
+    def count(self, method: str) -> int:
+        return self.seen.count(method)
+
+
+def _item_tool(i: int) -> Any:
+    def tool() -> str:
+        return str(i)
+
+    return tool
+
+
+def _item_resource(i: int) -> Any:
+    def resource() -> str:
+        return f"resource {i}"
+
+    return resource
+
+
+def _item_prompt(i: int) -> Any:
+    def prompt(topic: str) -> str:
+        return f"prompt {i} about {topic}"
+
+    return prompt
+
+
+def _item_template(i: int) -> Any:
+    def template(x: str) -> str:
+        return f"template {i}: {x}"
+
+    return template
+
+
+def paged_server(**options: Any) -> CountingServer:
+    """Five of each kind, two per page."""
+    server = CountingServer("paged", "3.0", page_size=2, **options)
+    for i in range(5):
+        server.add_tool(_item_tool(i), name=f"tool{i}")
+        server.add_resource(_item_resource(i), f"mem://r{i}", name=f"r{i}")
+        server.add_prompt(_item_prompt(i), name=f"prompt{i}")
+        server.add_resource(_item_template(i), f"mem://t{i}/{{x}}", name=f"t{i}")
+    return server
+
+
+# -- era detection ----------------------------------------------------------------------
+
+
+async def test_auto_mode_is_modern() -> None:
+    with anyio.fail_after(WAIT):
+        async with Client(everything.server) as client:
+            assert client.era == "modern"
+            assert client.protocol_version == MODERN
+            assert client.server_info["name"] == "mcpwire-everything"
+            assert client.server_info["version"] == "1.0.0"
+            assert MODERN in client.supported_versions
+            assert "tools" in client.server_capabilities
+            assert client.instructions is not None and "demonstration" in client.instructions
+
+
+async def test_legacy_mode_negotiates_latest_legacy() -> None:
+    with anyio.fail_after(WAIT):
+        async with Client(everything.server, mode="legacy") as client:
+            assert client.era == "legacy"
+            assert client.protocol_version == "2025-11-25"
+            assert client.server_info["name"] == "mcpwire-everything"
+            assert "tools" in client.server_capabilities
+            result = await client.call_tool("echo", {"message": "legacy"})
+            assert result.text == "legacy"
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
+async def test_pinned_legacy_version(version: str) -> None:
+    server = CountingServer("pinned")
+    server.add_tool(_item_tool(1), name="one")
+    with anyio.fail_after(WAIT):
+        async with Client(server, mode=version) as client:
+            assert client.era == "legacy"
+            assert client.protocol_version == version
+            assert [t.name for t in await client.list_tools()] == ["one"]
+    assert "server/discover" not in server.seen
+    assert server.seen[0] == "initialize"
+
+
+async def test_pinned_modern_version() -> None:
+    server = CountingServer("pinned")
+    server.add_tool(_item_tool(1), name="one")
+    with anyio.fail_after(WAIT):
+        async with Client(server, mode=MODERN) as client:
+            assert client.era == "modern"
+            assert client.protocol_version == MODERN
+            assert (await client.call_tool("one")).text == "1"
+    assert "initialize" not in server.seen
+
+
+def test_invalid_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="mode"):
+        Client(everything.server, mode="2030-01-01")
+
+
+LEGACY_PEER = textwrap.dedent(
+    """
+    import json
+    import sys
+
+    behaviour = sys.argv[1]
+
+
+    def send(obj):
+        sys.stdout.write(json.dumps(obj) + "\\n")
+        sys.stdout.flush()
+
+
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "method" not in msg or "id" not in msg:
+            continue
+        rid, method = msg["id"], msg["method"]
+        params = msg.get("params") or {}
+        if method == "server/discover":
+            if behaviour == "silent":
+                continue
+            send({"jsonrpc": "2.0", "id": rid,
+                  "error": {"code": int(behaviour), "message": "no such method"}})
+        elif method == "initialize":
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "legacy-peer", "version": "9.9"}}})
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [
+                {"name": "show", "inputSchema": {"type": "object"}}]}})
+        elif method == "tools/call":
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "content": [{"type": "text", "text": json.dumps(params)}]}})
+        else:
+            send({"jsonrpc": "2.0", "id": rid,
+                  "error": {"code": -32601, "message": "Method not found"}})
+    """
+)
+
+
+@pytest.mark.parametrize("behaviour", ["-32601", "-32602", "silent"])
+async def test_auto_falls_back_to_initialize_on_a_legacy_peer(
+    tmp_path: Path, behaviour: str
+) -> None:
+    script = tmp_path / "legacy_peer.py"
+    script.write_text(LEGACY_PEER)
+    with anyio.fail_after(WAIT):
+        async with Client.stdio(
+            sys.executable, [str(script), behaviour], probe_timeout=0.5
+        ) as client:
+            assert client.era == "legacy"
+            assert client.protocol_version == "2025-06-18"
+            assert client.server_info == {"name": "legacy-peer", "version": "9.9"}
+            assert [t.name for t in await client.list_tools()] == ["show"]
+            result = await client.call_tool("show", {"x": 1})
+            sent = json.loads(result.text)
+            # Legacy requests carry no modern envelope.
+            assert sent == {"name": "show", "arguments": {"x": 1}}
+
+
+# -- listing -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_list_methods_walk_every_page(mode: str) -> None:
+    server = paged_server()
+    with anyio.fail_after(WAIT):
+        async with Client(server, mode=mode) as client:
+            tools = await client.list_tools()
+            resources = await client.list_resources()
+            templates = await client.list_resource_templates()
+            prompts = await client.list_prompts()
+    assert [t.name for t in tools] == [f"tool{i}" for i in range(5)]
+    assert [r.uri for r in resources] == [f"mem://r{i}" for i in range(5)]
+    assert [t.uri_template for t in templates] == [f"mem://t{i}/{{x}}" for i in range(5)]
+    assert [p.name for p in prompts] == [f"prompt{i}" for i in range(5)]
+    for method in ("tools/list", "resources/list", "resources/templates/list", "prompts/list"):
+        assert server.count(method) == 3, method
+
+
+async def test_typed_results() -> None:
+    with anyio.fail_after(WAIT):
+        async with Client(everything.server) as client:
+            tools = {t.name: t for t in await client.list_tools()}
+            echo = tools["echo"]
+            assert isinstance(echo, Tool)
+            assert echo.description == "Echo the message back."
+            assert echo.input_schema["required"] == ["message"]
+            assert echo.annotations == {"readOnlyHint": True}
+            assert tools["get_weather"].output_schema is not None
+
+            result = await client.call_tool("get_weather", {"city": "Oslo"})
+            assert isinstance(result, CallToolResult)
+            assert result.is_error is False
+            assert result.structured == {"city": "Oslo", "temperature": 21.5, "conditions": "sunny"}
+            assert result.content[0].type == "text"
+
+            image = await client.call_tool("image")
+            assert image.content[0].type == "image"
+            assert image.content[0].mime_type == "image/png"
+            assert image.content[0].data
+
+            failed = await client.call_tool("fail", {"message": "nope"})
+            assert failed.is_error is True
+            assert failed.text == "nope"
+
+            resources = await client.list_resources()
+            assert all(isinstance(r, Resource) for r in resources)
+            assert {r.uri: r.mime_type for r in resources} == {
+                "demo://readme": "text/markdown",
+                "demo://pixel.png": "image/png",
+            }
+            (readme,) = await client.read_resource("demo://readme")
+            assert isinstance(readme, ResourceContents)
+            assert readme.text is not None and readme.text.startswith("# mcpwire")
+            (pixel,) = await client.read_resource("demo://pixel.png")
+            assert pixel.blob is not None and pixel.text is None
+            (item,) = await client.read_resource("demo://items/42")
+            assert json.loads(item.text or "") == {"id": "42", "name": "item 42"}
+
+            (template,) = await client.list_resource_templates()
+            assert isinstance(template, ResourceTemplate)
+            assert template.uri_template == "demo://items/{item_id}"
+
+            prompts = {p.name: p for p in await client.list_prompts()}
+            greet = prompts["greet"]
+            assert isinstance(greet, Prompt)
+            assert [(a.name, a.required) for a in greet.arguments] == [
+                ("name", True),
+                ("style", False),
+            ]
+            got = await client.get_prompt("greet", {"name": "Ada", "style": "pirate"})
+            assert isinstance(got, GetPromptResult)
+            assert got.messages[0]["content"]["text"] == "Write a pirate greeting for Ada."
+
+            done = await client.complete({"type": "ref/prompt", "name": "greet"}, "style", "p")
+            assert isinstance(done, Completion)
+            assert done.values == ["pirate", "poetic"]
+            assert done.total == 2 and done.has_more is False
+            done = await client.complete(
+                {"type": "ref/resource", "uri": "demo://items/{item_id}"}, "item_id", "4"
+            )
+            assert done.values == ["42"]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_protocol_errors_raise(mode: str) -> None:
+    with anyio.fail_after(WAIT):
+        async with Client(everything.server, mode=mode) as client:
+            with pytest.raises(JSONRPCError) as info:
+                await client.call_tool("nosuch")
+            assert info.value.code == -32602
+            with pytest.raises(JSONRPCError) as info:
+                await client.read_resource("demo://nothing")
+            assert info.value.code == (-32602 if mode == "auto" else -32002)
+            with pytest.raises(JSONRPCError) as info:
+                await client.get_prompt("greet")
+            assert info.value.code == -32602
+
+
+# -- callbacks -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_callbacks_answer_elicitation_sampling_and_roots(mode: str) -> None:
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    async def elicitation(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(("elicitation", params))
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    async def sampling(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(("sampling", params))
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "short"},
+            "model": "test-model",
+        }
+
+    async def roots() -> list[dict[str, Any]]:
+        return [{"uri": "file:///work", "name": "work"}, {"uri": "file:///tmp"}]
+
+    with anyio.fail_after(WAIT):
+        async with Client(
+            everything.server, mode=mode, elicitation=elicitation, sampling=sampling, roots=roots
+        ) as client:
+            assert client.era == ("modern" if mode == "auto" else "legacy")
+            assert (await client.call_tool("ask_name")).text == "Hello, Ada!"
+            assert (await client.call_tool("summarize", {"text": "long"})).text == "short"
+            assert (await client.call_tool("show_roots")).text == "file:///work\nfile:///tmp"
+    kinds = [k for k, _ in asked]
+    assert kinds == ["elicitation", "sampling"]
+    assert asked[0][1]["message"] == "What is your name?"
+    assert asked[0][1]["requestedSchema"]["required"] == ["name"]
+    assert asked[1][1]["maxTokens"] == 100
+
+
+async def test_static_roots_list_and_decline() -> None:
+    async def decline(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "decline"}
+
+    with anyio.fail_after(WAIT):
+        async with Client(
+            everything.server, elicitation=decline, roots=[{"uri": "file:///a"}]
+        ) as client:
+            assert (await client.call_tool("show_roots")).text == "file:///a"
+            assert (await client.call_tool("ask_name")).text == "No name given (decline)"
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_missing_callback(mode: str) -> None:
+    with anyio.fail_after(WAIT):
+        async with Client(everything.server, mode=mode) as client:
+            if mode == "legacy":
+                result = await client.call_tool("ask_name")
+                assert result.is_error
+            else:
+                with pytest.raises(JSONRPCError) as info:
+                    await client.call_tool("ask_name")
+                assert info.value.code == -32021
+
+
+async def test_input_rounds_are_bounded() -> None:
+    server = Server("greedy")
+
+    @server.tool()
+    async def greedy(ctx: Context) -> str:
+        for i in range(5):
+            await ctx.elicit(f"question {i}", {"type": "object", "properties": {}})
+        return "satisfied"
+
+    calls = 0
+
+    async def elicitation(params: dict[str, Any]) -> dict[str, Any]:
+        nonlocal calls
+        calls += 1
+        return {"action": "accept", "content": {}}
+
+    with anyio.fail_after(WAIT):
+        async with Client(server, elicitation=elicitation, max_input_rounds=2) as client:
+            with pytest.raises(MCPWireError, match="more than 2"):
+                await client.call_tool("greedy")
+        async with Client(server, elicitation=elicitation, max_input_rounds=5) as client:
+            assert (await client.call_tool("greedy")).text == "satisfied"
+    assert calls == 3 + 5
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_progress_callback(mode: str) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    with anyio.fail_after(WAIT):
+        async with Client(everything.server, mode=mode) as client:
+            result = await client.call_tool(
+                "long_task", {"steps": 3, "delay": 0}, on_progress=on_progress
+            )
+    assert result.text == "finished 3 steps"
+    assert seen == [(i, 3, f"step {i} of 3") for i in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_log_messages_reach_on_notification(mode: str) -> None:
+    notes: list[tuple[str, dict[str, Any]]] = []
+
+    async def on_notification(method: str, params: dict[str, Any]) -> None:
+        notes.append((method, params))
+
+    with anyio.fail_after(WAIT):
+        async with Client(
+            everything.server, mode=mode, on_notification=on_notification, log_level="warning"
+        ) as client:
+            await client.set_logging_level("warning")
+            assert (await client.call_tool("log_demo")).text == "logged"
+    levels = [p["level"] for m, p in notes if m == "notifications/message"]
+    assert levels == ["warning", "error"]
+
+
+# -- output schema validation -------------------------------------------------------------------
+
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"n": {"type": "integer"}},
+    "required": ["n"],
+}
+
+
+def schema_server() -> Server:
+    server = Server("schemas")
+
+    @server.tool(output_schema=OUTPUT_SCHEMA)
+    def good() -> dict[str, Any]:
+        return {"n": 1}
+
+    @server.tool(output_schema=OUTPUT_SCHEMA)
+    def bad() -> dict[str, Any]:
+        return {"n": "one"}
+
+    @server.tool(output_schema=OUTPUT_SCHEMA)
+    def unstructured() -> ToolResult:
+        return ToolResult(content=[{"type": "text", "text": "no structure"}])
+
+    @server.tool(output_schema=OUTPUT_SCHEMA)
+    def broken() -> ToolResult:
+        return ToolResult(content=[{"type": "text", "text": "failed"}], is_error=True)
+
+    return server
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_output_schema_violation_raises(mode: str) -> None:
+    with anyio.fail_after(WAIT):
+        async with Client(schema_server(), mode=mode) as client:
+            tools = {t.name: t for t in await client.list_tools()}
+            assert tools["bad"].output_schema == OUTPUT_SCHEMA
+            assert (await client.call_tool("good")).structured == {"n": 1}
+            with pytest.raises(OutputValidationError):
+                await client.call_tool("bad")
+            with pytest.raises(OutputValidationError):
+                await client.call_tool("unstructured")
+            # Error results are not validated.
+            assert (await client.call_tool("broken")).is_error
+
+
+async def test_output_schema_validated_without_listing_first() -> None:
+    # A client that calls a tool before listing must still validate its
+    # structuredContent against the advertised outputSchema (it can learn the
+    # schema by listing on demand, as the reference SDK does).
+    with anyio.fail_after(WAIT):
+        async with Client(schema_server()) as client:
+            with pytest.raises(OutputValidationError):
+                await client.call_tool("bad")
+
+
+async def test_output_validation_can_be_disabled() -> None:
+    with anyio.fail_after(WAIT):
+        async with Client(schema_server(), validate_output=False) as client:
+            await client.list_tools()
+            assert (await client.call_tool("bad")).structured == {"n": "one"}
+
+
+# -- TTL cache ------------------------------------------------------------------------------------
+
+
+async def next_event(sub: Subscription, method: str) -> Notification:
+    """The next event of ``sub`` with ``method`` (skipping any others)."""
+    async for event in sub:
+        if event.method == method:
+            return event
+    raise AssertionError(f"the subscription ended before {method}")
+
+
+def cached_server(ttl: int = 60000) -> CountingServer:
+    server = CountingServer("cached", cache_ttl_ms=ttl)
+
+    @server.tool()
+    def one() -> str:
+        return "1"
+
+    @server.resource("mem://doc")
+    def doc() -> str:
+        return "doc"
+
+    return server
+
+
+async def test_cached_lists_do_not_hit_the_server() -> None:
+    server = cached_server()
+    with anyio.fail_after(WAIT):
+        async with Client(server) as client:
+            first = await client.list_tools()
+            second = await client.list_tools()
+            assert [t.name for t in first] == [t.name for t in second] == ["one"]
+            assert server.count("tools/list") == 1
+            await client.list_tools(cache=False)
+            assert server.count("tools/list") == 2
+            await client.read_resource("mem://doc")
+            await client.read_resource("mem://doc")
+            assert server.count("resources/read") == 1
+
+
+async def test_list_changed_invalidates_the_cache() -> None:
+    server = cached_server()
+    with anyio.fail_after(WAIT):
+        async with Client(server) as client, client.listen(tools=True) as sub:
+            await client.list_tools()
+            await client.list_tools()
+            assert server.count("tools/list") == 1
+            await server.notify_tools_changed()
+            await next_event(sub, "notifications/tools/list_changed")
+            await client.list_tools()
+            assert server.count("tools/list") == 2
+
+
+async def test_resource_updated_invalidates_the_read_cache() -> None:
+    server = cached_server()
+    with anyio.fail_after(WAIT):
+        async with Client(server) as client, client.listen(uris=["mem://doc"]) as sub:
+            await client.read_resource("mem://doc")
+            await server.notify_resource_updated("mem://doc")
+            await next_event(sub, "notifications/resources/updated")
+            await client.read_resource("mem://doc")
+            assert server.count("resources/read") == 2
+
+
+@pytest.mark.parametrize(("mode", "ttl"), [("auto", 0), ("legacy", 60000)])
+async def test_no_caching_without_ttl_or_in_legacy(mode: str, ttl: int) -> None:
+    server = cached_server(ttl)
+    with anyio.fail_after(WAIT):
+        async with Client(server, mode=mode) as client:
+            await client.list_tools()
+            await client.list_tools()
+    assert server.count("tools/list") == 2
+
+
+async def test_cache_can_be_turned_off() -> None:
+    server = cached_server()
+    with anyio.fail_after(WAIT):
+        async with Client(server, cache=False) as client:
+            await client.list_tools()
+            await client.list_tools()
+    assert server.count("tools/list") == 2
+
+
+# -- listen ---------------------------------------------------------------------------------------
+
+
+async def test_listen_yields_events() -> None:
+    with anyio.fail_after(WAIT):
+        async with (
+            Client(everything.server) as client,
+            client.listen(tools=True, uris=["demo://readme"]) as sub,
+        ):
+            assert sub.honored == {
+                "toolsListChanged": True,
+                "resourceSubscriptions": ["demo://readme"],
+            }
+            await client.call_tool("touch", {"uri": "demo://readme"})
+            await client.call_tool("touch", {"uri": "demo://other"})
+            await everything.server.notify_tools_changed()
+            first = await sub.__anext__()
+            assert first.method == "notifications/resources/updated"
+            assert first.params is not None and first.params["uri"] == "demo://readme"
+            second = await sub.__anext__()
+            assert second.method == "notifications/tools/list_changed"
+            assert second.params is not None
+            assert second.params["_meta"]["io.modelcontextprotocol/subscriptionId"] == sub.id
+
+
+async def test_listen_ends_when_the_server_closes_subscriptions() -> None:
+    server = cached_server()
+    with anyio.fail_after(WAIT):
+        async with Client(server) as client, client.listen(tools=True) as sub:
+            await server.notify_tools_changed()
+            server.close_subscriptions()
+            events = [event.method async for event in sub]
+            assert events == ["notifications/tools/list_changed"]
+
+
+async def test_legacy_listen_raises() -> None:
+    with anyio.fail_after(WAIT):
+        async with Client(everything.server, mode="legacy") as client:
+            with pytest.raises(MCPWireError, match="modern"):
+                async with client.listen(tools=True):
+                    pass
+            # Legacy subscriptions go through subscribe_resource instead.
+            await client.subscribe_resource("demo://readme")
+
+
+async def test_legacy_subscribe_and_on_notification() -> None:
+    notes: list[tuple[str, dict[str, Any]]] = []
+    got = anyio.Event()
+
+    async def on_notification(method: str, params: dict[str, Any]) -> None:
+        notes.append((method, params))
+        if method == "notifications/resources/updated":
+            got.set()
+
+    with anyio.fail_after(WAIT):
+        async with Client(
+            everything.server, mode="legacy", on_notification=on_notification
+        ) as client:
+            await client.subscribe_resource("demo://readme")
+            await client.call_tool("touch", {"uri": "demo://readme"})
+            await got.wait()
+    assert ("notifications/resources/updated", {"uri": "demo://readme"}) in notes
+
+
+# -- stdio -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_stdio_example_server(mode: str) -> None:
+    with anyio.fail_after(WAIT):
+        async with Client.stdio(sys.executable, EVERYTHING, mode=mode) as client:
+            assert client.era == ("modern" if mode == "auto" else "legacy")
+            tools = await client.list_tools()
+            assert "echo" in {t.name for t in tools}
+            result = await client.call_tool("echo", {"message": "over stdio"})
+            assert result.text == "over stdio"
+            (readme,) = await client.read_resource("demo://readme")
+            assert readme.text is not None and "mcpwire" in readme.text
+
+
+DYING_SERVER = textwrap.dedent(
+    """
+    import os
+    import sys
+
+    from mcpwire import Server
+
+    server = Server("dying")
+
+
+    @server.tool()
+    def die() -> str:
+        sys.stderr.write("about to die\\n")
+        sys.stderr.flush()
+        os._exit(7)
+
+
+    @server.tool()
+    def ok() -> str:
+        return "ok"
+
+
+    server.run()
+    """
+)
+
+
+async def test_connection_closed_when_the_stdio_server_dies(tmp_path: Path) -> None:
+    script = tmp_path / "dying.py"
+    script.write_text(DYING_SERVER)
+    with anyio.fail_after(WAIT):
+        async with Client.stdio(sys.executable, [str(script)]) as client:
+            assert (await client.call_tool("ok")).text == "ok"
+            with pytest.raises(ConnectionClosed) as info:
+                await client.call_tool("die")
+            assert info.value.exit_code == 7
+            assert "about to die" in info.value.stderr_tail
+            # Later calls fail at once, the same way.
+            with pytest.raises(ConnectionClosed):
+                await client.call_tool("ok")
+
+
+async def test_stdio_command_not_found() -> None:
+    with anyio.fail_after(WAIT), pytest.raises(ConnectionClosed):
+        async with Client.stdio("mcpwire-no-such-command-xyz"):
+            pass
