@@ -115,22 +115,50 @@ def _cases() -> list[Case]:
         sfx = "" if conc == 1 else f"-c{conc}"
         for era, mode in eras:
             ref = f"inmem-sdk-{era}{sfx}"
-            out.append(Case(f"inmem-mcpwire-{era}{sfx}", group, label, "mcpwire Client(Server)",
-                            era, "client", {"client": "mcpwire", "server": "inproc", "mode": mode,
-                                            "concurrency": conc}, ref=ref))
-            out.append(Case(ref, group, label, "SDK Client(MCPServer)", era, "client",
-                            {"client": "sdk", "server": "inproc", "mode": mode,
-                             "concurrency": conc}, ref=ref))
+            out.append(
+                Case(
+                    f"inmem-mcpwire-{era}{sfx}",
+                    group,
+                    label,
+                    "mcpwire Client(Server)",
+                    era,
+                    "client",
+                    {"client": "mcpwire", "server": "inproc", "mode": mode, "concurrency": conc},
+                    ref=ref,
+                )
+            )
+            out.append(
+                Case(
+                    ref,
+                    group,
+                    label,
+                    "SDK Client(MCPServer)",
+                    era,
+                    "client",
+                    {"client": "sdk", "server": "inproc", "mode": mode, "concurrency": conc},
+                    ref=ref,
+                )
+            )
         if conc == 1:
             # The queue-based in-memory pair: a task switch per message, as the SDK's
             # legacy in-memory streams; with wire=True also a serialise/parse per message.
-            for server, how in (("inproc-memory", "memory_pair()"),
-                                ("inproc-wire", "memory_pair(wire=True)")):
+            for server, how in (
+                ("inproc-memory", "memory_pair()"),
+                ("inproc-wire", "memory_pair(wire=True)"),
+            ):
                 for era, mode in eras:
-                    out.append(Case(f"inmem-mcpwire-{server[7:]}-{era}", group, label,
-                                    f"mcpwire Client over {how}", era, "client",
-                                    {"client": "mcpwire", "server": server, "mode": mode,
-                                     "concurrency": 1}, ref=f"inmem-sdk-{era}"))
+                    out.append(
+                        Case(
+                            f"inmem-mcpwire-{server[7:]}-{era}",
+                            group,
+                            label,
+                            f"mcpwire Client over {how}",
+                            era,
+                            "client",
+                            {"client": "mcpwire", "server": server, "mode": mode, "concurrency": 1},
+                            ref=f"inmem-sdk-{era}",
+                        )
+                    )
 
     # 2. stdio, every client/server pair, and 7. 32 concurrent callers (same-implementation pairs).
     names = {"mcpwire": "mcpwire", "sdk": "SDK"}
@@ -142,39 +170,106 @@ def _cases() -> list[Case]:
         pairs = (("mcpwire", "mcpwire"), ("sdk", "sdk"), ("sdk", "mcpwire"), ("mcpwire", "sdk"))
         for era, mode in eras:
             for client, server in pairs if conc == 1 else pairs[:2]:
-                out.append(Case(
-                    f"stdio-{client}-{server}-{era}{sfx}", group, label,
-                    f"{names[client]} client → {names[server]} server", era, "client",
-                    {"client": client, "server": f"stdio-{server}", "mode": mode,
-                     "concurrency": conc},
-                    ref=f"stdio-sdk-sdk-{era}{sfx}", over_pipe=True))
+                out.append(
+                    Case(
+                        f"stdio-{client}-{server}-{era}{sfx}",
+                        group,
+                        label,
+                        f"{names[client]} client → {names[server]} server",
+                        era,
+                        "client",
+                        {
+                            "client": client,
+                            "server": f"stdio-{server}",
+                            "mode": mode,
+                            "concurrency": conc,
+                        },
+                        ref=f"stdio-sdk-sdk-{era}{sfx}",
+                        over_pipe=True,
+                    )
+                )
 
     # 3. raw client (os.write/os.read, no framework) against each server.
     for era in ("modern", "legacy"):
         for server in ("mcpwire", "sdk"):
-            out.append(Case(f"raw-{server}-{era}", "raw", "tools/call echo, stdio, raw client",
-                            f"raw client → {names[server]} server", era, "raw",
-                            {"server": server, "era": era}, ref=f"raw-sdk-{era}", over_pipe=True))
+            out.append(
+                Case(
+                    f"raw-{server}-{era}",
+                    "raw",
+                    "tools/call echo, stdio, raw client",
+                    f"raw client → {names[server]} server",
+                    era,
+                    "raw",
+                    {"server": server, "era": era},
+                    ref=f"raw-sdk-{era}",
+                    over_pipe=True,
+                )
+            )
 
     # 4. the physical limit, and the same with an anyio loop on both ends.
-    out.append(Case("pipe-echo", "limit", "pipe echo, one JSON line per round trip",
-                    "blocking read/write, both ends (physical limit)", "", "pipe",
-                    over_pipe=True, unit="round trips/s"))
-    out.append(Case("pipe-echo-anyio", "limit", "pipe echo, one JSON line per round trip",
-                    "anyio wait_readable + os.read/os.write, both ends", "", "pipe_anyio",
-                    over_pipe=True, unit="round trips/s"))
+    out.append(
+        Case(
+            "pipe-echo",
+            "limit",
+            "pipe echo, one JSON line per round trip",
+            "blocking read/write, both ends (physical limit)",
+            "",
+            "pipe",
+            over_pipe=True,
+            unit="round trips/s",
+        )
+    )
+    out.append(
+        Case(
+            "pipe-echo-anyio",
+            "limit",
+            "pipe echo, one JSON line per round trip",
+            "anyio wait_readable + os.read/os.write, both ends",
+            "",
+            "pipe_anyio",
+            over_pipe=True,
+            unit="round trips/s",
+        )
+    )
 
     # 5. the session layer and the codec.
     for conc in (1, CONCURRENCY):
         sfx = "" if conc == 1 else f"-c{conc}"
         how = "sequential" if conc == 1 else f"{conc} concurrent"
-        out.append(Case(f"session-ping{sfx}", "layer", f"JSON-RPC ping, in-memory, {how}",
-                        "mcpwire Session pair", "", "session_ping", {"concurrency": conc},
-                        unit="round trips/s"))
-    out.append(Case("codec-orjson", "layer", "codec: request+response, dumps and loads each",
-                    "orjson (codec limit)", "", "codec_orjson", unit="round trips/s"))
-    out.append(Case("codec-mcpwire", "layer", "codec: request+response, dumps and loads each",
-                    "mcpwire.sansio serialize/parse", "", "codec_mcpwire", unit="round trips/s"))
+        out.append(
+            Case(
+                f"session-ping{sfx}",
+                "layer",
+                f"JSON-RPC ping, in-memory, {how}",
+                "mcpwire Session pair",
+                "",
+                "session_ping",
+                {"concurrency": conc},
+                unit="round trips/s",
+            )
+        )
+    out.append(
+        Case(
+            "codec-orjson",
+            "layer",
+            "codec: request+response, dumps and loads each",
+            "orjson (codec limit)",
+            "",
+            "codec_orjson",
+            unit="round trips/s",
+        )
+    )
+    out.append(
+        Case(
+            "codec-mcpwire",
+            "layer",
+            "codec: request+response, dumps and loads each",
+            "mcpwire.sansio serialize/parse",
+            "",
+            "codec_mcpwire",
+            unit="round trips/s",
+        )
+    )
     return out
 
 
@@ -197,8 +292,9 @@ class Runner:
 class CallRunner(Runner):
     """Awaits ``call()`` n times, sequentially or from ``concurrency`` tasks."""
 
-    def __init__(self, call: Callable[[], Awaitable[object]], concurrency: int,
-                 info: dict[str, Any]) -> None:
+    def __init__(
+        self, call: Callable[[], Awaitable[object]], concurrency: int, info: dict[str, Any]
+    ) -> None:
         self.call = call
         self.concurrency = concurrency
         self.info = info
@@ -244,8 +340,9 @@ def _check(text: object) -> None:
         raise RuntimeError(f"echo returned {text!r}, expected {MESSAGE!r}")
 
 
-async def setup_client(stack: contextlib.AsyncExitStack, *, client: str, server: str, mode: str,
-                       concurrency: int) -> Runner:
+async def setup_client(
+    stack: contextlib.AsyncExitStack, *, client: str, server: str, mode: str, concurrency: int
+) -> Runner:
     """An MCP client (mcpwire or SDK) against an in-process or stdio server."""
     if client == "mcpwire":
         from mcpwire import Client
@@ -256,9 +353,9 @@ async def setup_client(stack: contextlib.AsyncExitStack, *, client: str, server:
             c = await stack.enter_async_context(Client(target, mode=mode))
         elif server in ("inproc-memory", "inproc-wire"):
             import anyio
+            from servers.mcpwire_echo import server as target
 
             from mcpwire import memory_pair
-            from servers.mcpwire_echo import server as target
 
             client_end, server_end = memory_pair(wire=server == "inproc-wire")
             tg = await stack.enter_async_context(anyio.create_task_group())
@@ -268,7 +365,8 @@ async def setup_client(stack: contextlib.AsyncExitStack, *, client: str, server:
         else:
             script = MCPWIRE_SERVER if server == "stdio-mcpwire" else SDK_SERVER
             c = await stack.enter_async_context(
-                Client.stdio(sys.executable, [script], env=child_env(), mode=mode))  # type: ignore[arg-type]
+                Client.stdio(sys.executable, [script], env=child_env(), mode=mode)
+            )  # type: ignore[arg-type]
         await c.list_tools()
         result = await c.call_tool("echo", ARGS)
         _check(result.text)
@@ -308,8 +406,9 @@ class LineChild:
     def __init__(self, argv: list[str]) -> None:
         env = dict(os.environ)
         env.update(child_env())
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     bufsize=0, env=env)
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=env
+        )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.wfd = self.proc.stdin.fileno()
         self.rfd = self.proc.stdout.fileno()
@@ -318,14 +417,14 @@ class LineChild:
     def send(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            view = view[os.write(self.wfd, view):]
+            view = view[os.write(self.wfd, view) :]
 
     def readline(self) -> bytes:
         buf = self.buf
         while True:
             i = buf.find(b"\n")
             if i >= 0:
-                self.buf = buf[i + 1:]
+                self.buf = buf[i + 1 :]
                 return buf[:i]
             chunk = os.read(self.rfd, 65536)
             if not chunk:
@@ -467,8 +566,9 @@ async def setup_codec_orjson(stack: contextlib.AsyncExitStack) -> Runner:
         return time.perf_counter() - t0
 
     loop(1000)
-    return SyncRunner(loop, {"request_bytes": len(REQUEST_LINE % 7),
-                             "response_bytes": len(RESPONSE_LINE % 7)})
+    return SyncRunner(
+        loop, {"request_bytes": len(REQUEST_LINE % 7), "response_bytes": len(RESPONSE_LINE % 7)}
+    )
 
 
 async def setup_codec_mcpwire(stack: contextlib.AsyncExitStack) -> Runner:
@@ -534,7 +634,7 @@ class _Control:
     def send(self, obj: dict[str, Any]) -> None:
         data = (json.dumps(obj) + "\n").encode()
         while data:
-            data = data[os.write(self.wfd, data):]
+            data = data[os.write(self.wfd, data) :]
 
 
 async def _serve(case: Case, control: _Control) -> None:

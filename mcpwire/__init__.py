@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._content import ToolError as ToolError
     from ._content import ToolResult as ToolResult
     from ._context import Context as Context
+    from ._context import URLElicitationRequired as URLElicitationRequired
     from ._server import Connection as Connection
     from ._server import Server as Server
     from ._types import CallToolResult as CallToolResult
@@ -78,6 +79,7 @@ __all__ = (
     "Tool",
     "ToolError",
     "ToolResult",
+    "URLElicitationRequired",
     "JSONRPCError",
     "LocalProtocolError",
     "MCPWireError",
@@ -108,6 +110,7 @@ _LAZY = {
     "ToolError": "._content",
     "ToolResult": "._content",
     "Context": "._context",
+    "URLElicitationRequired": "._context",
     "Connection": "._server",
     "Server": "._server",
     "CallToolResult": "._types",

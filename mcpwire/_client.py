@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -72,6 +72,9 @@ NotificationCallback = Callable[[str, JSONObject], Awaitable[None]]
 
 #: Seconds the era probe waits before concluding the server is legacy.
 DEFAULT_PROBE_TIMEOUT = 10.0
+#: Era learned per target in this process (bounded; oldest entries dropped first).
+_ERA_CACHE: dict[Hashable, Era] = {}
+_ERA_CACHE_MAX = 256
 #: Bound on multi-round-trip retries of one request.
 DEFAULT_MAX_INPUT_ROUNDS = 10
 _CACHEABLE = frozenset(
@@ -125,6 +128,12 @@ class Client:
         on_notification: called with ``(method, params)`` for server notifications.
         log_level: modern era: ask for log messages at this level and above.
         request_timeout: default seconds per request.
+        probe_timeout: seconds the ``auto`` era probe waits before trying ``initialize``.
+        max_input_rounds: bound on multi-round-trip retries of one request.
+        validate_output: check ``structuredContent`` against a listed tool's ``outputSchema``.
+        cache: keep cacheable modern results for their ``ttlMs``.
+        era_key: identifies the server in the per-process era cache (``Client.stdio``
+            sets it from the command line), so a legacy server is probed only once.
     """
 
     def __init__(
@@ -143,6 +152,7 @@ class Client:
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
         validate_output: bool = True,
         cache: bool = True,
+        era_key: Hashable | None = None,
     ) -> None:
         if mode not in ("auto", "legacy") and mode not in LEGACY_VERSIONS + MODERN_VERSIONS:
             raise ValueError(f"mode must be 'auto', 'legacy' or a protocol version, not {mode!r}")
@@ -159,6 +169,8 @@ class Client:
         self.max_input_rounds = max_input_rounds
         self.validate_output = validate_output
         self.use_cache = cache
+        #: Identifies the server for the per-process era cache (None: never cached).
+        self.era_key = era_key
         #: Filled in by ``connect``.
         self.era: Era = "legacy"
         self.protocol_version: str = ""
@@ -194,6 +206,7 @@ class Client:
         def spawn() -> Transport:
             return StdioClientTransport(command, args, env=env, cwd=cwd)
 
+        options.setdefault("era_key", ("stdio", command, tuple(args), cwd))
         return cls(spawn, **options)
 
     # -- connection ------------------------------------------------------------------
@@ -264,9 +277,23 @@ class Client:
             await self._discover(mode, timeout=self.request_timeout, must=False)
             return
         if mode == "auto":
-            if await self._discover(LATEST_VERSION, timeout=self.probe_timeout, must=False):
+            # A server this process already found to be legacy is not probed again
+            # (the era is cached per process and target, as versioning.mdx suggests).
+            known = _ERA_CACHE.get(self.era_key) if self.era_key is not None else None
+            if known != "legacy" and await self._discover(
+                LATEST_VERSION, timeout=self.probe_timeout, must=False
+            ):
+                self._remember("modern")
                 return
         await self._initialize(mode if mode in LEGACY_VERSIONS else LATEST_LEGACY_VERSION)
+        if mode == "auto":
+            self._remember("legacy")
+
+    def _remember(self, era: Era) -> None:
+        if self.era_key is not None:
+            if len(_ERA_CACHE) >= _ERA_CACHE_MAX:
+                _ERA_CACHE.pop(next(iter(_ERA_CACHE)))
+            _ERA_CACHE[self.era_key] = era
 
     async def _discover(self, version: str, *, timeout: float, must: bool) -> bool:
         """Try ``server/discover``; True when the server speaks a modern version."""

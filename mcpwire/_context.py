@@ -50,6 +50,7 @@ __all__ = (
     "Context",
     "InputRequired",
     "StateSealer",
+    "URLElicitationRequired",
 )
 
 #: Seconds a sealed requestState stays valid (an MRTR round trip includes a human answering).
@@ -63,6 +64,25 @@ class InputRequired(Exception):
         super().__init__(f"input required: {request.get('method')}")
         self.key = key
         self.request = request
+
+
+class URLElicitationRequired(JSONRPCError):
+    """Raise from a handler when the user must first complete URL elicitations.
+
+    2025-11-25 only: the request fails with -32042 and ``data.elicitations``
+    (each ``{"mode": "url", "elicitationId", "url", "message"}``); the client
+    retries after the user is done. The modern era has no such error: use
+    ``await ctx.elicit_url(...)`` there, which becomes a multi-round-trip ask.
+    """
+
+    def __init__(
+        self,
+        elicitations: list[JSONValue],
+        message: str = "This request requires more information.",
+    ) -> None:
+        super().__init__(
+            ErrorCode.URL_ELICITATION_REQUIRED, message, {"elicitations": elicitations}
+        )
 
 
 class CapabilityMissing(MCPWireError):
@@ -239,6 +259,13 @@ class Context:
         return await self._ask(
             "elicitation/create", params, {"elicitation": {}}, "elicitation", mode="form"
         )
+
+    async def notify_elicitation_complete(self, elicitation_id: str) -> None:
+        """Tell a legacy client that an out-of-band URL elicitation finished (2025-11-25)."""
+        if self.era == "legacy":
+            await self._rctx.session.notify(
+                "notifications/elicitation/complete", {"elicitationId": elicitation_id}
+            )
 
     async def elicit_url(
         self, message: str, url: str, elicitation_id: str | None = None

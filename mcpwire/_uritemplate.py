@@ -32,8 +32,8 @@ and the level-3 operators pct-encode everything outside *unreserved*; ``+`` and
 unchanged (section 3.2.1). A prefix modifier counts Unicode code points and is an
 error on a composite value (section 2.4.1).
 
-Matching (the reverse; see section 1.4 for why this cannot be exact in general)
----------------------------------------------------------------------------
+Matching (the reverse; section 1.4 explains why it cannot be exact in general)
+------------------------------------------------------------------------------
 ``match(uri)`` answers "which values would expand to this URI?" for the template
 shapes MCP servers use. The template is compiled once, in ``__init__``, into
 
@@ -93,7 +93,9 @@ holds whenever the expansion is unambiguous, in particular for:
 
 * simple, ``.``, ``/`` and ``;`` variables separated by literals or operators that
   begin with a reserved character (``/ : @ ; = , ! $ & ' ( ) * +``), for any
-  string values (expansion pct-encodes every reserved character in them);
+  string values (expansion pct-encodes every reserved character in them), as
+  long as in ``{x,y}``, ``{.x,y}``, ``{/x,y}`` and ``{#x,y}`` no undefined
+  variable precedes a defined one;
 * ``{+var}``/``{#var}`` as the last variable, or followed by literals and such
   delimited variables (``file:///{+path}``, ``{+path}/raw``, ``{+dir}/{name}``),
   for values without ``#``, ``%`` and (with a query tail) ``?``;
@@ -105,7 +107,8 @@ holds whenever the expansion is unambiguous, in particular for:
 
 Not supported by ``match`` (it returns ``None`` or a best effort, never raises):
 exploded associative arrays (``{?keys*}``), values ``expand`` would render
-differently from how they are spelled (``%41`` versus ``A`` in literals), and
+differently from how they are spelled (``%41`` versus ``A`` in literals), a query
+whose ``{?...}`` variables are all undefined so that it starts with ``&``, and
 query expressions that are not at the end of the template (these fall back to the
 head regex, in template order).
 """

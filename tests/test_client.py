@@ -8,9 +8,11 @@ small hand-written peers: a raw legacy-only server that knows nothing of
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,7 @@ pytestmark = pytest.mark.anyio
 
 WAIT = 10.0
 MODERN = "2026-07-28"
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 EVERYTHING = ["-m", "mcpwire.examples.everything"]
 
 
@@ -504,6 +507,15 @@ async def test_output_validation_can_be_disabled() -> None:
 # -- TTL cache ------------------------------------------------------------------------------------
 
 
+def release(sub: Subscription) -> None:
+    """Close the subscription's receiving end.
+
+    Works around the leak that ``test_listen_releases_its_stream`` reports, so
+    that it does not also fail (with a ResourceWarning) every other listen test.
+    """
+    sub._receive.close()
+
+
 async def next_event(sub: Subscription, method: str) -> Notification:
     """The next event of ``sub`` with ``method`` (skipping any others)."""
     async for event in sub:
@@ -552,6 +564,7 @@ async def test_list_changed_invalidates_the_cache() -> None:
             await next_event(sub, "notifications/tools/list_changed")
             await client.list_tools()
             assert server.count("tools/list") == 2
+            release(sub)
 
 
 async def test_resource_updated_invalidates_the_read_cache() -> None:
@@ -563,6 +576,7 @@ async def test_resource_updated_invalidates_the_read_cache() -> None:
             await next_event(sub, "notifications/resources/updated")
             await client.read_resource("mem://doc")
             assert server.count("resources/read") == 2
+            release(sub)
 
 
 @pytest.mark.parametrize(("mode", "ttl"), [("auto", 0), ("legacy", 60000)])
@@ -593,30 +607,52 @@ async def test_listen_yields_events() -> None:
             Client(everything.server) as client,
             client.listen(tools=True, uris=["demo://readme"]) as sub,
         ):
-            assert sub.honored == {
-                "toolsListChanged": True,
-                "resourceSubscriptions": ["demo://readme"],
-            }
-            await client.call_tool("touch", {"uri": "demo://readme"})
-            await client.call_tool("touch", {"uri": "demo://other"})
-            await everything.server.notify_tools_changed()
-            first = await sub.__anext__()
-            assert first.method == "notifications/resources/updated"
-            assert first.params is not None and first.params["uri"] == "demo://readme"
-            second = await sub.__anext__()
-            assert second.method == "notifications/tools/list_changed"
-            assert second.params is not None
-            assert second.params["_meta"]["io.modelcontextprotocol/subscriptionId"] == sub.id
+            try:
+                assert sub.honored == {
+                    "toolsListChanged": True,
+                    "resourceSubscriptions": ["demo://readme"],
+                }
+                await client.call_tool("touch", {"uri": "demo://readme"})
+                await client.call_tool("touch", {"uri": "demo://other"})
+                await everything.server.notify_tools_changed()
+                # Only the stream's events: the acknowledgement was consumed
+                # by listen() (its content is ``sub.honored``).
+                first = await sub.__anext__()
+                assert first.method == "notifications/resources/updated"
+                assert first.params is not None and first.params["uri"] == "demo://readme"
+                second = await sub.__anext__()
+                assert second.method == "notifications/tools/list_changed"
+                assert second.params is not None
+                assert second.params["_meta"][SUBSCRIPTION_ID] == sub.id
+            finally:
+                release(sub)
 
 
 async def test_listen_ends_when_the_server_closes_subscriptions() -> None:
     server = cached_server()
     with anyio.fail_after(WAIT):
         async with Client(server) as client, client.listen(tools=True) as sub:
-            await server.notify_tools_changed()
-            server.close_subscriptions()
-            events = [event.method async for event in sub]
-            assert events == ["notifications/tools/list_changed"]
+            try:
+                await server.notify_tools_changed()
+                server.close_subscriptions()
+                events = [event.method async for event in sub]
+                assert events == ["notifications/tools/list_changed"]
+            finally:
+                release(sub)
+
+
+async def test_listen_releases_its_stream() -> None:
+    server = cached_server()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with anyio.fail_after(WAIT):
+            async with Client(server) as client:
+                async with client.listen(tools=True) as sub:
+                    assert sub.honored == {"toolsListChanged": True}
+                del sub
+                gc.collect()
+    leaks = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert leaks == []
 
 
 async def test_legacy_listen_raises() -> None:

@@ -22,7 +22,7 @@ async def main() -> None:
         if end:
             out, buf = buf[:end], buf[end:]
             while out:
-                out = out[os.write(1, out):]
+                out = out[os.write(1, out) :]
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ __all__ = (
     "MODERN",
     "Frame",
     "check_capture",
+    "check_input_rounds",
     "read_capture",
     "validate_client_message",
     "validate_server_message",
@@ -55,6 +56,7 @@ __all__ = (
 MODERN = "2026-07-28"
 LATEST_LEGACY = "2025-11-25"
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 #: 2026-07-28 typed error frames; every other code is a plain JSONRPCErrorResponse.
 _ERRORS_2026: dict[int, Any] = {
@@ -156,6 +158,13 @@ def check_capture(
 
     ``sides`` picks whose frames are validated (both directions are always
     read, to pair requests with responses).
+
+    Besides the schema check, one ordering rule of stdio ``subscriptions/listen``
+    is enforced on server frames: once the client has cancelled a listen
+    request (``notifications/cancelled``) *and then sent another request*, the
+    server must send nothing more for that subscription (no response, no
+    notification carrying its subscriptionId). Frames that merely cross the
+    cancel on the wire are not counted.
     """
     problems: list[str] = []
     legacy_version: str | None = None
@@ -163,6 +172,8 @@ def check_capture(
     #: outstanding requests, by direction of the request: id -> (method, version)
     client_requests: dict[str, tuple[str, str]] = {}
     server_requests: dict[str, tuple[str, str]] = {}
+    #: listen request id -> "open" | "cancelled" | "closed" (cancelled, then another request)
+    listens: dict[str, str] = {}
 
     def connection_version() -> str:
         return legacy_version or modern_version or LATEST_LEGACY
@@ -189,8 +200,17 @@ def check_capture(
                 else:
                     version = connection_version()
                 client_requests[rid] = (method, version)
+                for lid, state in listens.items():
+                    if state == "cancelled":
+                        listens[lid] = "closed"
+                if method == "subscriptions/listen":
+                    listens[rid] = "open"
             elif is_notification:
                 version = connection_version()
+                if msg.get("method") == "notifications/cancelled":
+                    target = _key((msg.get("params") or {}).get("requestId"))
+                    if listens.get(target) == "open":
+                        listens[target] = "cancelled"
             else:  # the client's response to a server->client request
                 pending = server_requests.pop(rid, None)
                 if pending is None:
@@ -217,6 +237,13 @@ def check_capture(
                         legacy_version = agreed
         if frame.direction not in sides:
             continue
+        if frame.direction == "S>C":
+            stream = rid if not is_notification else _key(_subscription_id(msg))
+            if listens.get(stream) == "closed":
+                problems.append(
+                    f"{frame}\n    sent for subscription {stream} after the client cancelled it "
+                    "and made another request"
+                )
         try:
             if frame.direction == "S>C":
                 validate_server_message(version, method, msg, strict=strict)
@@ -226,6 +253,80 @@ def check_capture(
             detail = " ".join(str(exc).split())[:600]
             problems.append(f"{frame}\n    at {version} ({method}): {type(exc).__name__}: {detail}")
     return problems
+
+
+def _subscription_id(msg: Mapping[str, Any]) -> object:
+    params = msg.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+
+
+def check_input_rounds(frames: Iterable[Frame]) -> list[str]:
+    """Check the client's side of every multi-round-trip exchange (2026-07-28 MRTR).
+
+    For each ``InputRequiredResult`` the client must retry the same request
+    (same method and params apart from ``_meta``/``inputResponses``/
+    ``requestState``) with a new JSON-RPC id, echo ``requestState`` exactly
+    (or send none when there was none), and answer every ``inputRequests`` key.
+    """
+    problems: list[str] = []
+    frames = list(frames)
+    requests: dict[str, tuple[int, dict[str, Any]]] = {}
+    for index, frame in enumerate(frames):
+        msg = frame.msg
+        if not isinstance(msg, dict):
+            continue
+        if frame.direction == "C>S" and "method" in msg and "id" in msg:
+            requests[_key(msg["id"])] = (index, msg)
+            continue
+        result = msg.get("result") if frame.direction == "S>C" else None
+        if not isinstance(result, dict) or result.get("resultType") != "input_required":
+            continue
+        original = requests.get(_key(msg.get("id")))
+        if original is None:
+            problems.append(f"{frame}: input_required for an unknown request")
+            continue
+        _, request = original
+        subject = _subject(request)
+        retry = None
+        for later in frames[index + 1 :]:
+            lm = later.msg
+            if (
+                later.direction == "C>S"
+                and isinstance(lm, dict)
+                and "id" in lm
+                and lm.get("method") == request["method"]
+                and _subject(lm) == subject
+            ):
+                retry = later
+                break
+        if retry is None:
+            problems.append(f"{frame}: the client never retried {request['method']}")
+            continue
+        params = retry.msg.get("params") or {}
+        if retry.msg["id"] == request["id"]:
+            problems.append(f"{retry}: the retry reuses the JSON-RPC id {request['id']!r}")
+        if params.get("requestState") != result.get("requestState"):
+            problems.append(
+                f"{retry}: requestState {params.get('requestState')!r} is not the exact "
+                f"requestState {result.get('requestState')!r} of {frame}"
+            )
+        asked = result.get("inputRequests")
+        answered = params.get("inputResponses")
+        if isinstance(asked, dict) and asked:
+            if not isinstance(answered, dict) or set(answered) != set(asked):
+                problems.append(
+                    f"{retry}: inputResponses keys {sorted(answered or {})} "
+                    f"do not match inputRequests keys {sorted(asked)}"
+                )
+    return problems
+
+
+def _subject(request: Mapping[str, Any]) -> Any:
+    params = request.get("params") or {}
+    return {
+        k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")
+    }
 
 
 def _legacy_versions() -> tuple[str, ...]:

@@ -1,0 +1,669 @@
+"""Benchmarks: mcpwire against the reference MCP Python SDK (``mcp``) and the physical limits.
+
+Usage::
+
+    python benchmarks/run.py [--quick] [--out benchmarks/results/NAME.md]
+
+Each workload runs in a worker process of its own (see ``workloads.py``). The
+workers are set up once, calibrated (which also warms them up), and then run
+round by round: every round runs every workload once, in a rotated order, so
+drift in the machine's speed hits all of them alike. The report gives the
+median of the rounds and their spread, ratios to the reference SDK and to the
+pipe-echo limit, then cold start and import times.
+
+The report is printed and written to ``benchmarks/results/latest.md`` (and
+``--out``), with the raw numbers next to it as JSON. Nothing is installed
+here: run ``python -m pip install -e '.[test]'`` first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import importlib.metadata
+import importlib.util
+import json
+import os
+import platform
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import workloads  # noqa: E402  (needs the path above; imports neither mcpwire nor mcp)
+from workloads import CASES, Case  # noqa: E402
+
+RESULTS = HERE / "results"
+TIMES, DASH = "\u00d7", "\u2013"  # report glyphs
+PACKAGES = ("mcpwire", "mcp", "mcp-types", "anyio", "orjson", "pydantic", "pydantic-core", "h11")
+
+
+@dataclass(frozen=True)
+class Profile:
+    rounds: int
+    #: Seconds each timed run should take.
+    target: float
+    #: Seconds of warm-up/calibration per workload.
+    calibrate: float
+    #: Repetitions of each cold start and import measurement.
+    startup_reps: int
+
+
+QUICK = Profile(rounds=3, target=0.15, calibrate=0.3, startup_reps=5)
+DEFAULT = Profile(rounds=7, target=1.0, calibrate=0.6, startup_reps=15)
+
+
+# -- workers -----------------------------------------------------------------------------
+
+
+class WorkerError(Exception):
+    pass
+
+
+@dataclass
+class Worker:
+    case: Case
+    log: Any
+    proc: subprocess.Popen[bytes] | None = None
+    buf: bytes = b""
+    info: dict[str, Any] = field(default_factory=dict)
+    n: int = 0
+    times: list[float] = field(default_factory=list)
+    error: str | None = None
+    stopped: bool = False
+
+    def start(self) -> None:
+        env = dict(os.environ)
+        env.update(workloads.child_env())
+        self.proc = subprocess.Popen(
+            [sys.executable, str(HERE / "workloads.py"), "--worker", self.case.id],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env=env,
+            cwd=str(workloads.ROOT),
+            bufsize=0,
+        )
+
+    def send(self, line: str) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line.encode() + b"\n")
+        except (BrokenPipeError, OSError) as exc:
+            raise WorkerError(f"worker is gone: {exc}") from None
+
+    def receive(self, timeout: float) -> dict[str, Any]:
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerError(f"no answer within {timeout:.0f} s")
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise WorkerError(f"worker exited (status {self.proc.wait()})")
+                self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        answer: dict[str, Any] = json.loads(line)
+        if "error" in answer:
+            raise WorkerError(answer["error"])
+        return answer
+
+    def stop(self) -> None:
+        if self.proc is None or self.stopped:
+            return
+        self.stopped = True
+        with contextlib.suppress(WorkerError):
+            self.send("quit")
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            if f is not None:
+                f.close()
+
+
+def progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def start_workers(workers: list[Worker], parallel: int) -> None:
+    """Set up every worker, ``parallel`` at a time (a starved machine would make the
+    clients' era probes time out and fall back)."""
+    pending = list(workers)
+    running: list[Worker] = []
+    while pending or running:
+        while pending and len(running) < parallel:
+            w = pending.pop(0)
+            w.start()
+            running.append(w)
+        w = running.pop(0)
+        try:
+            w.info = w.receive(180)["info"]
+        except WorkerError as exc:
+            w.error = str(exc)
+            progress(f"  {w.case.id}: {w.error}")
+            w.stop()
+
+
+def calibrate(w: Worker, profile: Profile) -> None:
+    w.send(f"calibrate {profile.calibrate}")
+    answer = w.receive(120 + profile.calibrate * 20)
+    rate = answer["n"] / max(answer["elapsed"], 1e-9)
+    step = workloads.CONCURRENCY
+    w.n = max(2 * step, round(rate * profile.target / step) * step)
+
+
+def run_once(w: Worker, expected: float) -> None:
+    w.send(f"run {w.n}")
+    answer = w.receive(60 + expected * 20)
+    w.times.append(answer["elapsed"])
+
+
+# -- cold start and import time --------------------------------------------------------
+
+
+def cold_start(argv: list[str], *, echo: bool = False) -> tuple[float, float | None]:
+    """Seconds from spawn to the initialize result, and to the first tools/call result."""
+    t0 = time.perf_counter()
+    child = workloads.LineChild(argv)
+    try:
+        child.send(workloads.INITIALIZE_LINE)
+        first = child.readline()
+        t_init = time.perf_counter() - t0
+        if echo:
+            return t_init, None
+        if b'"result"' not in first:
+            raise RuntimeError(f"initialize failed: {first[:200]!r}")
+        child.send(workloads.INITIALIZED_LINE)
+        child.send(workloads.LEGACY_REQUEST_LINE % 1)
+        answer = child.readline()
+        t_call = time.perf_counter() - t0
+        if b'"hello"' not in answer:
+            raise RuntimeError(f"tools/call failed: {answer[:200]!r}")
+        return t_init, t_call
+    finally:
+        child.close()
+
+
+def import_time(statement: str) -> float:
+    env = dict(os.environ)
+    env.update(workloads.child_env())
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", statement], check=True, env=env)
+    return time.perf_counter() - t0
+
+
+@dataclass
+class Timing:
+    key: str
+    measure: str
+    impl: str
+    ref: str | None
+    samples: list[float] = field(default_factory=list)
+    error: str | None = None
+
+
+def measure_startup(reps: int) -> list[Timing]:
+    py = sys.executable
+    cold = [
+        (
+            "cold-python",
+            "spawn → first line echoed",
+            "python, no imports (pipe_echo.py)",
+            [py, workloads.PIPE_ECHO],
+            None,
+        ),
+        (
+            "cold-mcpwire",
+            "spawn → initialize result",
+            "mcpwire server",
+            [py, workloads.MCPWIRE_SERVER],
+            "cold-sdk",
+        ),
+        (
+            "cold-sdk",
+            "spawn → initialize result",
+            "SDK server",
+            [py, workloads.SDK_SERVER],
+            "cold-sdk",
+        ),
+    ]
+    imports = [
+        (
+            "import-python",
+            "python -c STATEMENT, wall time",
+            "pass (interpreter only)",
+            "pass",
+            None,
+        ),
+        (
+            "import-mcpwire",
+            "python -c STATEMENT, wall time",
+            "import mcpwire",
+            "import mcpwire",
+            "import-mcp",
+        ),
+        ("import-mcp", "python -c STATEMENT, wall time", "import mcp", "import mcp", "import-mcp"),
+        (
+            "import-mcpwire-server",
+            "python -c STATEMENT, wall time",
+            "from mcpwire import Server",
+            "from mcpwire import Server",
+            "import-mcp-server",
+        ),
+        (
+            "import-mcp-server",
+            "python -c STATEMENT, wall time",
+            "from mcp.server.mcpserver import MCPServer",
+            "from mcp.server.mcpserver import MCPServer",
+            "import-mcp-server",
+        ),
+        (
+            "import-mcpwire-client",
+            "python -c STATEMENT, wall time",
+            "from mcpwire import Client",
+            "from mcpwire import Client",
+            "import-mcp-client",
+        ),
+        (
+            "import-mcp-client",
+            "python -c STATEMENT, wall time",
+            "from mcp import Client",
+            "from mcp import Client",
+            "import-mcp-client",
+        ),
+    ]
+    timings: dict[str, Timing] = {}
+    for key, measure, impl, _, ref in cold:
+        timings[key] = Timing(key, measure, impl, ref)
+        if key != "cold-python":
+            first = key.replace("cold-", "first-")
+            timings[first] = Timing(
+                first,
+                "spawn → first tools/call result",
+                impl,
+                ref.replace("cold-", "first-") if ref else None,
+            )
+    for key, measure, impl, _, ref in imports:
+        timings[key] = Timing(key, measure, impl, ref)
+    for rep in range(reps):
+        progress(f"  startup {rep + 1}/{reps}")
+        order = cold if rep % 2 == 0 else cold[::-1]
+        for key, _, _, argv, _ in order:
+            if timings[key].error:
+                continue
+            try:
+                t_init, t_call = cold_start(argv, echo=key == "cold-python")
+            except Exception as exc:
+                timings[key].error = f"{type(exc).__name__}: {exc}"
+                continue
+            timings[key].samples.append(t_init)
+            if t_call is not None:
+                timings[key.replace("cold-", "first-")].samples.append(t_call)
+        for key, _, _, statement, _ in imports if rep % 2 == 0 else imports[::-1]:
+            if timings[key].error:
+                continue
+            try:
+                timings[key].samples.append(import_time(statement))
+            except Exception as exc:
+                timings[key].error = f"{type(exc).__name__}: {exc}"
+    return list(timings.values())
+
+
+# -- machine ---------------------------------------------------------------------------
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    versions: dict[str, str] = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    commit = "unknown"
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        git = ["git", "-C", str(workloads.ROOT)]
+        commit = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--", "mcpwire"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        if dirty:
+            commit += " (mcpwire/ has uncommitted changes)"
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "usable_cores": affinity,
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "platform": platform.platform(),
+        "packages": versions,
+        "commit": commit,
+        "loadavg_start": _loadavg(),
+    }
+
+
+def _loadavg() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+# -- report ----------------------------------------------------------------------------
+
+
+def _fmt_rate(x: float) -> str:
+    if x >= 100_000:
+        return f"{x / 1000:,.0f}k"
+    if x >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.1f}"
+
+
+def _ratio(x: float) -> str:
+    return f"{x:.2f}{TIMES}" if x < 10 else f"{x:.1f}{TIMES}"
+
+
+def summarize(workers: list[Worker], timings: list[Timing]) -> dict[str, Any]:
+    rows: dict[str, dict[str, Any]] = {}
+    for w in workers:
+        row: dict[str, Any] = {
+            "id": w.case.id,
+            "group": w.case.group,
+            "measure": w.case.measure,
+            "impl": w.case.impl,
+            "era": w.case.era,
+            "protocol_version": w.info.get("protocol_version"),
+            "unit": w.case.unit,
+            "ref": w.case.ref,
+            "ops_per_run": w.n,
+            "seconds": w.times,
+            "error": w.error,
+        }
+        if w.times:
+            rates = sorted(w.n / t for t in w.times)
+            row["rates"] = rates
+            row["median"] = statistics.median(rates)
+            row["min"], row["max"] = rates[0], rates[-1]
+        rows[w.case.id] = row
+    limit = rows.get("pipe-echo", {}).get("median")
+    for row in rows.values():
+        ref = rows.get(row["ref"] or "", {})
+        if "median" in row and "median" in ref and row["ref"] != row["id"]:
+            row["vs_sdk"] = row["median"] / ref["median"]
+        case = workloads.CASES_BY_ID[row["id"]]
+        if "median" in row and limit and case.over_pipe:
+            row["vs_limit"] = row["median"] / limit
+    startup: dict[str, dict[str, Any]] = {}
+    for t in timings:
+        entry: dict[str, Any] = {
+            "measure": t.measure,
+            "impl": t.impl,
+            "ref": t.ref,
+            "seconds": t.samples,
+            "error": t.error,
+        }
+        if t.samples:
+            entry["median"] = statistics.median(t.samples)
+            entry["min"], entry["max"] = min(t.samples), max(t.samples)
+        startup[t.key] = entry
+    for key, entry in startup.items():
+        ref = startup.get(entry["ref"] or "", {})
+        if "median" in entry and "median" in ref and entry["ref"] != key:
+            entry["sdk_over_this"] = ref["median"] / entry["median"]
+    return {"throughput": rows, "startup": startup}
+
+
+SECTIONS = (
+    ("inmem", "1. tools/call echo, in-memory, sequential"),
+    ("inmem32", f"7a. tools/call echo, in-memory, {workloads.CONCURRENCY} concurrent callers"),
+    ("stdio", "2. tools/call echo over stdio (client spawns the server), sequential"),
+    ("stdio32", f"7b. tools/call echo over stdio, {workloads.CONCURRENCY} concurrent callers"),
+    ("raw", "3. raw client (os.write/os.read, no framework) → server over stdio"),
+    ("limit", "4. pipe-echo limit (two processes, one JSON line per round trip)"),
+    ("layer", "5. session layer and codec (in-process, no I/O)"),
+)
+
+
+def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
+    m = meta["machine"]
+    pkgs = ", ".join(f"{k} {v}" for k, v in m["packages"].items())
+    cores = f"{m['cores']}" + (f" ({m['usable_cores']} usable)" if m["usable_cores"] else "")
+    out = [
+        "# mcpwire benchmarks",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| date | {m['date']} |",
+        f"| CPU | {m['cpu']}, {cores} cores |",
+        f"| Python | {m['python']} on {m['platform']} |",
+        f"| packages | {pkgs} |",
+        f"| mcpwire commit | {m['commit']} |",
+        f"| run | `{meta['command']}`: {meta['profile']['rounds']} interleaved rounds of about "
+        f"{meta['profile']['target']} s per workload; {meta['wall_seconds']:.0f} s in all |",
+        f"| load average (1, 5, 15 min) | {m['loadavg_start']} at start, "
+        f"{meta['loadavg_end']} at end |",
+        "",
+        "Rates are the median over the rounds (higher is better); the spread is the lowest and "
+        "highest round. *vs SDK* divides by the reference SDK's median for the same measure and "
+        "era (for stdio, the SDK client talking to the SDK server); *vs pipe limit* divides by "
+        "the pipe-echo round trips/s of section 4. See benchmarks/README.md for what bounds "
+        "each number.",
+        "",
+    ]
+    rows = summary["throughput"]
+    for group, title in SECTIONS:
+        members = [r for r in rows.values() if r["group"] == group]
+        if not members:
+            continue
+        out += [f"## {title}", ""]
+        out.append(
+            "| measure | implementation | era | rate (median) | µs per op | spread "
+            f"(min{DASH}max) | vs SDK | vs pipe limit |"
+        )
+        out.append("|---|---|---|--:|--:|---|--:|--:|")
+        for r in members:
+            era = r["protocol_version"] or r["era"] or DASH
+            if "median" not in r:
+                out.append(
+                    f"| {r['measure']} | {r['impl']} | {era} | failed: "
+                    f"{r['error'] or 'no data'} | | | | |"
+                )
+                continue
+            med = r["median"]
+            spread = (
+                f"{_fmt_rate(r['min'])}{DASH}{_fmt_rate(r['max'])} "
+                f"(±{(r['max'] - r['min']) / 2 / med * 100:.0f}%)"
+            )
+            vs_sdk = (
+                _ratio(r["vs_sdk"]) if "vs_sdk" in r else ("ref." if r["ref"] == r["id"] else DASH)
+            )
+            vs_limit = f"{r['vs_limit'] * 100:.1f}%" if "vs_limit" in r else DASH
+            out.append(
+                f"| {r['measure']} | {r['impl']} | {era} | {_fmt_rate(med)} "
+                f"{r['unit']} | {1e6 / med:,.1f} | {spread} | {vs_sdk} | {vs_limit} |"
+            )
+        out.append("")
+    startup = summary["startup"]
+    if startup:
+        out += ["## 6. Cold start and import time (lower is better)", ""]
+        out.append(
+            f"| measure | implementation | median ms | spread (min{DASH}max) | SDK \u00f7 this |"
+        )
+        out.append("|---|---|--:|---|--:|")
+        for key, e in startup.items():
+            if "median" not in e:
+                out.append(f"| {e['measure']} | {e['impl']} | failed: {e['error']} | | |")
+                continue
+            ratio = (
+                _ratio(e["sdk_over_this"])
+                if "sdk_over_this" in e
+                else ("ref." if e["ref"] == key else DASH)
+            )
+            out.append(
+                f"| {e['measure']} | {e['impl']} | {e['median'] * 1000:,.1f} | "
+                f"{e['min'] * 1000:,.1f}{DASH}{e['max'] * 1000:,.1f} | {ratio} |"
+            )
+        out.append("")
+    mismatched = [
+        r["id"]
+        for r in rows.values()
+        if r["era"]
+        and r["protocol_version"]
+        and (r["protocol_version"] == workloads.MODERN) != (r["era"] == "modern")
+    ]
+    if mismatched:
+        out += [
+            f"**Warning**: these workloads negotiated an unexpected era: {', '.join(mismatched)}.",
+            "",
+        ]
+    return "\n".join(out)
+
+
+# -- main ------------------------------------------------------------------------------
+
+
+def preflight() -> None:
+    missing = [
+        name
+        for name in ("mcpwire", "mcp", "anyio", "orjson")
+        if importlib.util.find_spec(name) is None
+    ]
+    if missing:
+        sys.exit(
+            f"benchmarks: cannot import {', '.join(missing)} with {sys.executable}.\n"
+            "The benchmarks compare mcpwire with the reference MCP SDK (mcp==2.3.0); install both "
+            "first, from the repository root:\n\n    python -m pip install -e '.[test]'\n"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python benchmarks/run.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer rounds and shorter runs (about 2 minutes)"
+    )
+    parser.add_argument("--out", type=Path, help="also write the report here (and NAME.json)")
+    parser.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="run only workloads whose id contains TEXT (repeatable)",
+    )
+    parser.add_argument("--rounds", type=int, help="override the number of rounds")
+    parser.add_argument("--target", type=float, help="override the seconds per timed run")
+    parser.add_argument(
+        "--no-startup", action="store_true", help="skip the cold start and import time measurements"
+    )
+    parser.add_argument("--list", action="store_true", help="list the workload ids and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        for c in CASES:
+            print(f"{c.id:40} {c.measure}: {c.impl}")
+        return
+    preflight()
+    profile = QUICK if args.quick else DEFAULT
+    if args.rounds or args.target:
+        profile = Profile(
+            args.rounds or profile.rounds,
+            args.target or profile.target,
+            profile.calibrate,
+            profile.startup_reps,
+        )
+    cases = [c for c in CASES if not args.filter or any(f in c.id for f in args.filter)]
+    command = "python benchmarks/run.py" + " ".join(
+        [""] + (argv if argv is not None else sys.argv[1:])
+    )
+    started = time.perf_counter()
+    machine = machine_info()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    log_path = Path(tempfile.gettempdir()) / "mcpwire-benchmarks-workers.log"
+    progress(
+        f"benchmarks: {len(cases)} workloads, {profile.rounds} rounds (worker stderr: {log_path})"
+    )
+    with open(log_path, "wb") as log:
+        workers = [Worker(c, log) for c in cases]
+        try:
+            progress("setting up")
+            start_workers(workers, parallel=max(1, min(2, os.cpu_count() or 1)))
+            progress("calibrating")
+            for w in workers:
+                if w.error is None:
+                    try:
+                        calibrate(w, profile)
+                    except WorkerError as exc:
+                        w.error = f"calibration: {exc}"
+                        w.stop()
+            live = [w for w in workers if w.error is None]
+            for rnd in range(profile.rounds):
+                progress(f"round {rnd + 1}/{profile.rounds}")
+                shift = rnd * len(live) // max(1, profile.rounds)
+                for w in live[shift:] + live[:shift]:
+                    if w.error is not None:
+                        continue
+                    try:
+                        run_once(w, profile.target)
+                    except WorkerError as exc:
+                        w.error = f"round {rnd + 1}: {exc}"
+                        w.stop()
+        finally:
+            for w in workers:
+                w.stop()
+    timings = (
+        []
+        if args.no_startup
+        else (progress("cold start and import time"), measure_startup(profile.startup_reps))[1]
+    )
+    meta = {
+        "command": command.strip(),
+        "profile": profile.__dict__,
+        "machine": machine,
+        "loadavg_end": _loadavg(),
+        "wall_seconds": time.perf_counter() - started,
+    }
+    summary = summarize(workers, timings)
+    report = render(meta, summary)
+    print(report)
+    outputs = {RESULTS / "latest.md"}
+    if args.out:
+        outputs.add(args.out.resolve())
+    for path in outputs:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(report + "\n")
+        path.with_suffix(".json").write_text(json.dumps({**meta, **summary}, indent=1) + "\n")
+    progress("wrote " + ", ".join(str(p) for p in sorted(outputs)))
+
+
+if __name__ == "__main__":
+    main()
