@@ -206,25 +206,32 @@ def _cases() -> list[Case]:
                 )
             )
 
-    # 4. the physical limit, and the same with an anyio loop on both ends.
-    out.append(
-        Case(
-            "pipe-echo",
-            "limit",
-            "pipe echo, one JSON line per round trip",
-            "blocking read/write, both ends (physical limit)",
-            "",
-            "pipe",
-            over_pipe=True,
-            unit="round trips/s",
+    # 4. the physical limit (as the stdio cases run: unpinned), the same pinned to show how
+    # much of it is the scheduler's placement, and with an anyio loop on both ends.
+    for pin, impl in (
+        ("", "blocking read/write, both ends, unpinned (physical limit)"),
+        ("split", "the same, pinned to two different cores"),
+        ("same", "the same, both pinned to one core"),
+    ):
+        out.append(
+            Case(
+                "pipe-echo" + (f"-{pin}" if pin else ""),
+                "limit",
+                "pipe echo, one JSON line per round trip",
+                impl,
+                "",
+                "pipe",
+                {"pin": pin},
+                over_pipe=True,
+                unit="round trips/s",
+            )
         )
-    )
     out.append(
         Case(
             "pipe-echo-anyio",
             "limit",
             "pipe echo, one JSON line per round trip",
-            "anyio wait_readable + os.read/os.write, both ends",
+            "anyio wait_readable + os.read/os.write, both ends, unpinned",
             "",
             "pipe_anyio",
             over_pipe=True,
@@ -479,10 +486,23 @@ async def setup_raw(stack: contextlib.AsyncExitStack, *, server: str, era: str) 
     return SyncRunner(loop, {"protocol_version": MODERN if era == "modern" else LEGACY})
 
 
-async def setup_pipe(stack: contextlib.AsyncExitStack) -> Runner:
-    """Section 4: the most minimal echo loop over a pipe, blocking on both ends."""
+async def setup_pipe(stack: contextlib.AsyncExitStack, *, pin: str) -> Runner:
+    """Section 4: the most minimal echo loop over a pipe, blocking on both ends.
+
+    ``pin``: "" leaves placement to the scheduler; "split" pins this process and the
+    child to two different cores, "same" both to one core (Linux only).
+    """
     child = LineChild([sys.executable, PIPE_ECHO])
     stack.callback(child.close)
+    if pin:
+        if not hasattr(os, "sched_setaffinity"):
+            raise RuntimeError("pinning needs os.sched_setaffinity (Linux)")
+        cpus = sorted(os.sched_getaffinity(0))
+        if pin == "split" and len(cpus) < 2:
+            raise RuntimeError("pinning to two cores needs two usable cores")
+        mine, theirs = cpus[0], cpus[1] if pin == "split" else cpus[0]
+        os.sched_setaffinity(0, {mine})
+        os.sched_setaffinity(child.proc.pid, {theirs})
     line = REQUEST_LINE % 1
     wfd, rfd = child.wfd, child.rfd
     write, read = os.write, os.read

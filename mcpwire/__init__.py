@@ -35,6 +35,13 @@ if TYPE_CHECKING:
     from ._context import URLElicitationRequired as URLElicitationRequired
     from ._server import Connection as Connection
     from ._server import Server as Server
+    from ._session import RequestContext as RequestContext
+    from ._session import Session as Session
+    from ._stdio import StdioClientTransport as StdioClientTransport
+    from ._stdio import StdioServerTransport as StdioServerTransport
+    from ._transport import MemoryTransport as MemoryTransport
+    from ._transport import Transport as Transport
+    from ._transport import memory_pair as memory_pair
     from ._types import CallToolResult as CallToolResult
     from ._types import Completion as Completion
     from ._types import Content as Content
@@ -45,13 +52,6 @@ if TYPE_CHECKING:
     from ._types import ResourceContents as ResourceContents
     from ._types import ResourceTemplate as ResourceTemplate
     from ._types import Tool as Tool
-    from ._session import RequestContext as RequestContext
-    from ._session import Session as Session
-    from ._stdio import StdioClientTransport as StdioClientTransport
-    from ._stdio import StdioServerTransport as StdioServerTransport
-    from ._transport import MemoryTransport as MemoryTransport
-    from ._transport import Transport as Transport
-    from ._transport import memory_pair as memory_pair
 
 __all__ = (
     "Audio",

@@ -122,7 +122,7 @@ def _split_target(
 
 
 def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) -> Client:
-    from ._client import Client
+    from ._client import DEFAULT_PROBE_TIMEOUT, Client
 
     if url is not None:
         raise UsageError("HTTP targets arrive with the HTTP transport; they are not built yet")
@@ -139,16 +139,22 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
             print(f"[{params.get('level')}] {params.get('data')}", file=sys.stderr)
         notes.append(method)
 
-    return Client.stdio(
-        command[0],
-        command[1:],
-        env=env,
-        cwd=cwd,
-        mode=args.mode,
-        request_timeout=args.timeout,
-        on_notification=on_note,
-        log_level="debug",
-    )
+    if not args.timeout > 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    try:
+        return Client.stdio(
+            command[0],
+            command[1:],
+            env=env,
+            cwd=cwd,
+            mode=args.mode,
+            request_timeout=args.timeout,
+            probe_timeout=min(args.timeout, DEFAULT_PROBE_TIMEOUT),
+            on_notification=on_note,
+            log_level="debug",
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _from_config(
@@ -303,6 +309,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     if args.transport != "stdio":
         raise UsageError(f"--transport {args.transport}: the HTTP transports are not built yet")
-    server = load_app(args.app)
+    try:
+        server = load_app(args.app)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     server.run()
     return EXIT_OK

@@ -172,23 +172,33 @@ class ProgressLine:
 
 
 def load_app(spec: str) -> Server:
-    """Load ``module:attr`` or ``path/to/file.py:attr`` (attr defaults to ``server``)."""
+    """Load ``module:attr`` or ``path/to/file.py:attr`` (attr defaults to ``server``).
+
+    Raises:
+        ValueError: the target cannot be loaded or is not a ``Server`` (a usage error).
+    """
     from ._server import Server
 
     target, _, attr = spec.partition(":")
     attr = attr or "server"
-    if target.endswith(".py") or os.path.sep in target:
-        path = os.path.abspath(target)
-        name = os.path.splitext(os.path.basename(path))[0]
-        module_spec = importlib.util.spec_from_file_location(name, path)
-        if module_spec is None or module_spec.loader is None:
-            raise SystemExit(f"mcpwire: cannot load {path}")
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[name] = module
-        module_spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(target)
+    try:
+        if target.endswith(".py") or os.path.sep in target:
+            path = os.path.abspath(target)
+            if not os.path.isfile(path):
+                raise ValueError(f"{path}: no such file")
+            name = os.path.splitext(os.path.basename(path))[0]
+            module_spec = importlib.util.spec_from_file_location(name, path)
+            if module_spec is None or module_spec.loader is None:
+                raise ValueError(f"cannot load {path}")
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(target)
+    except ImportError as exc:
+        raise ValueError(f"cannot import {target!r}: {exc}") from None
     obj = getattr(module, attr, None)
     if not isinstance(obj, Server):
-        raise SystemExit(f"mcpwire: {spec} is not an mcpwire.Server")
+        found = "nothing" if obj is None else f"a {type(obj).__name__}"
+        raise ValueError(f"{spec}: expected an mcpwire.Server, found {found}")
     return obj

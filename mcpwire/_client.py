@@ -23,17 +23,16 @@ and dropped when a list-changed or updated notification names them.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-from anyio.streams.memory import MemoryObjectSendStream
 
 from . import _schema
-from ._errors import ConnectionClosed, JSONRPCError, MCPWireError
+from ._errors import JSONRPCError, MCPWireError
+from ._listen import Listen, ListenState, Subscription
 from ._session import DEFAULT_REQUEST_TIMEOUT, ProgressCallback, RequestContext, Session
 from ._transport import Transport, direct_pair
 from ._types import (
@@ -58,7 +57,7 @@ from ._versions import (
     MODERN_VERSIONS,
     Era,
 )
-from .sansio._json import JSONObject, JSONValue
+from .sansio._json import JSONObject
 from .sansio._messages import ErrorCode, Notification, Request, RequestId
 
 if TYPE_CHECKING:
@@ -89,29 +88,6 @@ _INVALIDATES = {
 
 class OutputValidationError(MCPWireError):
     """A tool's ``structuredContent`` does not match its advertised ``outputSchema``."""
-
-
-class Subscription:
-    """A modern ``subscriptions/listen`` stream: iterate to receive notifications."""
-
-    def __init__(
-        self,
-        honored: JSONObject,
-        receive: anyio.abc.ObjectReceiveStream[Notification],
-        request_id: RequestId,
-    ) -> None:
-        self.honored = honored
-        self.id = request_id
-        self._receive = receive
-
-    def __aiter__(self) -> Subscription:
-        return self
-
-    async def __anext__(self) -> Notification:
-        try:
-            return await self._receive.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
 
 
 class Client:
@@ -184,7 +160,7 @@ class Client:
         self._tg: anyio.abc.TaskGroup | None = None
         self._output_schemas: dict[str, _schema.Validator | None] = {}
         self._cache: dict[tuple[str, str], tuple[float, JSONObject]] = {}
-        self._subscriptions: dict[RequestId, MemoryObjectSendStream[Notification]] = {}
+        self._subscriptions: dict[RequestId, ListenState] = {}
 
     @classmethod
     def stdio(
@@ -401,15 +377,11 @@ class Client:
             hit = self._cache.get((method, key))
             if hit is not None and hit[0] > time.monotonic():
                 return hit[1]
-        result = await self._with_input_rounds(method, params)
-        if cacheable:
-            ttl = result.get("ttlMs")
-            if (
-                isinstance(ttl, (int, float))
-                and ttl > 0
-                and result.get("resultType", "complete") == "complete"
-            ):
-                self._cache[(method, key)] = (time.monotonic() + ttl / 1000.0, result)
+        result, rounds = await self._rounds(method, params)
+        ttl = result.get("ttlMs")
+        # Results of multi-round retries are never cached (caching.mdx).
+        if cacheable and rounds == 0 and isinstance(ttl, (int, float)) and ttl > 0:
+            self._cache[(method, key)] = (time.monotonic() + ttl / 1000.0, result)
         return result
 
     async def _with_input_rounds(
@@ -420,30 +392,50 @@ class Client:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
     ) -> JSONObject:
+        result, _ = await self._rounds(method, params, timeout=timeout, on_progress=on_progress)
+        return result
+
+    async def _rounds(
+        self,
+        method: str,
+        params: JSONObject,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> tuple[JSONObject, int]:
+        """Send, answering ``InputRequiredResult``s; returns the result and the rounds taken."""
         current = params
-        for _ in range(self.max_input_rounds + 1):
+        for rounds in range(self.max_input_rounds + 1):
             result = await self.request(method, current, timeout=timeout, on_progress=on_progress)
-            if result.get("resultType") != "input_required":
-                return result
-            asks = result.get("inputRequests")
-            retry = dict(params)
-            if isinstance(asks, dict) and asks:
-                answers: JSONObject = {}
-                for key, ask in asks.items():
-                    if isinstance(ask, dict) and isinstance(ask.get("method"), str):
-                        ask_params = ask.get("params")
-                        answers[key] = await self._answer(
-                            str(ask["method"]), ask_params if isinstance(ask_params, dict) else {}
-                        )
-                retry["inputResponses"] = answers
-            else:
-                await anyio.sleep(0.05)  # load shedding: retry at once, gently
-            if "requestState" in result:
-                retry["requestState"] = result["requestState"]
-            current = retry
+            kind = result.get("resultType", "complete")
+            if kind == "complete":
+                return result, rounds
+            if kind != "input_required":
+                # Clients MUST treat an unrecognised resultType as invalid (basic/index.mdx).
+                raise MCPWireError(f"{method}: the server returned unknown resultType {kind!r}")
+            current = await self._answer_round(params, result)
         raise MCPWireError(
             f"{method}: the server asked for input more than {self.max_input_rounds} times"
         )
+
+    async def _answer_round(self, params: JSONObject, result: JSONObject) -> JSONObject:
+        """The retry of an ``InputRequiredResult``: original params, answers, exact state."""
+        asks = result.get("inputRequests")
+        retry = dict(params)
+        if isinstance(asks, dict) and asks:
+            answers: JSONObject = {}
+            for key, ask in asks.items():
+                if isinstance(ask, dict) and isinstance(ask.get("method"), str):
+                    ask_params = ask.get("params")
+                    answers[key] = await self._answer(
+                        str(ask["method"]), ask_params if isinstance(ask_params, dict) else {}
+                    )
+            retry["inputResponses"] = answers
+        else:
+            await anyio.sleep(0.05)  # state-only result (load shedding): retry, gently
+        if "requestState" in result:
+            retry["requestState"] = result["requestState"]
+        return retry
 
     async def _pages(
         self, method: str, key: str, cursor_kind: str, use_cache: bool
@@ -489,6 +481,13 @@ class Client:
             "tools/call", params, timeout=timeout, on_progress=on_progress
         )
         result = CallToolResult.from_json(raw)
+        if self.validate_output and name not in self._output_schemas and not result.is_error:
+            # Learn the tool's outputSchema once, as a validating client must.
+            try:
+                await self.list_tools()
+            except JSONRPCError:
+                pass  # a server that cannot list its tools gets no validation
+            self._output_schemas.setdefault(name, None)
         validator = self._output_schemas.get(name)
         if self.validate_output and validator is not None and not result.is_error:
             if result.structured is None:
@@ -573,7 +572,7 @@ class Client:
         prompts: bool = False,
         resources: bool = False,
         uris: Sequence[str] = (),
-    ) -> _Listen:
+    ) -> Listen:
         """Modern ``subscriptions/listen``: ``async with client.listen(tools=True) as sub``."""
         wanted: JSONObject = {}
         if tools:
@@ -584,7 +583,7 @@ class Client:
             wanted["resourcesListChanged"] = True
         if uris:
             wanted["resourceSubscriptions"] = list(uris)
-        return _Listen(self, wanted)
+        return Listen(self, wanted)
 
     # -- from the server -----------------------------------------------------------------
 
@@ -613,106 +612,11 @@ class Client:
             self._cache.pop(("resources/read", uri if isinstance(uri, str) else ""), None)
         meta = params.get("_meta")
         sub = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
-        stream = self._subscriptions.get(sub) if isinstance(sub, (str, int)) else None
-        if stream is not None:
-            try:
-                stream.send_nowait(note)
-            except anyio.WouldBlock:
-                pass  # a consumer that stopped reading loses events, not the connection
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass
+        state = self._subscriptions.get(sub) if isinstance(sub, (str, int)) else None
+        if state is not None:
+            state.deliver(note)
         if self.on_notification is not None:
             await self.on_notification(note.method, params)
-
-
-class _Listen:
-    """The async context manager behind ``Client.listen``."""
-
-    #: Undelivered events kept per subscription before new ones are dropped.
-    BUFFER = 1024
-
-    def __init__(self, client: Client, wanted: JSONObject) -> None:
-        self._client = client
-        self._wanted = wanted
-        self._scope: anyio.CancelScope | None = None
-        self._id: RequestId | None = None
-        self._tg: anyio.abc.TaskGroup | None = None
-
-    async def __aenter__(self) -> Subscription:
-        client = self._client
-        if client.era != "modern":
-            raise MCPWireError(
-                "subscriptions/listen needs the modern era (2026-07-28); "
-                "use subscribe_resource() and on_notification in the legacy era"
-            )
-        send, receive = anyio.create_memory_object_stream[Notification](self.BUFFER)
-        acked = anyio.Event()
-        honored: JSONObject = {}
-
-        def on_id(rid: RequestId) -> None:
-            self._id = rid
-            client._subscriptions[rid] = send
-
-        original = client.on_notification
-
-        async def watch(method: str, params: JSONObject) -> None:
-            meta = params.get("_meta")
-            if (
-                method == "notifications/subscriptions/acknowledged"
-                and isinstance(meta, dict)
-                and meta.get(META_SUBSCRIPTION_ID) == self._id
-            ):
-                got = params.get("notifications")
-                honored.update(got if isinstance(got, dict) else {})
-                acked.set()
-            if original is not None:
-                await original(method, params)
-
-        client.on_notification = watch
-        self._tg = anyio.create_task_group()
-        await self._tg.__aenter__()
-        failure: list[BaseException] = []
-
-        async def run() -> None:
-            params: JSONObject = {"notifications": self._wanted}
-            try:
-                await client.session.request(
-                    "subscriptions/listen",
-                    _with_envelope(client, params),
-                    timeout=math.inf,
-                    max_timeout=math.inf,
-                    on_id=on_id,
-                )
-            except (MCPWireError, ConnectionClosed) as exc:
-                failure.append(exc)
-                acked.set()
-            finally:
-                send.close()
-
-        self._tg.start_soon(run)
-        with anyio.fail_after(client.request_timeout):
-            await acked.wait()
-        client.on_notification = original
-        if failure:
-            await self.__aexit__(None, None, None)
-            raise failure[0]
-        assert self._id is not None
-        return Subscription(honored, receive, self._id)
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        if self._tg is not None:
-            self._tg.cancel_scope.cancel()
-            await self._tg.__aexit__(None, None, None)
-            self._tg = None
-        if self._id is not None:
-            self._client._subscriptions.pop(self._id, None)
-
-
-def _with_envelope(client: Client, params: JSONObject) -> JSONObject:
-    out = dict(params)
-    out["_meta"] = client._envelope(client.protocol_version)
-    return out
-
 
 
 def _version() -> str:

@@ -311,8 +311,7 @@ class Context:
         if not self._client_has(capability, mode):
             raise CapabilityMissing(capability, what)
         if self.era == "legacy":
-            result = await self._rctx.session.request(method, params)
-            return result
+            return await self._rctx.session.request(method, params)
         key = f"ask-{self._asks}"
         self._asks += 1
         if key in self._answers:

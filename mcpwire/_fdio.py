@@ -139,6 +139,6 @@ class FDWriter(_FD):
 def _write_blocking(fd: int, view: memoryview) -> None:
     try:
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     except OSError as exc:
         raise anyio.BrokenResourceError from exc

@@ -214,7 +214,7 @@ async def _dispatch_modern(
         raise JSONRPCError(
             ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
             "Unsupported protocol version",
-            {"supported": [v for v in server.supported_versions], "requested": version},
+            {"supported": server.supported_versions, "requested": version},
         )
     info = meta.get(META_CLIENT_INFO)
     level = meta.get(META_LOG_LEVEL)
@@ -316,7 +316,7 @@ async def _ping(call: Call) -> JSONObject:
 async def _discover(call: Call) -> JSONObject:
     server = call.server
     result: JSONObject = {
-        "supportedVersions": [v for v in server.supported_versions],
+        "supportedVersions": server.supported_versions,
         "capabilities": server.capabilities(),
     }
     if server.instructions is not None:

@@ -320,7 +320,7 @@ class PromptDef:
         meta: JSONObject | None = None,
     ) -> PromptDef:
         ctx = _context_param(fn)
-        schema, params = _schema.function_input_schema(
+        schema, _ = _schema.function_input_schema(
             fn, skip=(ctx,) if ctx else (), skip_types=(Context,)
         )
         props = schema.get("properties")

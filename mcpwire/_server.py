@@ -167,8 +167,10 @@ class Server:
         return caps
 
     @property
-    def supported_versions(self) -> list[str]:
-        return list(reversed(ALL_VERSIONS))
+    def supported_versions(self) -> list[JSONValue]:
+        """Every protocol version served, newest first (both eras)."""
+        newest_first: list[JSONValue] = [*reversed(ALL_VERSIONS)]
+        return newest_first
 
     # -- registration --------------------------------------------------------------
 
@@ -371,9 +373,10 @@ class Server:
         if note.method == "notifications/initialized":
             if conn.lifecycle.state is LifecycleState.AWAITING_INITIALIZED:
                 conn.lifecycle.on(LifecycleInput.INITIALIZED_NOTIFICATION)
-        elif note.method == "notifications/roots/list_changed":
-            if self.on_roots_changed is not None:
-                await self.on_roots_changed(conn)
+        elif (
+            note.method == "notifications/roots/list_changed" and self.on_roots_changed is not None
+        ):
+            await self.on_roots_changed(conn)
 
     # -- pagination ----------------------------------------------------------------
 

@@ -149,8 +149,9 @@ class _Framed:
                 if type(item) is bytes:
                     ready.append(parse(item, limits))
                 elif type(item) is LineTooLong:
-                    ready.append(m.Invalid(m.ErrorObject(m.ErrorCode.INVALID_REQUEST,
-                                                         item.message)))
+                    ready.append(
+                        m.Invalid(m.ErrorObject(m.ErrorCode.INVALID_REQUEST, item.message))
+                    )
                 elif type(item) is NonJSONLine:
                     self.non_json_count += 1
                     self.non_json.append(item.line[:500])
@@ -238,8 +239,10 @@ class StdioClientTransport:
         self._write_lock = anyio.Lock()
         self._stderr_done = threading.Event()
         self._stderr_thread = threading.Thread(
-            target=_drain, args=(err_fd, self.stderr, stderr_log, self._stderr_done),
-            name=f"mcpwire-stderr-{self.process.pid}", daemon=True,
+            target=_drain,
+            args=(err_fd, self.stderr, stderr_log, self._stderr_done),
+            name=f"mcpwire-stderr-{self.process.pid}",
+            daemon=True,
         )
         self._stderr_thread.start()
         self._closed_locally = False
@@ -287,8 +290,10 @@ class StdioClientTransport:
             reason = f"MCP server {name!r} exited with code {code}"
         if self._framed.non_json_count:
             sample = self._framed.non_json[-1].decode("utf-8", "replace")
-            reason += (f"; it wrote {self._framed.non_json_count} non-protocol line(s) to "
-                       f"stdout, last: {sample!r}")
+            reason += (
+                f"; it wrote {self._framed.non_json_count} non-protocol line(s) to "
+                f"stdout, last: {sample!r}"
+            )
         return ConnectionClosed(reason, exit_code=code, stderr_tail=self.stderr.text())
 
     async def aclose(self) -> None:
@@ -362,8 +367,14 @@ class StdioServerTransport:
         protect_stdout: point fd 1 and ``sys.stdout`` at stderr while serving.
     """
 
-    def __init__(self, *, limits: Limits = DEFAULT_LIMITS, protect_stdout: bool = True,
-                 stdin_fd: int = 0, stdout_fd: int = 1) -> None:
+    def __init__(
+        self,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        protect_stdout: bool = True,
+        stdin_fd: int = 0,
+        stdout_fd: int = 1,
+    ) -> None:
         self._saved: list[tuple[int, int]] = []
         self._saved_sys_stdout = sys.stdout
         self._protect = protect_stdout and stdout_fd == 1

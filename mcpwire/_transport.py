@@ -28,8 +28,14 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from ._errors import ConnectionClosed
 from .sansio import _messages as m
 
-__all__ = ("DirectTransport", "MemoryTransport", "Outbound", "Transport", "direct_pair",
-           "memory_pair")
+__all__ = (
+    "DirectTransport",
+    "MemoryTransport",
+    "Outbound",
+    "Transport",
+    "direct_pair",
+    "memory_pair",
+)
 
 #: Messages in flight per direction before a sender waits (back-pressure, not loss).
 MEMORY_BUFFER = 256
@@ -67,9 +73,7 @@ class MemoryTransport:
     async def send(self, message: Outbound) -> None:
         if self._wire:
             # Full serialise/parse round trip, as a byte transport would do.
-            data = (
-                m.serialize_batch(message) if isinstance(message, list) else m.serialize(message)
-            )
+            data = m.serialize_batch(message) if isinstance(message, list) else m.serialize(message)
             await self._send.send(_Wire(data))  # type: ignore[arg-type]
             return
         await self._send.send(message)

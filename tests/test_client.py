@@ -8,11 +8,14 @@ small hand-written peers: a raw legacy-only server that knows nothing of
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import sys
 import textwrap
 import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +33,17 @@ from mcpwire import (
     MCPWireError,
     OutputValidationError,
     Prompt,
+    RequestContext,
     Resource,
     ResourceContents,
     ResourceTemplate,
     Server,
+    Session,
     Subscription,
     Tool,
     ToolResult,
+    memory_pair,
 )
-from mcpwire._session import RequestContext
 from mcpwire.examples import everything
 from mcpwire.sansio import Notification, Request
 
@@ -165,6 +170,7 @@ LEGACY_PEER = textwrap.dedent(
     import sys
 
     behaviour = sys.argv[1]
+    log = open(sys.argv[2], "a") if len(sys.argv) > 2 else None
 
 
     def send(obj):
@@ -178,6 +184,9 @@ LEGACY_PEER = textwrap.dedent(
             continue
         rid, method = msg["id"], msg["method"]
         params = msg.get("params") or {}
+        if log is not None:
+            log.write(method + "\\n")
+            log.flush()
         if method == "server/discover":
             if behaviour == "silent":
                 continue
@@ -219,6 +228,21 @@ async def test_auto_falls_back_to_initialize_on_a_legacy_peer(
             sent = json.loads(result.text)
             # Legacy requests carry no modern envelope.
             assert sent == {"name": "show", "arguments": {"x": 1}}
+
+
+async def test_legacy_era_is_remembered_per_command(tmp_path: Path) -> None:
+    script = tmp_path / "legacy_peer.py"
+    script.write_text(LEGACY_PEER)
+    log = tmp_path / "methods.log"
+    with anyio.fail_after(WAIT):
+        for _ in range(2):
+            async with Client.stdio(
+                sys.executable, [str(script), "silent", str(log)], probe_timeout=0.5
+            ) as client:
+                assert client.era == "legacy"
+    methods = log.read_text().split()
+    # Probed once; the second connection goes straight to initialize.
+    assert methods == ["server/discover", "initialize", "initialize"]
 
 
 # -- listing -------------------------------------------------------------------------------
@@ -408,6 +432,142 @@ async def test_input_rounds_are_bounded() -> None:
     assert calls == 3 + 5
 
 
+class ScriptedPeer:
+    """A modern server played by a plain ``Session``: tools/call answers come from a script."""
+
+    def __init__(self, answers: list[dict[str, Any]]) -> None:
+        self.answers = list(answers)
+        self.calls: list[Request] = []
+
+    async def __call__(self, request: Request, ctx: RequestContext) -> dict[str, Any]:
+        if request.method == "server/discover":
+            return {
+                "resultType": "complete",
+                "supportedVersions": [MODERN],
+                "capabilities": {"tools": {}},
+                "ttlMs": 0,
+                "cacheScope": "private",
+            }
+        if request.method == "tools/call":
+            self.calls.append(request)
+            return self.answers.pop(0)
+        raise JSONRPCError(-32601, f"Method not found: {request.method}")
+
+
+@asynccontextmanager
+async def scripted(peer: ScriptedPeer, **options: Any) -> AsyncIterator[Client]:
+    client_end, server_end = memory_pair()
+    async with Session(server_end, on_request=peer), Client(client_end, **options) as client:
+        yield client
+
+
+DONE = {"resultType": "complete", "content": [{"type": "text", "text": "done"}]}
+
+
+async def test_input_required_retry_protocol() -> None:
+    peer = ScriptedPeer(
+        [
+            {
+                "resultType": "input_required",
+                "inputRequests": {
+                    "who": {"method": "elicitation/create", "params": {"message": "Who?"}},
+                    "where": {"method": "roots/list"},
+                },
+                "requestState": "opaque-1",
+            },
+            {"resultType": "input_required", "requestState": "opaque-2"},  # load shedding
+            {
+                "resultType": "input_required",
+                "inputRequests": {"again": {"method": "elicitation/create", "params": {}}},
+            },
+            DONE,
+        ]
+    )
+
+    async def elicitation(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    with anyio.fail_after(WAIT):
+        async with scripted(peer, elicitation=elicitation, roots=[{"uri": "file:///r"}]) as c:
+            result = await c.call_tool("t", {"a": 1})
+    assert result.text == "done"
+    first, second, third, fourth = peer.calls
+    assert len({r.id for r in peer.calls}) == 4  # a new id every round
+    for r in peer.calls:
+        assert r.params is not None
+        assert r.params["name"] == "t" and r.params["arguments"] == {"a": 1}
+        assert r.params["_meta"]["io.modelcontextprotocol/protocolVersion"] == MODERN
+    assert first.params is not None
+    assert "inputResponses" not in first.params and "requestState" not in first.params
+    assert second.params is not None
+    assert second.params["inputResponses"] == {
+        "who": {"action": "accept", "content": {"name": "Ada"}},
+        "where": {"roots": [{"uri": "file:///r"}]},
+    }
+    assert second.params["requestState"] == "opaque-1"
+    assert third.params is not None
+    assert third.params["requestState"] == "opaque-2"
+    assert "inputResponses" not in third.params
+    assert fourth.params is not None
+    assert "requestState" not in fourth.params  # none was given, none is sent
+    assert fourth.params["inputResponses"] == {
+        "again": {"action": "accept", "content": {"name": "Ada"}}
+    }
+
+
+async def test_unknown_result_type_is_refused() -> None:
+    peer = ScriptedPeer([{"resultType": "task", "task": {"taskId": "t-1"}}])
+    with anyio.fail_after(WAIT):
+        async with scripted(peer) as client:
+            with pytest.raises(MCPWireError):
+                await client.call_tool("t")
+
+
+async def test_multi_round_results_are_not_cached() -> None:
+    server = CountingServer("mrtr-cache", cache_ttl_ms=60000)
+    answers = iter(["first", "second"])
+
+    @server.resource("mem://who")
+    async def who(ctx: Context) -> str:
+        answer = await ctx.elicit("Who?", {"type": "object", "properties": {}})
+        return str(answer["content"]["name"])
+
+    async def elicitation(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"name": next(answers)}}
+
+    with anyio.fail_after(WAIT):
+        async with Client(server, elicitation=elicitation) as client:
+            (one,) = await client.read_resource("mem://who")
+            (two,) = await client.read_resource("mem://who")
+    assert one.text == "first"
+    # The result of a retry (a request with inputResponses/requestState) must
+    # not be cached (caching.mdx), so the second read asks again.
+    assert two.text == "second"
+    assert server.count("resources/read") == 4
+
+
+async def test_concurrent_listens() -> None:
+    server = cached_server()
+    subs: dict[str, Subscription] = {}
+    opened = anyio.Event()
+
+    async def hold(name: str, client: Client, **flags: Any) -> None:
+        async with client.listen(**flags) as sub:
+            subs[name] = sub
+            if len(subs) == 2:
+                opened.set()
+            await anyio.sleep_forever()
+
+    with anyio.fail_after(WAIT):
+        async with Client(server, request_timeout=2) as client, anyio.create_task_group() as tg:
+            tg.start_soon(functools.partial(hold, "tools", client, tools=True))
+            tg.start_soon(functools.partial(hold, "doc", client, uris=["mem://doc"]))
+            await opened.wait()
+            assert subs["tools"].honored == {"toolsListChanged": True}
+            assert subs["doc"].honored == {"resourceSubscriptions": ["mem://doc"]}
+            tg.cancel_scope.cancel()
+
+
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_progress_callback(mode: str) -> None:
     seen: list[tuple[float, float | None, str | None]] = []
@@ -507,15 +667,6 @@ async def test_output_validation_can_be_disabled() -> None:
 # -- TTL cache ------------------------------------------------------------------------------------
 
 
-def release(sub: Subscription) -> None:
-    """Close the subscription's receiving end.
-
-    Works around the leak that ``test_listen_releases_its_stream`` reports, so
-    that it does not also fail (with a ResourceWarning) every other listen test.
-    """
-    sub._receive.close()
-
-
 async def next_event(sub: Subscription, method: str) -> Notification:
     """The next event of ``sub`` with ``method`` (skipping any others)."""
     async for event in sub:
@@ -564,7 +715,6 @@ async def test_list_changed_invalidates_the_cache() -> None:
             await next_event(sub, "notifications/tools/list_changed")
             await client.list_tools()
             assert server.count("tools/list") == 2
-            release(sub)
 
 
 async def test_resource_updated_invalidates_the_read_cache() -> None:
@@ -576,7 +726,6 @@ async def test_resource_updated_invalidates_the_read_cache() -> None:
             await next_event(sub, "notifications/resources/updated")
             await client.read_resource("mem://doc")
             assert server.count("resources/read") == 2
-            release(sub)
 
 
 @pytest.mark.parametrize(("mode", "ttl"), [("auto", 0), ("legacy", 60000)])
@@ -607,38 +756,32 @@ async def test_listen_yields_events() -> None:
             Client(everything.server) as client,
             client.listen(tools=True, uris=["demo://readme"]) as sub,
         ):
-            try:
-                assert sub.honored == {
-                    "toolsListChanged": True,
-                    "resourceSubscriptions": ["demo://readme"],
-                }
-                await client.call_tool("touch", {"uri": "demo://readme"})
-                await client.call_tool("touch", {"uri": "demo://other"})
-                await everything.server.notify_tools_changed()
-                # Only the stream's events: the acknowledgement was consumed
-                # by listen() (its content is ``sub.honored``).
-                first = await sub.__anext__()
-                assert first.method == "notifications/resources/updated"
-                assert first.params is not None and first.params["uri"] == "demo://readme"
-                second = await sub.__anext__()
-                assert second.method == "notifications/tools/list_changed"
-                assert second.params is not None
-                assert second.params["_meta"][SUBSCRIPTION_ID] == sub.id
-            finally:
-                release(sub)
+            assert sub.honored == {
+                "toolsListChanged": True,
+                "resourceSubscriptions": ["demo://readme"],
+            }
+            await client.call_tool("touch", {"uri": "demo://readme"})
+            await client.call_tool("touch", {"uri": "demo://other"})
+            await everything.server.notify_tools_changed()
+            # Only the stream's events: the acknowledgement was consumed
+            # by listen() (its content is ``sub.honored``).
+            first = await sub.__anext__()
+            assert first.method == "notifications/resources/updated"
+            assert first.params is not None and first.params["uri"] == "demo://readme"
+            second = await sub.__anext__()
+            assert second.method == "notifications/tools/list_changed"
+            assert second.params is not None
+            assert second.params["_meta"][SUBSCRIPTION_ID] == sub.id
 
 
 async def test_listen_ends_when_the_server_closes_subscriptions() -> None:
     server = cached_server()
     with anyio.fail_after(WAIT):
         async with Client(server) as client, client.listen(tools=True) as sub:
-            try:
-                await server.notify_tools_changed()
-                server.close_subscriptions()
-                events = [event.method async for event in sub]
-                assert events == ["notifications/tools/list_changed"]
-            finally:
-                release(sub)
+            await server.notify_tools_changed()
+            server.close_subscriptions()
+            events = [event.method async for event in sub]
+            assert events == ["notifications/tools/list_changed"]
 
 
 async def test_listen_releases_its_stream() -> None:

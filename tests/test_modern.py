@@ -17,7 +17,7 @@ import pytest
 
 import mcpwire
 from mcpwire import Context, JSONRPCError, Server, Session
-from mcpwire.sansio import Notification, RequestId
+from mcpwire.sansio import Notification, Request, RequestId, Response
 
 pytestmark = pytest.mark.anyio
 
@@ -94,10 +94,17 @@ def build_server(**options: Any) -> Server:
 
 
 def meta(caps: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    return {PV: MODERN, CC: caps if caps is not None else {}, CI: {"name": "t", "version": "1"}, **extra}
+    return {
+        PV: MODERN,
+        CC: caps if caps is not None else {},
+        CI: {"name": "t", "version": "1"},
+        **extra,
+    }
 
 
-def mp(caps: dict[str, Any] | None = None, meta_extra: dict[str, Any] | None = None, **params: Any) -> dict[str, Any]:
+def mp(
+    caps: dict[str, Any] | None = None, meta_extra: dict[str, Any] | None = None, **params: Any
+) -> dict[str, Any]:
     """Modern request params: ``params`` plus the envelope."""
     return {"_meta": meta(caps, **(meta_extra or {})), **params}
 
@@ -185,9 +192,7 @@ async def test_discover_without_envelope_is_invalid_params(params: Any) -> None:
 @pytest.mark.parametrize("version", ["2099-01-01", "2025-11-25", "latest"])
 async def test_unsupported_version_is_32022_with_data(version: str) -> None:
     async with serving(build_server()) as (session, _):
-        err = await error_of(
-            session, "tools/list", {"_meta": {PV: version, CC: {}}}
-        )
+        err = await error_of(session, "tools/list", {"_meta": {PV: version, CC: {}}})
         assert err.code == -32022
         assert err.data["requested"] == version
         assert MODERN in err.data["supported"]
@@ -200,7 +205,9 @@ async def test_invalid_log_level_is_invalid_params() -> None:
         assert err.code == -32602
 
 
-@pytest.mark.parametrize("method", ["ping", "no/such", "logging/setLevel", "resources/subscribe", "initialize/x"])
+@pytest.mark.parametrize(
+    "method", ["ping", "no/such", "logging/setLevel", "resources/subscribe", "initialize/x"]
+)
 async def test_unknown_or_removed_method_is_32601(method: str) -> None:
     async with serving(build_server()) as (session, _):
         err = await error_of(session, method, mp(level="info", uri="mem://text"))
@@ -288,6 +295,32 @@ async def test_modern_needs_no_handshake_and_keeps_no_state() -> None:
         assert result["structuredContent"] == {"result": "a"}
 
 
+async def test_methods_of_undeclared_capabilities_are_32601() -> None:
+    server = Server("tools-only")
+
+    @server.tool()
+    def noop() -> str:
+        return ""
+
+    async with serving(server) as (session, _):
+        discover = await request(session, "server/discover", mp())
+        assert set(discover["capabilities"]) >= {"tools"}
+        assert "prompts" not in discover["capabilities"]
+        for method, params in [
+            ("prompts/list", {}),
+            ("resources/read", {"uri": "mem://x"}),
+            (
+                "completion/complete",
+                {
+                    "ref": {"type": "ref/prompt", "name": "p"},
+                    "argument": {"name": "a", "value": ""},
+                },
+            ),
+        ]:
+            err = await error_of(session, method, mp(**params))
+            assert err.code == -32601, method
+
+
 # -- logging and progress ----------------------------------------------------------------------
 
 
@@ -304,7 +337,9 @@ async def test_logging_only_with_log_level_in_meta() -> None:
 
 async def test_progress_with_token_in_meta() -> None:
     async with serving(build_server()) as (session, inbox):
-        await request(session, "tools/call", mp(name="progress", meta_extra={"progressToken": "p1"}))
+        await request(
+            session, "tools/call", mp(name="progress", meta_extra={"progressToken": "p1"})
+        )
         assert [n.params for n in inbox.of("notifications/progress")] == [
             {"progressToken": "p1", "progress": 1, "total": 2},
             {"progressToken": "p1", "progress": 2, "total": 2},
@@ -371,7 +406,12 @@ async def test_two_asks_take_two_rounds() -> None:
         r2 = await request(
             session,
             "tools/call",
-            mp(ELICIT, **base, inputResponses={"ask-0": _answer("Ada")}, requestState=r1["requestState"]),
+            mp(
+                ELICIT,
+                **base,
+                inputResponses={"ask-0": _answer("Ada")},
+                requestState=r1["requestState"],
+            ),
         )
         assert r2["resultType"] == "input_required"
         assert list(r2["inputRequests"]) == ["ask-1"]
@@ -380,7 +420,12 @@ async def test_two_asks_take_two_rounds() -> None:
         r3 = await request(
             session,
             "tools/call",
-            mp(ELICIT, **base, inputResponses={"ask-1": _answer("Lovelace")}, requestState=r2["requestState"]),
+            mp(
+                ELICIT,
+                **base,
+                inputResponses={"ask-1": _answer("Lovelace")},
+                requestState=r2["requestState"],
+            ),
         )
         assert r3["resultType"] == "complete"
         assert r3["content"][0]["text"] == "Ada Lovelace"
@@ -398,7 +443,13 @@ async def test_tampered_request_state_is_invalid_params() -> None:
             err = await error_of(
                 session,
                 "tools/call",
-                mp(ELICIT, name="ask", arguments={}, inputResponses={"ask-0": _answer("Ada")}, requestState=state),
+                mp(
+                    ELICIT,
+                    name="ask",
+                    arguments={},
+                    inputResponses={"ask-0": _answer("Ada")},
+                    requestState=state,
+                ),
             )
             assert err.code == -32602, state
 
@@ -410,7 +461,13 @@ async def test_request_state_from_another_server_is_refused() -> None:
         err = await error_of(
             session,
             "tools/call",
-            mp(ELICIT, name="ask", arguments={}, inputResponses={"ask-0": _answer("A")}, requestState=r1["requestState"]),
+            mp(
+                ELICIT,
+                name="ask",
+                arguments={},
+                inputResponses={"ask-0": _answer("A")},
+                requestState=r1["requestState"],
+            ),
         )
         assert err.code == -32602
 
@@ -423,14 +480,22 @@ async def test_shared_state_secret_lets_another_server_continue() -> None:
         final = await request(
             session,
             "tools/call",
-            mp(ELICIT, name="ask", arguments={}, inputResponses={"ask-0": _answer("Ada")}, requestState=r1["requestState"]),
+            mp(
+                ELICIT,
+                name="ask",
+                arguments={},
+                inputResponses={"ask-0": _answer("Ada")},
+                requestState=r1["requestState"],
+            ),
         )
         assert final["content"][0]["text"] == "hello Ada"
 
 
 async def test_request_state_reused_with_other_arguments_is_refused() -> None:
     async with serving(build_server()) as (session, _):
-        r1 = await request(session, "tools/call", mp(ELICIT, name="ask_about", arguments={"topic": "cats"}))
+        r1 = await request(
+            session, "tools/call", mp(ELICIT, name="ask_about", arguments={"topic": "cats"})
+        )
         assert r1["resultType"] == "input_required"
         err = await error_of(
             session,
@@ -465,7 +530,13 @@ async def test_request_state_reused_with_another_tool_is_refused() -> None:
         err = await error_of(
             session,
             "tools/call",
-            mp(ELICIT, name="ask_twice", arguments={}, inputResponses={"ask-0": _answer("A")}, requestState=r1["requestState"]),
+            mp(
+                ELICIT,
+                name="ask_twice",
+                arguments={},
+                inputResponses={"ask-0": _answer("A")},
+                requestState=r1["requestState"],
+            ),
         )
         assert err.code == -32602
 
@@ -476,10 +547,36 @@ async def test_missing_answer_asks_again() -> None:
         r2 = await request(
             session,
             "tools/call",
-            mp(ELICIT, name="ask", arguments={}, inputResponses={"other": _answer("x")}, requestState=r1["requestState"]),
+            mp(
+                ELICIT,
+                name="ask",
+                arguments={},
+                inputResponses={"other": _answer("x")},
+                requestState=r1["requestState"],
+            ),
         )
         assert r2["resultType"] == "input_required"
         assert list(r2["inputRequests"]) == ["ask-0"]
+
+
+async def test_expired_request_state_is_refused() -> None:
+    server = build_server()
+    server.sealer.ttl = -10  # every state is sealed already expired
+    async with serving(server) as (session, _):
+        r1 = await request(session, "tools/call", mp(ELICIT, name="ask", arguments={}))
+        err = await error_of(
+            session,
+            "tools/call",
+            mp(
+                ELICIT,
+                name="ask",
+                arguments={},
+                inputResponses={"ask-0": _answer("Ada")},
+                requestState=r1["requestState"],
+            ),
+        )
+        assert err.code == -32602
+        assert "expired" in err.message
 
 
 async def test_elicit_without_capability_is_32021() -> None:
@@ -497,7 +594,12 @@ async def test_prompt_can_ask_too() -> None:
         final = await request(
             session,
             "prompts/get",
-            mp(ELICIT, name="personal", inputResponses={"ask-0": _answer("Ada")}, requestState=r1["requestState"]),
+            mp(
+                ELICIT,
+                name="personal",
+                inputResponses={"ask-0": _answer("Ada")},
+                requestState=r1["requestState"],
+            ),
         )
         assert final["resultType"] == "complete"
         assert final["messages"][0]["content"]["text"] == "Write to Ada"
@@ -569,7 +671,9 @@ async def test_listen_ack_first_with_id_and_honored_filter() -> None:
                 "promptsListChanged": True,
                 "resourceSubscriptions": ["mem://text"],
             }
-            first = next(n for n in inbox.items if (n.params or {}).get("_meta", {}).get(SUB) == listen.id)
+            first = next(
+                n for n in inbox.items if (n.params or {}).get("_meta", {}).get(SUB) == listen.id
+            )
             assert first is ack
 
 
@@ -621,18 +725,18 @@ async def test_listen_delivers_requested_notifications_only() -> None:
 
 async def test_two_listens_are_told_apart() -> None:
     server = build_server()
-    async with serving(server) as (session, inbox):
-        async with (
-            listening(session, inbox, {"toolsListChanged": True}) as (a, _),
-            listening(session, inbox, {"promptsListChanged": True}) as (b, _),
-        ):
-            assert a.id != b.id
-            await server.notify_tools_changed()
-            await server.notify_prompts_changed()
-            tools = await inbox.next("notifications/tools/list_changed")
-            prompts = await inbox.next("notifications/prompts/list_changed")
-            assert _subscription(tools) == a.id
-            assert _subscription(prompts) == b.id
+    async with (
+        serving(server) as (session, inbox),
+        listening(session, inbox, {"toolsListChanged": True}) as (a, _),
+        listening(session, inbox, {"promptsListChanged": True}) as (b, _),
+    ):
+        assert a.id != b.id
+        await server.notify_tools_changed()
+        await server.notify_prompts_changed()
+        tools = await inbox.next("notifications/tools/list_changed")
+        prompts = await inbox.next("notifications/prompts/list_changed")
+        assert _subscription(tools) == a.id
+        assert _subscription(prompts) == b.id
 
 
 async def test_cancelled_listen_ends_without_response() -> None:
@@ -654,19 +758,21 @@ async def test_cancelled_listen_ends_without_response() -> None:
 
 async def test_close_subscriptions_ends_listen_with_result() -> None:
     server = build_server()
-    async with serving(server) as (session, inbox):
-        async with listening(session, inbox, {"toolsListChanged": True}) as (listen, _):
-            server.close_subscriptions()
-            with anyio.fail_after(WAIT):
-                await listen.done.wait()
-            assert listen.error is None
-            assert listen.result is not None
-            assert listen.result["resultType"] == "complete"
-            assert listen.result["_meta"][SUB] == listen.id
-            # The stream is over: nothing more is delivered on it.
-            await server.notify_tools_changed()
-            await request(session, "tools/list", mp())
-            assert inbox.of("notifications/tools/list_changed") == []
+    async with (
+        serving(server) as (session, inbox),
+        listening(session, inbox, {"toolsListChanged": True}) as (listen, _),
+    ):
+        server.close_subscriptions()
+        with anyio.fail_after(WAIT):
+            await listen.done.wait()
+        assert listen.error is None
+        assert listen.result is not None
+        assert listen.result["resultType"] == "complete"
+        assert listen.result["_meta"][SUB] == listen.id
+        # The stream is over: nothing more is delivered on it.
+        await server.notify_tools_changed()
+        await request(session, "tools/list", mp())
+        assert inbox.of("notifications/tools/list_changed") == []
 
 
 async def test_listen_survives_other_traffic_and_can_be_reopened() -> None:
@@ -681,3 +787,34 @@ async def test_listen_survives_other_traffic_and_can_be_reopened() -> None:
             await server.notify_tools_changed()
             note = await inbox.next("notifications/tools/list_changed")
             assert _subscription(note) == second.id
+
+
+async def test_listen_keeps_a_string_id() -> None:
+    server = build_server()
+    client_end, server_end = mcpwire.memory_pair(wire=True)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, server_end)
+        try:
+            with anyio.fail_after(WAIT):
+                await client_end.send(
+                    Request(
+                        "listen-1",
+                        "subscriptions/listen",
+                        mp(notifications={"toolsListChanged": True}),
+                    )
+                )
+                ack = await client_end.receive()
+                assert isinstance(ack, Notification)
+                assert ack.method == "notifications/subscriptions/acknowledged"
+                assert ack.params is not None and ack.params["_meta"] == {SUB: "listen-1"}
+                await server.notify_tools_changed()
+                changed = await client_end.receive()
+                assert isinstance(changed, Notification)
+                assert changed.params == {"_meta": {SUB: "listen-1"}}
+                server.close_subscriptions()
+                final = await client_end.receive()
+                assert isinstance(final, Response) and final.id == "listen-1"
+                assert final.result["_meta"][SUB] == "listen-1"
+        finally:
+            await client_end.aclose()
+            tg.cancel_scope.cancel()

@@ -55,9 +55,7 @@ class Point:
 
 def build_server(**options: Any) -> Server:
     """A server with one of everything the tests below poke at."""
-    server = Server(
-        "test-server", "1.2.3", title="Test server", instructions="Be nice.", **options
-    )
+    server = Server("test-server", "1.2.3", title="Test server", instructions="Be nice.", **options)
 
     @server.tool()
     def echo(message: str) -> str:
@@ -181,9 +179,7 @@ class Inbox:
 
 
 @asynccontextmanager
-async def serving(
-    server: Server, **session_kw: Any
-) -> AsyncIterator[tuple[Session, Inbox]]:
+async def serving(server: Server, **session_kw: Any) -> AsyncIterator[tuple[Session, Inbox]]:
     """A client ``Session`` connected to ``server`` over a serialising memory pair."""
     client_end, server_end = mcpwire.memory_pair(wire=True)
     inbox = Inbox()
@@ -267,7 +263,11 @@ async def test_initialize_result_shape() -> None:
         result = await initialize(session)
     assert set(result) == {"protocolVersion", "capabilities", "serverInfo", "instructions"}
     assert "resultType" not in result
-    assert result["serverInfo"] == {"name": "test-server", "version": "1.2.3", "title": "Test server"}
+    assert result["serverInfo"] == {
+        "name": "test-server",
+        "version": "1.2.3",
+        "title": "Test server",
+    }
     assert result["instructions"] == "Be nice."
     caps = result["capabilities"]
     assert caps["tools"] == {"listChanged": True}
@@ -788,9 +788,14 @@ async def test_prompts_get_with_arguments() -> None:
             "prompts/get", {"name": "greet", "arguments": {"name": "Ada", "style": "formal"}}
         )
         assert result["messages"] == [
-            {"role": "user", "content": {"type": "text", "text": "Write a formal greeting for Ada."}}
+            {
+                "role": "user",
+                "content": {"type": "text", "text": "Write a formal greeting for Ada."},
+            }
         ]
-        result = await session.request("prompts/get", {"name": "greet", "arguments": {"name": "Bo"}})
+        result = await session.request(
+            "prompts/get", {"name": "greet", "arguments": {"name": "Bo"}}
+        )
         assert result["messages"][0]["content"]["text"] == "Write a friendly greeting for Bo."
 
 
@@ -817,9 +822,14 @@ async def test_complete_prompt_argument() -> None:
         await initialize(session)
         result = await session.request(
             "completion/complete",
-            {"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "style", "value": "f"}},
+            {
+                "ref": {"type": "ref/prompt", "name": "greet"},
+                "argument": {"name": "style", "value": "f"},
+            },
         )
-        assert result == {"completion": {"values": ["friendly", "formal", "fancy"], "total": 3, "hasMore": False}}
+        assert result == {
+            "completion": {"values": ["friendly", "formal", "fancy"], "total": 3, "hasMore": False}
+        }
 
 
 async def test_complete_template_argument_with_context() -> None:
@@ -841,7 +851,10 @@ async def test_complete_truncates_to_100_with_has_more() -> None:
         await initialize(session)
         result = await session.request(
             "completion/complete",
-            {"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "n"}},
+            {
+                "ref": {"type": "ref/prompt", "name": "greet"},
+                "argument": {"name": "name", "value": "n"},
+            },
         )
         completion = result["completion"]
         assert len(completion["values"]) == 100
@@ -855,13 +868,19 @@ async def test_complete_without_completer_is_empty_and_unknown_prompt_fails() ->
         await initialize(session)
         result = await session.request(
             "completion/complete",
-            {"ref": {"type": "ref/resource", "uri": "mem://other/{x}"}, "argument": {"name": "x", "value": ""}},
+            {
+                "ref": {"type": "ref/resource", "uri": "mem://other/{x}"},
+                "argument": {"name": "x", "value": ""},
+            },
         )
         assert result["completion"]["values"] == []
         err = await error_of(
             session,
             "completion/complete",
-            {"ref": {"type": "ref/prompt", "name": "nosuch"}, "argument": {"name": "x", "value": ""}},
+            {
+                "ref": {"type": "ref/prompt", "name": "nosuch"},
+                "argument": {"name": "x", "value": ""},
+            },
         )
         assert err.code == -32602
 
@@ -944,7 +963,9 @@ async def test_legacy_handshake_after_modern_requests() -> None:
         result = await initialize(session, "2025-06-18")
         assert result["protocolVersion"] == "2025-06-18"
         assert "resultType" not in await session.request("tools/list")
-        assert (await session.request("tools/list", {"_meta": envelope()}))["resultType"] == "complete"
+        assert (await session.request("tools/list", {"_meta": envelope()}))[
+            "resultType"
+        ] == "complete"
 
 
 # -- Hypothesis: state x input sweep -------------------------------------------------------------

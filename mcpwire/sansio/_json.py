@@ -6,8 +6,6 @@ from typing import TypeAlias, Union
 
 __all__ = ("JSONArray", "JSONObject", "JSONValue")
 
-JSONValue: TypeAlias = Union[
-    None, bool, int, float, str, "list[JSONValue]", "dict[str, JSONValue]"
-]
+JSONValue: TypeAlias = Union[None, bool, int, float, str, "list[JSONValue]", "dict[str, JSONValue]"]
 JSONObject: TypeAlias = "dict[str, JSONValue]"
 JSONArray: TypeAlias = "list[JSONValue]"

@@ -163,8 +163,14 @@ def error_response(
     return ErrorResponse(id, ErrorObject(int(code), message, data))
 
 
-def _invalid(message: str, id: RequestId | None = None, *, reply: bool = True,
-             code: int = ErrorCode.INVALID_REQUEST, method: str | None = None) -> Invalid:
+def _invalid(
+    message: str,
+    id: RequestId | None = None,
+    *,
+    reply: bool = True,
+    code: int = ErrorCode.INVALID_REQUEST,
+    method: str | None = None,
+) -> Invalid:
     return Invalid(ErrorObject(int(code), message), id, reply, method)
 
 
@@ -193,26 +199,35 @@ def _classify_object(obj: JSONObject) -> Message | Invalid:
             return _invalid('"method" must be a string', good_id)
         is_notification = not has_id
         if obj.get("jsonrpc") != "2.0":
-            return _invalid('"jsonrpc" must be exactly "2.0"', good_id,
-                            reply=not is_notification, method=method)
+            return _invalid(
+                '"jsonrpc" must be exactly "2.0"', good_id, reply=not is_notification, method=method
+            )
         if has_id and not id_ok:
             return _invalid(
-                "request id must be a string or an integer, not "
-                + _json_type_name(raw_id),
+                "request id must be a string or an integer, not " + _json_type_name(raw_id),
                 None,
                 method=method,
             )
         params = obj.get("params")
         if params is not None and type(params) is not dict:
             if type(params) is list:
-                return _invalid('"params" must be an object in MCP, not an array',
-                                good_id, reply=not is_notification,
-                                code=ErrorCode.INVALID_PARAMS, method=method)
-            return _invalid('"params" must be an object', good_id,
-                            reply=not is_notification, method=method)
+                return _invalid(
+                    '"params" must be an object in MCP, not an array',
+                    good_id,
+                    reply=not is_notification,
+                    code=ErrorCode.INVALID_PARAMS,
+                    method=method,
+                )
+            return _invalid(
+                '"params" must be an object', good_id, reply=not is_notification, method=method
+            )
         if "params" in obj and params is None:
-            return _invalid('"params" must be an object, not null', good_id,
-                            reply=not is_notification, method=method)
+            return _invalid(
+                '"params" must be an object, not null',
+                good_id,
+                reply=not is_notification,
+                method=method,
+            )
         if is_notification:
             return Notification(method, params)
         return Request(good_id, method, params)  # type: ignore[arg-type]
@@ -224,29 +239,32 @@ def _classify_object(obj: JSONObject) -> Message | Invalid:
         if obj.get("jsonrpc") != "2.0":
             return _invalid('"jsonrpc" must be exactly "2.0"', good_id, reply=False)
         if has_result and has_error:
-            return _invalid('a response has "result" or "error", not both', good_id,
-                            reply=False)
+            return _invalid('a response has "result" or "error", not both', good_id, reply=False)
         if has_result:
             if not id_ok:
-                return _invalid("response id must be a string or an integer", None,
-                                reply=False)
+                return _invalid("response id must be a string or an integer", None, reply=False)
             result = obj["result"]
             if type(result) is not dict:
                 return _invalid('"result" must be an object in MCP', good_id, reply=False)
             return Response(good_id, result)  # type: ignore[arg-type]
         if has_id and raw_id is not None and not id_ok:
-            return _invalid("error response id must be a string, an integer or null",
-                            None, reply=False)
+            return _invalid(
+                "error response id must be a string, an integer or null", None, reply=False
+            )
         error = _classify_error_object(obj["error"])
         if error is None:
-            return _invalid('"error" must be an object with integer "code" and string '
-                            '"message"', good_id, reply=False)
+            return _invalid(
+                '"error" must be an object with integer "code" and string "message"',
+                good_id,
+                reply=False,
+            )
         return ErrorResponse(good_id, error)
 
     if obj.get("jsonrpc") != "2.0":
         return _invalid('"jsonrpc" must be exactly "2.0"', good_id)
-    return _invalid('not a request, notification or response: no "method", "result" or '
-                    '"error" member', good_id)
+    return _invalid(
+        'not a request, notification or response: no "method", "result" or "error" member', good_id
+    )
 
 
 def _json_type_name(value: object) -> str:
@@ -282,8 +300,9 @@ def classify(value: JSONValue) -> Incoming:
     return _invalid(f"a JSON-RPC message is an object, not {_json_type_name(value)}", None)
 
 
-def parse(data: bytes | bytearray | memoryview | str,
-          limits: _codec.Limits = _codec.DEFAULT_LIMITS) -> Incoming:
+def parse(
+    data: bytes | bytearray | memoryview | str, limits: _codec.Limits = _codec.DEFAULT_LIMITS
+) -> Incoming:
     """Decode and classify one frame. Never raises for bad input.
 
     Undecodable text becomes ``Invalid`` with -32700 and ``id: null``; a frame

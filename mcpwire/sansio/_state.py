@@ -118,8 +118,11 @@ class Lifecycle:
         """One sentence saying why ``method`` is refused now."""
         kind = request_kind(method)
         if kind is RequestKind.INITIALIZE:
-            return "the connection is already initialized" if self.state is not \
-                LifecycleState.IDLE else "initialize is not allowed now"
+            return (
+                "the connection is already initialized"
+                if self.state is not LifecycleState.IDLE
+                else "initialize is not allowed now"
+            )
         if self.state in (LifecycleState.IDLE, LifecycleState.INITIALIZING):
             return f"{method!r} before initialization completed: send initialize first"
         return f"{method!r} is not allowed while the connection is {self.state.value}"

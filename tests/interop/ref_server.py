@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Annotated
 
+import anyio
 from mcp.server.mcpserver import Context, Elicit, ListRoots, MCPServer, Resolve, Sample
 from mcp.types import (
     Completion,
@@ -92,6 +93,13 @@ async def want_roots() -> ListRoots:
 async def show_roots(roots: Annotated[ListRootsResult, Resolve(want_roots)]) -> str:
     """Roots in both eras."""
     return ",".join(str(r.uri) for r in roots.roots)
+
+
+@mcp.tool()
+async def sleepy(seconds: float) -> str:
+    """Sleep, for cancellation and timeouts."""
+    await anyio.sleep(seconds)
+    return f"slept {seconds}"
 
 
 @mcp.tool()

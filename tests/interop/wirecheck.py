@@ -214,7 +214,8 @@ def check_capture(
             else:  # the client's response to a server->client request
                 pending = server_requests.pop(rid, None)
                 if pending is None:
-                    problems.append(f"{frame}: response to an unknown server request id")
+                    if frame.direction in sides:
+                        problems.append(f"{frame}: response to an unknown server request id")
                     continue
                 method, version = pending
         else:
@@ -227,7 +228,8 @@ def check_capture(
             else:
                 pending = client_requests.pop(rid, None)
                 if pending is None:
-                    problems.append(f"{frame}: response to an unknown client request id")
+                    if frame.direction in sides:
+                        problems.append(f"{frame}: response to an unknown client request id")
                     continue
                 method, version = pending
                 result = msg.get("result")
@@ -313,20 +315,21 @@ def check_input_rounds(frames: Iterable[Frame]) -> list[str]:
             )
         asked = result.get("inputRequests")
         answered = params.get("inputResponses")
-        if isinstance(asked, dict) and asked:
-            if not isinstance(answered, dict) or set(answered) != set(asked):
-                problems.append(
-                    f"{retry}: inputResponses keys {sorted(answered or {})} "
-                    f"do not match inputRequests keys {sorted(asked)}"
-                )
+        if (
+            isinstance(asked, dict)
+            and asked
+            and (not isinstance(answered, dict) or set(answered) != set(asked))
+        ):
+            problems.append(
+                f"{retry}: inputResponses keys {sorted(answered or {})} "
+                f"do not match inputRequests keys {sorted(asked)}"
+            )
     return problems
 
 
 def _subject(request: Mapping[str, Any]) -> Any:
     params = request.get("params") or {}
-    return {
-        k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")
-    }
+    return {k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")}
 
 
 def _legacy_versions() -> tuple[str, ...]:

@@ -1,0 +1,141 @@
+"""Profile mcpwire's tools/call echo loop with cProfile (a diagnostic, not a benchmark).
+
+Usage::
+
+    python benchmarks/profile_echo.py inmem         # Client(Server) in-process, modern era
+    python benchmarks/profile_echo.py inmem-legacy  # the same, legacy era
+    python benchmarks/profile_echo.py stdio-client  # client process, mcpwire -> mcpwire, stdio
+    python benchmarks/profile_echo.py stdio-server  # mcpwire server process, raw client driving
+    python benchmarks/profile_echo.py codec         # mcpwire.sansio serialize/parse, req+resp
+
+Options: ``-n CALLS`` (default 20000), ``--top N`` (default 15), ``--sort`` (a pstats key,
+default ``cumulative``), ``--match REGEX`` (which entries to list; default ``mcpwire|anyio``,
+use ``.`` for all), ``--legacy`` (stdio cases: the legacy era), ``--save FILE`` (keep the
+raw profile for snakeviz, pstats, ...).
+
+cProfile adds a roughly constant cost per Python call, so it overstates code that makes
+many small calls; read the numbers as "where the calls go", and confirm a suspected win
+with ``run.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import workloads  # noqa: E402
+
+ARGS = workloads.ARGS
+
+
+def _print(stats: pstats.Stats, sort: str, match: str, top: int, title: str, n: int) -> None:
+    stream = io.StringIO()
+    stats.stream = stream  # type: ignore[attr-defined]
+    if match == ".":
+        stats.strip_dirs()
+    stats.sort_stats(sort).print_stats(match, top)
+    print(f"== {title}: {n} calls; top {top} by {sort} matching {match!r}")
+    print(stream.getvalue())
+
+
+async def _client_loop(mode: str, n: int, stdio: bool) -> cProfile.Profile:
+    from servers.mcpwire_echo import server
+
+    from mcpwire import Client
+
+    if stdio:
+        target = Client.stdio(
+            sys.executable, [workloads.MCPWIRE_SERVER], env=workloads.child_env(), mode=mode
+        )  # type: ignore[arg-type]
+    else:
+        target = Client(server, mode=mode)
+    profiler = cProfile.Profile()
+    async with target as client:
+        await client.list_tools()
+        for _ in range(200):
+            await client.call_tool("echo", ARGS)
+        t0 = time.perf_counter()
+        profiler.enable()
+        for _ in range(n):
+            await client.call_tool("echo", ARGS)
+        profiler.disable()
+        elapsed = time.perf_counter() - t0
+    print(f"{n / elapsed:,.0f} calls/s under the profiler ({client.protocol_version})")
+    return profiler
+
+
+def profile_server(n: int, legacy: bool, save: str | None) -> pstats.Stats:
+    out = save or os.path.join(tempfile.mkdtemp(), "server.prof")
+    child = workloads.LineChild(
+        [sys.executable, "-m", "cProfile", "-o", out, workloads.MCPWIRE_SERVER]
+    )
+    workloads.raw_handshake(child, "legacy" if legacy else "modern")
+    template = workloads.LEGACY_REQUEST_LINE if legacy else workloads.REQUEST_LINE
+    t0 = time.perf_counter()
+    for i in range(1, n + 1):
+        child.send(template % i)
+        child.readline()
+    elapsed = time.perf_counter() - t0
+    child.close()
+    print(f"{n / elapsed:,.0f} calls/s with the server under the profiler")
+    return pstats.Stats(out)
+
+
+def profile_codec(n: int) -> cProfile.Profile:
+    from mcpwire.sansio import _messages as m
+
+    request = m.parse(workloads.REQUEST_LINE % 7)
+    response = m.parse(workloads.RESPONSE_LINE % 7)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(n):
+        m.parse(m.serialize(request))  # type: ignore[arg-type]
+        m.parse(m.serialize(response))  # type: ignore[arg-type]
+    profiler.disable()
+    return profiler
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "what", choices=("inmem", "inmem-legacy", "stdio-client", "stdio-server", "codec")
+    )
+    parser.add_argument("-n", type=int, default=20000)
+    parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--sort", default="cumulative")
+    parser.add_argument("--match", default="mcpwire|anyio")
+    parser.add_argument("--legacy", action="store_true")
+    parser.add_argument("--save")
+    args = parser.parse_args()
+    import anyio
+
+    if args.what == "stdio-server":
+        stats = profile_server(args.n, args.legacy, args.save)
+    else:
+        if args.what == "codec":
+            profiler = profile_codec(args.n)
+        else:
+            legacy = args.what == "inmem-legacy" or args.legacy
+            profiler = anyio.run(
+                _client_loop, "legacy" if legacy else "auto", args.n, args.what == "stdio-client"
+            )
+        if args.save:
+            profiler.dump_stats(args.save)
+        stats = pstats.Stats(profiler)
+    _print(stats, args.sort, args.match, args.top, args.what, args.n)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,506 @@
+"""The ``mcpwire`` command line, run as a new user would: ``python -m mcpwire ...``.
+
+Targets are the bundled example server, servers written to ``tmp_path`` and
+served with ``mcpwire serve``, a hand-written legacy-only peer, and a server
+built on the reference SDK (``mcp==2.3.0``). Contract (design.md): ``--json``
+prints one JSON document on stdout; exit status 0 success, 1 server error or
+``isError``, 2 usage error, 3 could not connect or timed out.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+EVERYTHING = ["--", sys.executable, "-m", "mcpwire.examples.everything"]
+RUN_TIMEOUT = 30.0
+
+
+def mcpwire(*args: str, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpwire", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def as_json(proc: subprocess.CompletedProcess[str]) -> Any:
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError(
+            f"stdout is not JSON (exit {proc.returncode}):\n{proc.stdout}\n--- stderr ---\n"
+            f"{proc.stderr}"
+        ) from None
+
+
+# -- inspect -------------------------------------------------------------------------------
+
+
+def test_inspect_human_output() -> None:
+    proc = mcpwire("inspect", *EVERYTHING)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "mcpwire-everything 1.0.0" in out
+    assert "era: modern" in out and "2026-07-28" in out
+    for name in ("echo(message: string)", "get_weather", "long_task", "ask_name"):
+        assert name in out
+    assert "demo://readme" in out and "demo://pixel.png" in out
+    assert "demo://items/{item_id}" in out
+    assert "greet(name, style?)" in out
+
+
+def test_inspect_json() -> None:
+    proc = mcpwire("inspect", "--json", *EVERYTHING)
+    assert proc.returncode == 0, proc.stderr
+    report = as_json(proc)
+    assert report["serverInfo"]["name"] == "mcpwire-everything"
+    assert report["era"] == "modern"
+    assert report["protocolVersion"] == "2026-07-28"
+    assert "tools" in report["capabilities"]
+    assert "echo" in {t["name"] for t in report["tools"]}
+    assert {r["uri"] for r in report["resources"]} == {"demo://readme", "demo://pixel.png"}
+    assert [t["uriTemplate"] for t in report["resourceTemplates"]] == ["demo://items/{item_id}"]
+    assert {p["name"] for p in report["prompts"]} == {"greet", "code_review"}
+
+
+@pytest.mark.parametrize(
+    ("mode", "version"), [("legacy", "2025-11-25"), ("2025-06-18", "2025-06-18")]
+)
+def test_inspect_mode(mode: str, version: str) -> None:
+    proc = mcpwire("inspect", "--json", "--mode", mode, *EVERYTHING)
+    assert proc.returncode == 0, proc.stderr
+    report = as_json(proc)
+    assert report["era"] == "legacy"
+    assert report["protocolVersion"] == version
+    assert "echo" in {t["name"] for t in report["tools"]}
+
+
+# -- call ------------------------------------------------------------------------------------
+
+
+def test_call_json_echo() -> None:
+    proc = mcpwire("call", "--json", "echo", "--args", '{"message":"hi"}', *EVERYTHING)
+    assert proc.returncode == 0, proc.stderr
+    result = as_json(proc)
+    assert result["content"] == [{"type": "text", "text": "hi"}]
+    assert result["structuredContent"] == {"result": "hi"}
+    assert result.get("isError") is not True
+
+
+def test_call_human_echo_in_legacy_mode() -> None:
+    proc = mcpwire(
+        "call", "--mode", "legacy", "echo", "--args", '{"message":"hi there"}', *EVERYTHING
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "hi there\n"
+
+
+def test_call_tool_error_exits_1() -> None:
+    proc = mcpwire("call", "fail", *EVERYTHING)
+    assert proc.returncode == 1
+    assert "this tool always fails" in proc.stderr
+    proc = mcpwire("call", "--json", "fail", "--args", '{"message":"bad day"}', *EVERYTHING)
+    assert proc.returncode == 1
+    result = as_json(proc)
+    assert result["isError"] is True
+    assert result["content"][0]["text"] == "bad day"
+
+
+def test_call_unknown_tool_exits_1_with_the_error() -> None:
+    proc = mcpwire("call", "nosuch", *EVERYTHING)
+    assert proc.returncode == 1
+    assert "-32602" in proc.stderr and "nosuch" in proc.stderr
+    proc = mcpwire("call", "--json", "nosuch", *EVERYTHING)
+    assert proc.returncode == 1
+    error = as_json(proc)["error"]
+    assert error["code"] == -32602
+    assert "nosuch" in error["message"]
+
+
+@pytest.mark.parametrize("bad", ["{not json", "[1, 2]", '"text"'])
+def test_call_bad_args_exits_2(bad: str) -> None:
+    proc = mcpwire("call", "echo", "--args", bad, *EVERYTHING)
+    assert proc.returncode == 2
+    assert "--args" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_call_image_and_logs_in_human_output() -> None:
+    proc = mcpwire("call", "image", *EVERYTHING)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("[image image/png")
+    proc = mcpwire("call", "log_demo", *EVERYTHING)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "logged\n"
+    assert "[warning] a warning message" in proc.stderr
+
+
+def test_call_json_stdout_is_only_json() -> None:
+    proc = mcpwire("call", "--json", "log_demo", *EVERYTHING)
+    assert proc.returncode == 0, proc.stderr
+    assert as_json(proc)["content"][0]["text"] == "logged"
+
+
+# -- usage and connection errors --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["call", "echo"],  # no target
+        ["inspect"],  # no target
+        ["read"],  # no URI, no target
+        ["call", "echo", "extra", *EVERYTHING],  # too many positionals
+        ["frobnicate"],  # no such command
+        ["call", "--config", "x.json", "echo", *EVERYTHING],  # two targets
+        ["inspect", "--mode", "bogus", *EVERYTHING],  # no such mode
+        ["call", "--timeout", "0", "echo", *EVERYTHING],  # a timeout must be positive
+    ],
+    ids=[
+        "call-no-target",
+        "inspect-no-target",
+        "read-nothing",
+        "extra-positional",
+        "unknown-command",
+        "two-targets",
+        "bad-mode",
+        "zero-timeout",
+    ],
+)
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    proc = mcpwire(*args)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_exits_0() -> None:
+    proc = mcpwire("--help")
+    assert proc.returncode == 0
+    for command in ("inspect", "call", "read", "prompt", "serve"):
+        assert command in proc.stdout
+
+
+def test_nonexistent_command_exits_3() -> None:
+    proc = mcpwire("call", "echo", "--", "mcpwire-nonexistent-command-xyz")
+    assert proc.returncode == 3
+    assert "mcpwire-nonexistent-command-xyz" in proc.stderr
+    proc = mcpwire("inspect", "--json", "--", "mcpwire-nonexistent-command-xyz")
+    assert proc.returncode == 3
+    assert "error" in as_json(proc)
+
+
+def test_server_that_exits_at_once_exits_3() -> None:
+    proc = mcpwire("inspect", "--", sys.executable, "-c", "import sys; sys.exit(4)")
+    assert proc.returncode == 3
+    assert "Traceback" not in proc.stderr
+
+
+# -- read and prompt --------------------------------------------------------------------------
+
+
+def test_read_text_resource() -> None:
+    proc = mcpwire("read", "demo://readme", *EVERYTHING)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("# mcpwire example server")
+
+
+def test_read_json_and_binary() -> None:
+    proc = mcpwire("read", "--json", "demo://items/7", *EVERYTHING)
+    assert proc.returncode == 0, proc.stderr
+    (item,) = as_json(proc)["contents"]
+    assert item["uri"] == "demo://items/7"
+    assert json.loads(item["text"]) == {"id": "7", "name": "item 7"}
+    proc = mcpwire("read", "demo://pixel.png", *EVERYTHING)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("[binary image/png")
+
+
+def test_read_unknown_resource_exits_1() -> None:
+    proc = mcpwire("read", "--json", "demo://nothing", *EVERYTHING)
+    assert proc.returncode == 1
+    assert as_json(proc)["error"]["code"] == -32602
+
+
+def test_prompt_human_and_json() -> None:
+    proc = mcpwire("prompt", "greet", "--args", '{"name": "Ada"}', *EVERYTHING)
+    assert proc.returncode == 0, proc.stderr
+    assert "Write a friendly greeting for Ada." in proc.stdout
+    proc = mcpwire(
+        "prompt", "--json", "greet", "--args", '{"name": "Ada", "style": "pirate"}', *EVERYTHING
+    )
+    assert proc.returncode == 0, proc.stderr
+    messages = as_json(proc)["messages"]
+    assert messages == [
+        {"role": "user", "content": {"type": "text", "text": "Write a pirate greeting for Ada."}}
+    ]
+
+
+def test_prompt_missing_argument_exits_1() -> None:
+    proc = mcpwire("prompt", "greet", *EVERYTHING)
+    assert proc.returncode == 1
+    assert "-32602" in proc.stderr
+
+
+# -- --config targets -----------------------------------------------------------------------------
+
+
+def test_config_target(tmp_path: Path) -> None:
+    config = tmp_path / "servers.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "everything": {
+                        "command": sys.executable,
+                        "args": ["-m", "mcpwire.examples.everything"],
+                    }
+                }
+            }
+        )
+    )
+    proc = mcpwire(
+        "call", "--json", "--config", str(config), "--server", "everything", "echo",
+        "--args", '{"message": "from config"}',
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert as_json(proc)["content"][0]["text"] == "from config"
+    proc = mcpwire("inspect", "--config", str(config), "--server", "missing")
+    assert proc.returncode == 2
+    proc = mcpwire("inspect", "--config", str(config))
+    assert proc.returncode == 2
+
+
+# -- serve ----------------------------------------------------------------------------------------
+
+APP = textwrap.dedent(
+    """
+    from mcpwire import Server
+
+    server = Server("tmp-app", "0.0.7")
+
+
+    @server.tool()
+    def shout(text: str) -> str:
+        \"\"\"Upper-case the text.\"\"\"
+        print("stray output must not break the protocol")
+        return text.upper()
+
+
+    @server.resource("tmp://hello")
+    def hello() -> str:
+        return "hello from a file"
+
+
+    other = Server("other-app")
+
+
+    @other.tool()
+    def ping_back() -> str:
+        return "pong"
+    """
+)
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Path:
+    path = tmp_path / "app.py"
+    path.write_text(APP)
+    return path
+
+
+def test_serve_file_app(app: Path) -> None:
+    serve = ["--", sys.executable, "-m", "mcpwire", "serve", f"{app}:server"]
+    proc = mcpwire("call", "--json", "shout", "--args", '{"text": "hey"}', *serve)
+    assert proc.returncode == 0, proc.stderr
+    assert as_json(proc)["content"][0]["text"] == "HEY"
+    proc = mcpwire("inspect", "--json", "--mode", "legacy", *serve)
+    assert proc.returncode == 0, proc.stderr
+    report = as_json(proc)
+    assert report["serverInfo"] == {"name": "tmp-app", "version": "0.0.7"}
+    assert [t["name"] for t in report["tools"]] == ["shout"]
+    proc = mcpwire("read", "tmp://hello", *serve)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "hello from a file\n"
+
+
+def test_serve_other_attribute_and_module_form(app: Path) -> None:
+    proc = mcpwire(
+        "call", "ping_back", "--", sys.executable, "-m", "mcpwire", "serve", f"{app}:other"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "pong\n"
+    proc = mcpwire(
+        "call", "echo", "--args", '{"message": "m"}', "--",
+        sys.executable, "-m", "mcpwire", "serve", "mcpwire.examples.everything:server",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "m\n"
+
+
+@pytest.mark.parametrize("spec", ["{missing}:server", "{app}:nothing", "{app}:Server"])
+def test_serve_bad_app_is_a_usage_error(app: Path, tmp_path: Path, spec: str) -> None:
+    target = spec.format(app=app, missing=tmp_path / "missing.py")
+    proc = mcpwire("serve", target)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip()
+
+
+# -- a legacy-only peer ----------------------------------------------------------------------------
+
+LEGACY_PEER = textwrap.dedent(
+    """
+    import json
+    import sys
+
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "id" not in msg:
+            continue
+        rid, method = msg["id"], msg["method"]
+        if method == "server/discover":
+            continue  # never answered: a legacy server that drops unknown requests
+        if method == "initialize":
+            result = {"protocolVersion": "2025-03-26", "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "quiet-legacy", "version": "1"}}
+        elif method == "tools/list":
+            result = {"tools": [{"name": "hello", "inputSchema": {"type": "object"}}]}
+        elif method == "tools/call":
+            result = {"content": [{"type": "text", "text": "hello, legacy"}]}
+        else:
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid,
+                "error": {"code": -32601, "message": "Method not found"}}) + "\\n")
+            sys.stdout.flush()
+            continue
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\\n")
+        sys.stdout.flush()
+    """
+)
+
+
+def test_timeout_bounds_the_era_probe(tmp_path: Path) -> None:
+    peer = tmp_path / "quiet_legacy.py"
+    peer.write_text(LEGACY_PEER)
+    # --timeout is "seconds per request"; the server/discover probe is a
+    # request too, so a peer that never answers it must not cost the default
+    # 10 s probe wait before the fallback to initialize.
+    started = time.monotonic()
+    try:
+        proc = mcpwire(
+            "call", "--timeout", "0.5", "hello", "--", sys.executable, str(peer), timeout=4.0
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("--timeout 0.5 did not bound the era probe: no answer within 4 s")
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "hello, legacy\n"
+    assert elapsed < 4.0, elapsed
+
+
+def test_legacy_mode_timeout_exits_3(tmp_path: Path) -> None:
+    silent = tmp_path / "silent.py"
+    silent.write_text("import sys\nfor _ in sys.stdin:\n    pass\n")
+    proc = mcpwire(
+        "inspect", "--mode", "legacy", "--timeout", "0.5", "--", sys.executable, str(silent)
+    )
+    assert proc.returncode == 3
+    assert "timed out" in proc.stderr
+
+
+# -- the reference SDK as the server ------------------------------------------------------------
+
+REFERENCE_SERVER = textwrap.dedent(
+    """
+    from mcp.server.mcpserver import MCPServer
+
+    app = MCPServer("reference-echo")
+
+
+    @app.tool()
+    def echo(message: str) -> str:
+        \"\"\"Echo the message back.\"\"\"
+        return message
+
+
+    if __name__ == "__main__":
+        app.run()
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def reference_runs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every CLI run against the reference server, started at once (each costs ~1 s of imports)."""
+    script = tmp_path_factory.mktemp("reference") / "reference_server.py"
+    script.write_text(REFERENCE_SERVER)
+    target = ["--", sys.executable, str(script)]
+    commands = {
+        "inspect-auto": ["inspect", "--json", *target],
+        "inspect-legacy": ["inspect", "--json", "--mode", "legacy", *target],
+        "call-auto": ["call", "--json", "echo", "--args", '{"message": "hi ref"}', *target],
+        "call-legacy": [
+            "call",
+            "--mode",
+            "legacy",
+            "echo",
+            "--args",
+            '{"message": "hi ref"}',
+            *target,
+        ],
+    }
+    procs = {
+        key: subprocess.Popen(
+            [sys.executable, "-m", "mcpwire", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        for key, args in commands.items()
+    }
+    runs: dict[str, subprocess.CompletedProcess[str]] = {}
+    for key, proc in procs.items():
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        runs[key] = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return runs
+
+
+@pytest.mark.parametrize(("mode", "era"), [("auto", "modern"), ("legacy", "legacy")])
+def test_inspect_reference_server(
+    reference_runs: dict[str, subprocess.CompletedProcess[str]], mode: str, era: str
+) -> None:
+    proc = reference_runs[f"inspect-{mode}"]
+    assert proc.returncode == 0, proc.stderr
+    report = as_json(proc)
+    assert report["serverInfo"]["name"] == "reference-echo"
+    assert report["era"] == era
+    assert report["protocolVersion"] == ("2026-07-28" if era == "modern" else "2025-11-25")
+    (tool,) = report["tools"]
+    assert tool["name"] == "echo"
+    assert tool["inputSchema"]["required"] == ["message"]
+
+
+def test_call_reference_server(reference_runs: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    proc = reference_runs["call-auto"]
+    assert proc.returncode == 0, proc.stderr
+    assert as_json(proc)["content"] == [{"type": "text", "text": "hi ref"}]
+    proc = reference_runs["call-legacy"]
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "hi ref\n"
