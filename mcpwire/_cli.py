@@ -122,7 +122,8 @@ def _split_target(
 
 
 def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) -> Client:
-    from ._client import DEFAULT_PROBE_TIMEOUT, Client
+    from ._client import Client
+    from ._handshake import DEFAULT_PROBE_TIMEOUT
 
     if url is not None:
         raise UsageError("HTTP targets arrive with the HTTP transport; they are not built yet")

@@ -32,6 +32,7 @@ import anyio.abc
 
 from . import _schema
 from ._errors import JSONRPCError, MCPWireError
+from ._handshake import DEFAULT_PROBE_TIMEOUT, connect
 from ._listen import Listen, ListenState, Subscription
 from ._session import DEFAULT_REQUEST_TIMEOUT, ProgressCallback, RequestContext, Session
 from ._transport import Transport, direct_pair
@@ -46,8 +47,6 @@ from ._types import (
     Tool,
 )
 from ._versions import (
-    LATEST_LEGACY_VERSION,
-    LATEST_VERSION,
     LEGACY_VERSIONS,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -69,11 +68,6 @@ Callback = Callable[[JSONObject], Awaitable[JSONObject]]
 RootsSource = Callable[[], Awaitable[list[JSONObject]]]
 NotificationCallback = Callable[[str, JSONObject], Awaitable[None]]
 
-#: Seconds the era probe waits before concluding the server is legacy.
-DEFAULT_PROBE_TIMEOUT = 10.0
-#: Era learned per target in this process (bounded; oldest entries dropped first).
-_ERA_CACHE: dict[Hashable, Era] = {}
-_ERA_CACHE_MAX = 256
 #: Bound on multi-round-trip retries of one request.
 DEFAULT_MAX_INPUT_ROUNDS = 10
 _CACHEABLE = frozenset(
@@ -247,85 +241,7 @@ class Client:
         return target  # type: ignore[return-value]
 
     async def _connect(self) -> None:
-        mode = self.mode
-        if mode in MODERN_VERSIONS:
-            self.era, self.protocol_version = "modern", mode
-            await self._discover(mode, timeout=self.request_timeout, must=False)
-            return
-        if mode == "auto":
-            # A server this process already found to be legacy is not probed again
-            # (the era is cached per process and target, as versioning.mdx suggests).
-            known = _ERA_CACHE.get(self.era_key) if self.era_key is not None else None
-            if known != "legacy" and await self._discover(
-                LATEST_VERSION, timeout=self.probe_timeout, must=False
-            ):
-                self._remember("modern")
-                return
-        await self._initialize(mode if mode in LEGACY_VERSIONS else LATEST_LEGACY_VERSION)
-        if mode == "auto":
-            self._remember("legacy")
-
-    def _remember(self, era: Era) -> None:
-        if self.era_key is not None:
-            if len(_ERA_CACHE) >= _ERA_CACHE_MAX:
-                _ERA_CACHE.pop(next(iter(_ERA_CACHE)))
-            _ERA_CACHE[self.era_key] = era
-
-    async def _discover(self, version: str, *, timeout: float, must: bool) -> bool:
-        """Try ``server/discover``; True when the server speaks a modern version."""
-        params: JSONObject = {"_meta": self._envelope(version, with_level=False)}
-        try:
-            result = await self.session.request("server/discover", params, timeout=timeout)
-        except JSONRPCError as exc:
-            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
-            if exc.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION and isinstance(supported, list):
-                mutual = [v for v in MODERN_VERSIONS if v in supported]
-                if mutual and mutual[-1] != version:
-                    return await self._discover(mutual[-1], timeout=timeout, must=must)
-            if must:
-                raise
-            return False
-        except TimeoutError:
-            if must:
-                raise
-            return False
-        versions = result.get("supportedVersions")
-        mutual = [v for v in MODERN_VERSIONS if isinstance(versions, list) and v in versions]
-        if not mutual:
-            return False
-        self.era, self.protocol_version = "modern", mutual[-1]
-        caps = result.get("capabilities")
-        self.server_capabilities = caps if isinstance(caps, dict) else {}
-        instructions = result.get("instructions")
-        self.instructions = instructions if isinstance(instructions, str) else None
-        self.supported_versions = [v for v in versions if isinstance(v, str)]  # type: ignore[union-attr]
-        meta = result.get("_meta")
-        info = meta.get("io.modelcontextprotocol/serverInfo") if isinstance(meta, dict) else None
-        self.server_info = info if isinstance(info, dict) else {}
-        return True
-
-    async def _initialize(self, version: str) -> None:
-        params: JSONObject = {
-            "protocolVersion": version,
-            "capabilities": self._capabilities("legacy"),
-            "clientInfo": self.client_info,
-        }
-        result = await self.session.request("initialize", params)
-        agreed = result.get("protocolVersion")
-        if agreed not in LEGACY_VERSIONS:
-            raise MCPWireError(
-                f"server answered initialize with unsupported protocol version {agreed!r}"
-            )
-        self.era, self.protocol_version = "legacy", agreed
-        caps = result.get("capabilities")
-        self.server_capabilities = caps if isinstance(caps, dict) else {}
-        info = result.get("serverInfo")
-        self.server_info = info if isinstance(info, dict) else {}
-        instructions = result.get("instructions")
-        self.instructions = instructions if isinstance(instructions, str) else None
-        self.supported_versions = [agreed]
-        self.session.allow_batches = agreed == "2025-03-26"
-        await self.session.notify("notifications/initialized")
+        await connect(self)
 
     def _capabilities(self, era: Era) -> JSONObject:
         caps: JSONObject = {}

@@ -47,6 +47,7 @@ INTEROP = Path(__file__).resolve().parent / "interop"
 TEE = INTEROP / "tee.py"
 REF_SERVER = INTEROP / "ref_server.py"
 PAGED_SERVER = INTEROP / "paged_server.py"
+SHAPES_SERVER = INTEROP / "shapes_server.py"
 EVERYTHING = ("-m", "mcpwire.examples.everything")
 #: The SDK's stdio client passes only HOME, LOGNAME, PATH, SHELL, TERM and USER to the child.
 CHILD_ENV = {"PYTHONPATH": str(ROOT)}
@@ -496,6 +497,85 @@ async def test_sdk_client_pages_through_mcpwire_lists(anyio_backend: str, mode: 
             assert err.value.code == -32602
             r = await c.call_tool("t3", {"x": 1})
             assert r.structured_content == {"result": 4}
+
+
+SHAPES = [
+    # (tool, arguments, expected structuredContent)
+    ("ints", {}, {"result": [1, 2, 3]}),
+    ("mapping", {}, {"a": 1.5, "b": 2}),
+    ("maybe", {"flag": True}, {"result": 1}),
+    ("maybe", {"flag": False}, {"result": None}),
+    ("point", {}, {"x": 3, "y": 4}),
+    ("points", {}, {"result": [{"x": 1, "y": 0}, {"x": 2, "y": 3}]}),
+    ("tree", {}, {"value": 1, "children": [{"value": 2, "children": []}]}),
+    ("either", {"which": "a"}, {"result": {"kind": "a", "a": 1}}),
+    ("either", {"which": "b"}, {"result": {"kind": "b", "b": "x"}}),
+    ("optional_point", {"flag": True}, {"result": {"x": 1, "y": 0}}),
+    ("optional_point", {"flag": False}, {"result": None}),
+    ("color", {}, {"result": "green"}),
+    ("tagged", {}, {"result": "y"}),
+    ("pair", {}, {"result": [1, "a"]}),
+    ("number", {}, {"result": 2}),
+    ("nested", {}, {"k": [{"x": 1, "y": 0}]}),
+    ("describe", {"c": "red", "p": {"x": 1}}, {"result": "red 1,0 None"}),
+    ("describe", {"c": "green", "p": {"x": 1, "y": 2}, "opt": 3}, {"result": "green 1,2 3"}),
+    ("partial", {"full": True}, {"required": "r", "optional": 1}),
+]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_sdk_client_accepts_mcpwire_structured_output(
+    anyio_backend: str, tmp_path: Path, mode: str
+) -> None:
+    """The SDK client validates every structuredContent against our derived outputSchema."""
+    capture = tmp_path / "wire.log"
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with SdkClient(
+            sdk_params(str(SHAPES_SERVER), capture=capture),
+            mode=mode,
+            read_timeout_seconds=15,
+            cache=None,
+        ) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            for name, args, expected in SHAPES:
+                assert tools[name].output_schema is not None, name
+                r = await c.call_tool(name, args)  # RuntimeError if the schema rejects it
+                assert not r.is_error, (name, r.content)
+                assert r.structured_content == expected, name
+            r = await c.call_tool("describe", {"c": "blue", "p": {"x": 1}})
+            assert r.is_error is True  # not one of the enum's values
+    problems = check_capture(read_capture(capture), sides=("S>C",))
+    assert problems == [], report(problems)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_sdk_client_typeddict_notrequired_under_future_annotations(
+    anyio_backend: str, mode: str
+) -> None:
+    """A TypedDict key marked ``NotRequired`` may be absent, in results and in arguments.
+
+    ``tests/interop/shapes_server.py`` uses ``from __future__ import annotations``; there
+    ``Partial.__required_keys__`` wrongly contains every key (CPython evaluates the
+    qualifiers only for non-string annotations), so a schema built from it lists the
+    NotRequired key under ``required``. The SDK client then rejects the server's own valid
+    result ("Invalid structured content returned by tool partial: 'optional' is a required
+    property"), and our server rejects a valid argument.
+    """
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with SdkClient(
+            sdk_params(str(SHAPES_SERVER)), mode=mode, read_timeout_seconds=15, cache=None
+        ) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            out = tools["partial"].output_schema
+            assert out is not None
+            assert out.get("required") == ["required"], out
+            arg = tools["take_partial"].input_schema["properties"]["p"]
+            assert arg.get("required") == ["required"], arg
+            r = await c.call_tool("take_partial", {"p": {"required": "r"}})
+            assert not r.is_error, r.content
+            assert r.structured_content == {"result": "r None"}
+            r = await c.call_tool("partial", {"full": False})
+            assert r.structured_content == {"required": "r"}
 
 
 # =================================================================================================
