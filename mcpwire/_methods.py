@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ._compat import shape_legacy_result, shape_server_info
 from ._context import CapabilityMissing, Context, InputRequired, request_digest
 from ._errors import JSONRPCError
 from ._registry import (
@@ -150,7 +151,8 @@ async def _dispatch_legacy(
         conn.client_info,
         conn.log_level,
     )
-    return await handler(call)
+    result = await handler(call)
+    return shape_legacy_result(method, call.version, result)
 
 
 async def _initialize(server: Server, conn: Connection, params: JSONObject) -> JSONObject:
@@ -176,7 +178,7 @@ async def _initialize(server: Server, conn: Connection, params: JSONObject) -> J
     result: JSONObject = {
         "protocolVersion": version,
         "capabilities": server.capabilities(),
-        "serverInfo": server.server_info(version),
+        "serverInfo": shape_server_info(server.server_info(), version),
     }
     if server.instructions is not None:
         result["instructions"] = server.instructions

@@ -142,7 +142,7 @@ class Server:
 
     # -- identity ----------------------------------------------------------------
 
-    def server_info(self, version: str | None = None) -> JSONObject:
+    def server_info(self) -> JSONObject:
         info: JSONObject = {"name": self.name, "version": self.version}
         for key, value in (
             ("title", self.title),

@@ -394,7 +394,9 @@ async def test_batches_accepted_on_2025_03_26() -> None:
         assert set(by_id) == {1, "two", 3}
         assert isinstance(by_id[1], Response) and by_id[1].result == {}
         assert isinstance(by_id["two"], Response)
-        assert by_id["two"].result["structuredContent"] == {"result": 5}
+        # 2025-03-26 predates structured output: only the text form is sent.
+        assert by_id["two"].result["content"] == [{"type": "text", "text": "5"}]
+        assert "structuredContent" not in by_id["two"].result
         assert isinstance(by_id[3], ErrorResponse) and by_id[3].error.code == -32600
         # An all-notification batch gets no reply at all.
         await raw.send([Notification("notifications/initialized")])
