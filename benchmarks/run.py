@@ -78,6 +78,8 @@ class Worker:
     info: dict[str, Any] = field(default_factory=dict)
     n: int = 0
     times: list[float] = field(default_factory=list)
+    cpu_self: list[float] = field(default_factory=list)
+    cpu_child: list[float] = field(default_factory=list)
     error: str | None = None
     stopped: bool = False
 
@@ -172,6 +174,8 @@ def run_once(w: Worker, expected: float) -> None:
     w.send(f"run {w.n}")
     answer = w.receive(60 + expected * 20)
     w.times.append(answer["elapsed"])
+    w.cpu_self.append(answer["cpu_self"])
+    w.cpu_child.append(answer["cpu_child"])
 
 
 # -- cold start and import time --------------------------------------------------------
@@ -405,6 +409,8 @@ def summarize(workers: list[Worker], timings: list[Timing]) -> dict[str, Any]:
             "ref": w.case.ref,
             "ops_per_run": w.n,
             "seconds": w.times,
+            "cpu_seconds_self": w.cpu_self,
+            "cpu_seconds_child": w.cpu_child,
             "error": w.error,
         }
         if w.times:
@@ -412,12 +418,19 @@ def summarize(workers: list[Worker], timings: list[Timing]) -> dict[str, Any]:
             row["rates"] = rates
             row["median"] = statistics.median(rates)
             row["min"], row["max"] = rates[0], rates[-1]
+            row["cpu_us_self"] = statistics.median(c / w.n * 1e6 for c in w.cpu_self)
+            if w.info.get("children"):
+                row["cpu_us_child"] = statistics.median(c / w.n * 1e6 for c in w.cpu_child)
         rows[w.case.id] = row
     limit = rows.get("pipe-echo", {}).get("median")
     for row in rows.values():
         ref = rows.get(row["ref"] or "", {})
         if "median" in row and "median" in ref and row["ref"] != row["id"]:
             row["vs_sdk"] = row["median"] / ref["median"]
+            cpu = row["cpu_us_self"] + row.get("cpu_us_child", 0.0)
+            ref_cpu = ref["cpu_us_self"] + ref.get("cpu_us_child", 0.0)
+            if cpu > 0:
+                row["vs_sdk_cpu"] = ref_cpu / cpu
         case = workloads.CASES_BY_ID[row["id"]]
         if "median" in row and limit and case.over_pipe:
             row["vs_limit"] = row["median"] / limit
@@ -472,10 +485,14 @@ def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
         f"{meta['loadavg_end']} at end |",
         "",
         "Rates are the median over the rounds (higher is better); the spread is the lowest and "
-        "highest round. *vs SDK* divides by the reference SDK's median for the same measure and "
-        "era (for stdio, the SDK client talking to the SDK server); *vs pipe limit* divides by "
-        "the pipe-echo round trips/s of section 4. See benchmarks/README.md for what bounds "
-        "each number.",
+        "highest round. *CPU µs per op* is the median CPU time (user + system) per operation "
+        "of the measuring process, plus that of the child process it spawned (the server) "
+        "where there is one; on a busy machine it is steadier than the rate. *vs SDK* "
+        "divides by the reference SDK's median rate for the same measure and era (for stdio, "
+        "the SDK client talking to the SDK server); *vs SDK, CPU* divides the SDK's CPU "
+        "per op by this one's (client and server together); *vs pipe limit* divides by "
+        "the unpinned pipe-echo rate of section 4. See benchmarks/README.md for what each "
+        "number means and what bounds it.",
         "",
     ]
     rows = summary["throughput"]
@@ -485,16 +502,16 @@ def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
             continue
         out += [f"## {title}", ""]
         out.append(
-            "| measure | implementation | era | rate (median) | µs per op | spread "
-            f"(min{DASH}max) | vs SDK | vs pipe limit |"
+            "| measure | implementation | era | rate (median) | µs per op | CPU µs per op "
+            f"| spread (min{DASH}max) | vs SDK | vs SDK, CPU | vs pipe limit |"
         )
-        out.append("|---|---|---|--:|--:|---|--:|--:|")
+        out.append("|---|---|---|--:|--:|--:|---|--:|--:|--:|")
         for r in members:
             era = r["protocol_version"] or r["era"] or DASH
             if "median" not in r:
                 out.append(
                     f"| {r['measure']} | {r['impl']} | {era} | failed: "
-                    f"{r['error'] or 'no data'} | | | | |"
+                    f"{r['error'] or 'no data'} | | | | | | |"
                 )
                 continue
             med = r["median"]
@@ -505,10 +522,15 @@ def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
             vs_sdk = (
                 _ratio(r["vs_sdk"]) if "vs_sdk" in r else ("ref." if r["ref"] == r["id"] else DASH)
             )
+            vs_cpu = _ratio(r["vs_sdk_cpu"]) if "vs_sdk_cpu" in r else vs_sdk
             vs_limit = f"{r['vs_limit'] * 100:.1f}%" if "vs_limit" in r else DASH
+            cpu = f"{r['cpu_us_self']:,.0f}"
+            if "cpu_us_child" in r:
+                cpu += f" + {r['cpu_us_child']:,.0f}"
             out.append(
                 f"| {r['measure']} | {r['impl']} | {era} | {_fmt_rate(med)} "
-                f"{r['unit']} | {1e6 / med:,.1f} | {spread} | {vs_sdk} | {vs_limit} |"
+                f"{r['unit']} | {1e6 / med:,.1f} | {cpu} | {spread} | {vs_sdk} | {vs_cpu} "
+                f"| {vs_limit} |"
             )
         out.append("")
     startup = summary["startup"]

@@ -627,6 +627,34 @@ FACTORIES: dict[str, Callable[..., Awaitable[Runner]]] = {
 }
 
 
+def child_pids() -> list[int]:
+    """This process's children (the server it spawned), from /proc; [] elsewhere."""
+    me, found = os.getpid(), []
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    with open(f"/proc/{entry}/stat", "rb") as f:
+                        fields = f.read().rsplit(b")", 1)[1].split()
+                    if int(fields[1]) == me:
+                        found.append(int(entry))
+    return found
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def children_cpu(pids: list[int]) -> float:
+    """CPU seconds (user + system) used so far by ``pids`` (10 ms resolution on Linux)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / _TICK
+
+
 # -- the worker process ----------------------------------------------------------------
 
 
@@ -667,7 +695,8 @@ async def _serve(case: Case, control: _Control) -> None:
             traceback.print_exc()
             control.send({"error": f"setup failed: {type(exc).__name__}: {exc}"})
             return
-        control.send({"ready": True, "info": runner.info})
+        children = child_pids()
+        control.send({"ready": True, "info": {**runner.info, "children": len(children)}})
         while True:
             line = control.readline()
             if not line or line == "quit":
@@ -686,8 +715,11 @@ async def _serve(case: Case, control: _Control) -> None:
                 elif cmd == "run":
                     n = int(arg)
                     gc.collect()
+                    cpu0, child0 = time.process_time(), children_cpu(children)
                     elapsed = await runner.run(n)
-                    control.send({"n": n, "elapsed": elapsed})
+                    cpu = time.process_time() - cpu0
+                    child = children_cpu(children) - child0
+                    control.send({"n": n, "elapsed": elapsed, "cpu_self": cpu, "cpu_child": child})
                 else:
                     control.send({"error": f"unknown command {line!r}"})
             except Exception as exc:

@@ -55,6 +55,8 @@ from ._versions import (
     META_SUBSCRIPTION_ID,
     MODERN_VERSIONS,
     Era,
+    at_least,
+    era_of,
 )
 from .sansio._json import JSONObject
 from .sansio._messages import ErrorCode, Notification, Request, RequestId
@@ -243,20 +245,23 @@ class Client:
     async def _connect(self) -> None:
         await connect(self)
 
-    def _capabilities(self, era: Era) -> JSONObject:
+    def _capabilities(self, version: str) -> JSONObject:
+        """What the callbacks let us declare, in the shape ``version`` defines."""
         caps: JSONObject = {}
         if self.sampling is not None:
             caps["sampling"] = {}
-        if self.elicitation is not None:
-            caps["elicitation"] = {"form": {}, "url": {}}
+        if self.elicitation is not None and at_least(version, "2025-06-18"):
+            # Elicitation arrived in 2025-06-18; its modes (and URL mode) in 2025-11-25.
+            modes: JSONObject = {"form": {}, "url": {}}
+            caps["elicitation"] = modes if at_least(version, "2025-11-25") else {}
         if self.roots is not None:
-            caps["roots"] = {"listChanged": True} if era == "legacy" else {}
+            caps["roots"] = {"listChanged": True} if era_of(version) == "legacy" else {}
         return caps
 
     def _envelope(self, version: str, *, with_level: bool = True) -> JSONObject:
         meta: JSONObject = {
             META_PROTOCOL_VERSION: version,
-            META_CLIENT_CAPABILITIES: self._capabilities("modern"),
+            META_CLIENT_CAPABILITIES: self._capabilities(version),
             META_CLIENT_INFO: self.client_info,
         }
         if with_level and self.log_level is not None:

@@ -98,7 +98,7 @@ async def _discover(client: Client, version: str, *, timeout: float) -> bool:
 async def _initialize(client: Client, version: str) -> None:
     params: JSONObject = {
         "protocolVersion": version,
-        "capabilities": client._capabilities("legacy"),
+        "capabilities": client._capabilities(version),
         "clientInfo": client.client_info,
     }
     result = await client.session.request("initialize", params)

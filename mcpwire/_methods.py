@@ -375,6 +375,8 @@ async def _tools_call(call: Call) -> JSONObject:
         if tool.context_param is not None:
             kwargs[tool.context_param] = call.context()
         value = await call_handler(tool.fn, kwargs, thread=tool.thread)
+        # Shaping the value may fail too (a type with no JSON form): still the tool's error.
+        return tool_result(tool, value)
     except (InputRequired, JSONRPCError):
         raise
     except CapabilityMissing as exc:
@@ -385,7 +387,6 @@ async def _tools_call(call: Call) -> JSONObject:
         raise
     except Exception as exc:
         return tool_exception_result(exc)
-    return tool_result(tool, value)
 
 
 async def _resources_read(call: Call) -> JSONObject:

@@ -177,8 +177,12 @@ def _one_block(value: object) -> JSONObject:
     try:
         return content_block(value)
     except TypeError:
+        pass
+    try:
         text = _codec.dumps(_schema.to_jsonable(value)).decode("utf-8")
-        return {"type": "text", "text": text}
+    except (TypeError, ValueError):
+        text = str(value)  # no JSON form (a datetime, a UUID): its own text
+    return {"type": "text", "text": text}
 
 
 def error_result(message: str) -> JSONObject:

@@ -464,11 +464,44 @@ class _Builder:
 
     def typeddict(self, tp: type, where: str) -> JSONObject:
         hints = _class_hints(tp)
-        required_keys: frozenset[str] = getattr(tp, "__required_keys__", frozenset())
+        required_keys = _typeddict_required(tp, hints)
         fields: list[tuple[str, object, bool, object, str | None]] = [
             (name, ann, name in required_keys, _EMPTY, None) for name, ann in hints.items()
         ]
         return self.object_schema(tp, where, fields)
+
+
+def _qualifier(tp: object) -> str | None:
+    """``"Required"``/``"NotRequired"`` when ``tp`` (maybe inside Annotated) carries one."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is None:
+            return None
+        name = getattr(origin, "_name", None)
+        if name in ("Required", "NotRequired"):
+            return str(name)
+        if origin is typing.Annotated or name == "ReadOnly":
+            tp = typing.get_args(tp)[0]
+            continue
+        return None
+
+
+def _typeddict_required(tp: type, hints: dict[str, Any]) -> frozenset[str]:
+    """The required keys of a TypedDict.
+
+    ``__required_keys__`` is computed when the class is made; under
+    ``from __future__ import annotations`` the ``Required``/``NotRequired``
+    qualifiers are still strings then, so Python counts only totality. The
+    evaluated hints carry the qualifiers, and they win.
+    """
+    required = set(getattr(tp, "__required_keys__", frozenset()))
+    for name, hint in hints.items():
+        marked = _qualifier(hint)
+        if marked == "Required":
+            required.add(name)
+        elif marked == "NotRequired":
+            required.discard(name)
+    return frozenset(required)
 
 
 def _class_summary(tp: type) -> str | None:

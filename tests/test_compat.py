@@ -80,3 +80,37 @@ async def test_a_2024_client_sees_the_old_shapes() -> None:
         result = await client.call_tool("add", {"a": 2, "b": 3})
         assert result.structured is None
         assert result.text == "5"
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        ("2024-11-05", None),
+        ("2025-03-26", None),
+        ("2025-06-18", {}),
+        ("2025-11-25", {"form": {}, "url": {}}),
+        ("2026-07-28", {"form": {}, "url": {}}),
+    ],
+)
+def test_client_declares_elicitation_only_where_defined(version: str, expected: object) -> None:
+    async def answer(params: dict[str, object]) -> dict[str, object]:
+        return {"action": "decline"}
+
+    client = Client(Server("s"), elicitation=answer)  # type: ignore[arg-type]
+    assert client._capabilities(version).get("elicitation") == expected
+
+
+async def test_a_value_with_no_json_form_becomes_text() -> None:
+    import datetime
+
+    server = Server("s")
+    moment = datetime.datetime(2026, 7, 28, 12, 0)
+
+    @server.tool(structured=False)
+    def when():  # type: ignore[no-untyped-def]
+        return moment
+
+    async with Client(server) as client:
+        result = await client.call_tool("when")
+        assert not result.is_error
+        assert result.text == str(moment)

@@ -4,7 +4,9 @@ Nothing is mocked: every peer is a separate process speaking newline-delimited J
 
 1. The SDK's ``Client`` drives our example server (``python -m mcpwire.examples.everything``)
    in each of its modes: ``legacy`` (initialize handshake), ``auto`` (server/discover probe,
-   must land on 2026-07-28) and a pinned ``2026-07-28``.
+   must land on 2026-07-28) and a pinned ``2026-07-28``; also two small mcpwire servers in
+   ``tests/interop/``: ``paged_server.py`` (pagination) and ``shapes_server.py`` (structured
+   output the SDK client checks against our derived ``outputSchema``).
 2. Our ``Client`` drives an SDK ``MCPServer`` (``tests/interop/ref_server.py``) in modes
    ``auto``, ``legacy`` and ``2026-07-28``.
 3. Wire validation: the traffic is captured by ``tests/interop/tee.py`` and every frame
