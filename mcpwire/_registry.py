@@ -23,6 +23,7 @@ from .sansio._json import JSONObject, JSONValue
 
 __all__ = (
     "CompletionDef",
+    "is_quick",
     "PromptDef",
     "ResourceDef",
     "TemplateDef",
@@ -46,6 +47,14 @@ def _context_param(fn: Handler) -> str | None:
         if hint is Context or (isinstance(hint, str) and hint.split(".")[-1] == "Context"):
             return name
     return None
+
+
+def is_quick(fn: Handler, *, thread: bool = False) -> bool:
+    """Whether calling ``fn`` never waits: a plain function run in the loop's thread."""
+    if thread:
+        return False
+    call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects too
+    return not (inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call))
 
 
 async def call_handler(fn: Handler, kwargs: dict[str, object], *, thread: bool) -> object:

@@ -29,7 +29,7 @@ import anyio
 
 from . import _methods
 from ._context import StateSealer
-from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef
+from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef, is_quick
 from ._session import RequestContext, Session
 from ._transport import Transport
 from ._uritemplate import UriTemplate
@@ -45,6 +45,21 @@ __all__ = ("Connection", "Server")
 
 F = TypeVar("F", bound=Callable[..., object])
 
+#: Methods whose handlers never wait (served inline, see ``Session.serve_inline``).
+_NEVER_WAIT = frozenset(
+    {
+        "initialize",
+        "ping",
+        "server/discover",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    }
+)
 #: Default page size for every list method.
 DEFAULT_PAGE_SIZE = 100
 
@@ -341,6 +356,7 @@ class Server:
         async with Session(
             transport, on_request=on_request, on_notification=on_notification
         ) as session:
+            session.serve_inline = self._serve_inline
             conn.session = session
             self.connections.add(conn)
             try:
@@ -363,6 +379,23 @@ class Server:
         if transport != "stdio":
             raise ValueError(f"unsupported transport {transport!r} for run()")
         anyio.run(self.serve_stdio, backend=backend)
+
+    def _serve_inline(self, request: Request) -> bool:
+        """Requests whose handler never waits are served without a task of their own."""
+        method = request.method
+        if method in _NEVER_WAIT:
+            return True
+        params = request.params or {}
+        if method == "tools/call":
+            tool = self.tools.get(params.get("name"))  # type: ignore[arg-type]
+            return tool is not None and is_quick(tool.fn, thread=tool.thread)
+        if method == "prompts/get":
+            prompt = self.prompts.get(params.get("name"))  # type: ignore[arg-type]
+            return prompt is not None and is_quick(prompt.fn)
+        if method == "resources/read":
+            resource = self.resources.get(params.get("uri"))  # type: ignore[arg-type]
+            return resource is not None and is_quick(resource.fn)
+        return False
 
     async def _on_request(
         self, conn: Connection, request: Request, rctx: RequestContext

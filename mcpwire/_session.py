@@ -184,6 +184,10 @@ class Session:
         self.max_request_timeout = max_request_timeout
         #: Accept JSON-RPC batches (only the 2025-03-26 revision allows them).
         self.allow_batches = False
+        #: Requests this says yes to are served in the reader task instead of a new
+        #: one. Only for handlers that never wait (a synchronous tool blocks the
+        #: loop either way): it saves a task and a scheduling round per request.
+        self.serve_inline: Callable[[Request], bool] | None = None
         self.rpc = RPCState()
         self.invalid_received = 0
         self._pending: dict[RequestId, _Pending] = {}
@@ -204,6 +208,10 @@ class Session:
         if attach is not None:
             # A direct in-process transport hands us the peer's messages by call.
             attach(self._deliver)
+        set_fast_path = getattr(self.transport, "set_fast_path", None)
+        if set_fast_path is not None:
+            # Responses can be settled where they are parsed, without the reader task.
+            set_fast_path(self._settle_now)
         self._tg.start_soon(self._reader)
         return self
 
@@ -385,7 +393,7 @@ class Session:
                     )
                 )
                 return
-            if inline:
+            if inline or (self.serve_inline is not None and self.serve_inline(req)):
                 await self._serve(req, None)
                 return
             assert self._tg is not None
@@ -415,6 +423,14 @@ class Session:
                 return
             assert self._tg is not None
             self._tg.start_soon(self._serve_batch, batch)
+
+    def _settle_now(self, item: object) -> bool:
+        """Settle a response synchronously (transport fast path); False for anything else."""
+        cls = type(item)
+        if cls is Response or cls is ErrorResponse:
+            self._resolve(item)  # type: ignore[arg-type]
+            return True
+        return False
 
     def _resolve(self, message: Response | ErrorResponse) -> None:
         if self.rpc.response_received(message) is None:

@@ -38,7 +38,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO
 
 import anyio
@@ -65,6 +65,8 @@ DEFAULT_SHUTDOWN_TIMEOUT = 2.0
 _EXIT_STATUS_WAIT = 0.1
 #: Seconds grandchildren get between SIGTERM and SIGKILL once the server is gone.
 _SWEEP_GRACE = 0.2
+#: Parsed messages queued for the session before reading pauses.
+_READY_LIMIT = 256
 #: Non-protocol stdout lines kept for diagnostics.
 _NON_JSON_KEEP = 20
 
@@ -121,7 +123,15 @@ def _drain(fd: int, tail: StderrTail, mirror: IO[bytes] | None, done: threading.
 
 
 class _Framed:
-    """Shared receive side: bytes -> ndjson lines -> parsed items."""
+    """Shared receive side: bytes -> ndjson lines -> parsed items.
+
+    On asyncio the reader pushes each chunk here from the loop's readiness
+    callback, and items the session can settle synchronously (a response to
+    one of its requests) are settled right there through ``fast_path``: the
+    waiting caller wakes without a round through the reader task. Everything
+    else queues for ``receive()``; when more than ``_READY_LIMIT`` items wait,
+    reading pauses (bounded memory, back-pressure on the pipe).
+    """
 
     def __init__(self, reader: FDReader, limits: Limits, *, tolerant: bool) -> None:
         self._reader = reader
@@ -129,39 +139,77 @@ class _Framed:
         self._lines = NDJSONReader(max_line=limits.max_size, tolerant=tolerant)
         self._ready: collections.deque[m.Incoming] = collections.deque()
         self._eof = False
+        self._push: bool | None = None
+        #: Settles an item synchronously and returns True, or returns False.
+        self.fast_path: Callable[[m.Incoming], bool] | None = None
         self.non_json: collections.deque[bytes] = collections.deque(maxlen=_NON_JSON_KEEP)
         self.non_json_count = 0
 
     async def receive(self) -> m.Incoming:
         ready = self._ready
+        if self._push is None:
+            self._push = self._reader.push_capable
+            if self._push:
+                self._reader.sink = self._on_data
         while not ready:
             if self._eof:
                 raise anyio.EndOfStream
-            data = await self._reader.read()
-            if data:
-                items = self._lines.feed(data)
+            if self._push:
+                self._reader.resume()
+                await self._reader.wait_pushed()
             else:
-                self._eof = True
-                items = self._lines.feed_eof()
-            parse = m.parse
-            limits = self._limits
-            for item in items:
-                if type(item) is bytes:
-                    ready.append(parse(item, limits))
-                elif type(item) is LineTooLong:
-                    ready.append(
-                        m.Invalid(m.ErrorObject(m.ErrorCode.INVALID_REQUEST, item.message))
-                    )
-                elif type(item) is NonJSONLine:
-                    self.non_json_count += 1
-                    self.non_json.append(item.line[:500])
+                self._on_data(await self._reader.read())
         return ready.popleft()
 
+    def _on_data(self, data: bytes) -> None:
+        if data:
+            items = self._lines.feed(data)
+        else:
+            self._eof = True
+            items = self._lines.feed_eof()
+        ready = self._ready
+        fast = self.fast_path
+        limits = self._limits
+        for item in items:
+            parsed: m.Incoming
+            if type(item) is bytes:
+                parsed = m.parse(item, limits)
+            elif type(item) is LineTooLong:
+                parsed = m.Invalid(m.ErrorObject(m.ErrorCode.INVALID_REQUEST, item.message))
+            else:
+                assert type(item) is NonJSONLine
+                self.non_json_count += 1
+                self.non_json.append(item.line[:500])
+                continue
+            if fast is None or not fast(parsed):
+                ready.append(parsed)
+        if self._push and len(ready) > _READY_LIMIT:
+            self._reader.pause()
 
-def _encode(message: Outbound) -> bytes:
-    if isinstance(message, list):
-        return m.serialize_batch(message) + b"\n"
-    return m.serialize(message) + b"\n"
+
+class _Sender:
+    """Frames and writes messages; one frame at a time, whole, in order."""
+
+    def __init__(self, writer: FDWriter) -> None:
+        self.writer = writer
+        self._lock = anyio.Lock()
+
+    async def send(self, message: Outbound) -> None:
+        if isinstance(message, list):
+            data = m.serialize_batch(message) + b"\n"
+        else:
+            data = m.serialize(message) + b"\n"
+        lock = self._lock
+        try:
+            # Uncontended (the common case): no scheduling point before the write,
+            # which usually completes at once on a pipe with room.
+            lock.acquire_nowait()
+        except anyio.WouldBlock:
+            await lock.acquire()
+        try:
+            await self.writer.write_all(data)
+        finally:
+            lock.release()
 
 
 class StdioClientTransport:
@@ -234,9 +282,8 @@ class StdioClientTransport:
         err_fd = os.dup(self.process.stderr.fileno())
         for f in (self.process.stdin, self.process.stdout, self.process.stderr):
             f.close()
-        self._writer = FDWriter(in_fd, owned=True)
+        self._sender = _Sender(FDWriter(in_fd, owned=True))
         self._framed = _Framed(FDReader(out_fd, owned=True), limits, tolerant=True)
-        self._write_lock = anyio.Lock()
         self._stderr_done = threading.Event()
         self._stderr_thread = threading.Thread(
             target=_drain,
@@ -254,9 +301,10 @@ class StdioClientTransport:
         return pid
 
     async def send(self, message: Outbound) -> None:
-        data = _encode(message)
-        async with self._write_lock:
-            await self._writer.write_all(data)
+        await self._sender.send(message)
+
+    def set_fast_path(self, fast: Callable[[m.Incoming], bool]) -> None:
+        self._framed.fast_path = fast
 
     async def receive(self) -> m.Incoming:
         try:
@@ -303,7 +351,7 @@ class StdioClientTransport:
         self._closed = True
         self._closed_locally = self.process.poll() is None
         with anyio.CancelScope(shield=True):
-            self._writer.close()
+            self._sender.writer.close()
             if not await self._wait_exit(self.shutdown_timeout):
                 self._signal_group(signal.SIGTERM)
                 if not await self._wait_exit(self.shutdown_timeout):
@@ -394,15 +442,15 @@ class StdioServerTransport:
             os.close(devnull)
             sys.stdout = sys.stderr
         self._framed = _Framed(FDReader(in_fd, owned=True), limits, tolerant=False)
-        self._writer = FDWriter(out_fd, owned=True)
-        self._write_lock = anyio.Lock()
+        self._sender = _Sender(FDWriter(out_fd, owned=True))
         self._closed = False
         self._closed_locally = False
 
     async def send(self, message: Outbound) -> None:
-        data = _encode(message)
-        async with self._write_lock:
-            await self._writer.write_all(data)
+        await self._sender.send(message)
+
+    def set_fast_path(self, fast: Callable[[m.Incoming], bool]) -> None:
+        self._framed.fast_path = fast
 
     async def receive(self) -> m.Incoming:
         return await self._framed.receive()
@@ -418,7 +466,7 @@ class StdioServerTransport:
         self._closed = True
         self._closed_locally = True
         self._framed._reader.close()
-        self._writer.close()
+        self._sender.writer.close()
         for saved, target in self._saved:
             try:
                 os.dup2(saved, target)

@@ -131,6 +131,14 @@ def _has_wide_int(data: bytes | bytearray | memoryview | str) -> bool:
     return False
 
 
+def _openers(data: bytes | bytearray | memoryview | str) -> int:
+    if isinstance(data, str):
+        return data.count("{") + data.count("[")
+    if isinstance(data, memoryview):
+        data = bytes(data)
+    return data.count(b"{") + data.count(b"[")
+
+
 def _depth_exceeds(value: JSONValue, limit: int) -> bool:
     # Iterative walk over containers only; scalars cost nothing. A message with
     # a 10 MB string is one step, a typical request a handful.
@@ -170,7 +178,12 @@ def loads(data: bytes | bytearray | memoryview | str, limits: Limits = DEFAULT_L
         value: JSONValue = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise NotJSON(f"invalid JSON: {exc}") from None
-    if isinstance(value, (dict, list)) and _depth_exceeds(value, limits.max_depth):
+    if (
+        isinstance(value, (dict, list))
+        # Nesting needs an opening bracket per level: count them (C speed) first.
+        and _openers(data) > limits.max_depth
+        and _depth_exceeds(value, limits.max_depth)
+    ):
         raise MessageTooDeep(limits.max_depth)
     pattern = _LONG_DIGITS_S if isinstance(data, str) else _LONG_DIGITS_B
     if pattern.search(data) and _has_wide_int(data):  # type: ignore[arg-type]
