@@ -231,7 +231,9 @@ class Context:
         params: JSONObject = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        await self._rctx.session.notify("notifications/message", params)
+        await self._rctx.session.notify(
+            "notifications/message", params, related=self._rctx.request_id
+        )
 
     async def debug(self, data: JSONValue, *, logger: str | None = None) -> None:
         await self.log("debug", data, logger=logger)
@@ -264,7 +266,9 @@ class Context:
         """Tell a legacy client that an out-of-band URL elicitation finished (2025-11-25)."""
         if self.era == "legacy":
             await self._rctx.session.notify(
-                "notifications/elicitation/complete", {"elicitationId": elicitation_id}
+                "notifications/elicitation/complete",
+                {"elicitationId": elicitation_id},
+                related=self._rctx.request_id,
             )
 
     async def elicit_url(
@@ -311,7 +315,7 @@ class Context:
         if not self._client_has(capability, mode):
             raise CapabilityMissing(capability, what)
         if self.era == "legacy":
-            return await self._rctx.session.request(method, params)
+            return await self._rctx.session.request(method, params, related=self._rctx.request_id)
         key = f"ask-{self._asks}"
         self._asks += 1
         if key in self._answers:

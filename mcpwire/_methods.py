@@ -512,6 +512,7 @@ async def _listen(call: Call) -> JSONObject:
     await session.notify(
         "notifications/subscriptions/acknowledged",
         {"_meta": {META_SUBSCRIPTION_ID: rid}, "notifications": honored},
+        related=rid,
     )
     call.conn.listeners[rid] = listener
     try:

@@ -324,18 +324,20 @@ class Server:
             session = conn.session
             if session is None or session.closed:
                 continue
-            targets: list[JSONObject | None] = []
+            # (params, the request the notification belongs to): legacy change
+            # notifications stand alone; a listen stream's belong to its request.
+            targets: list[tuple[JSONObject | None, RequestId | None]] = []
             if conn.initialized and (kind != "updated" or uri in conn.subscriptions):
-                targets.append({"uri": uri} if uri is not None else None)
+                targets.append(({"uri": uri} if uri is not None else None, None))
             for listener in list(conn.listeners.values()):
                 if _listener_wants(listener, kind, uri):
                     params: JSONObject = {"_meta": {_methods.META_SUBSCRIPTION_ID: listener.id}}
                     if uri is not None:
                         params["uri"] = uri
-                    targets.append(params)
-            for target in targets:
+                    targets.append((params, listener.id))
+            for target, related in targets:
                 try:
-                    await session.notify(method, target)
+                    await session.notify(method, target, related=related)
                 except Exception:  # the connection is going away; it will be dropped
                     break
 

@@ -142,7 +142,7 @@ class RequestContext:
             params["total"] = total
         if message is not None:
             params["message"] = message
-        await self.session.notify("notifications/progress", params)
+        await self.session.notify("notifications/progress", params, related=self.request.id)
 
 
 async def _no_requests(request: Request, ctx: RequestContext) -> JSONObject:
@@ -272,15 +272,19 @@ class Session:
 
     # -- outgoing -------------------------------------------------------------
 
-    async def notify(self, method: str, params: JSONObject | None = None) -> None:
+    async def notify(
+        self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
+    ) -> None:
         """Send a notification. Raises ``ConnectionClosed`` if the connection is gone."""
-        await self.send(Notification(method, params))
+        await self.send(Notification(method, params), related=related)
 
-    async def send(self, message: Message | list[Message]) -> None:
+    async def send(
+        self, message: Message | list[Message], *, related: RequestId | None = None
+    ) -> None:
         if self._closed is not None:
             raise self._closed_error()
         try:
-            await self.transport.send(message)
+            await self.transport.send(message, related=related)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             if self._closed is None:
                 self._shutdown(self.transport.close_error())
@@ -295,6 +299,7 @@ class Session:
         on_progress: ProgressCallback | None = None,
         max_timeout: float | _Unset = _UNSET,
         on_id: Callable[[RequestId], None] | None = None,
+        related: RequestId | None = None,
     ) -> JSONObject:
         """Send a request and wait for its result.
 
@@ -307,6 +312,8 @@ class Session:
             max_timeout: hard cap however much progress arrives.
             on_id: called with the request's id before it is sent (to route
                 notifications that name it, such as a subscription's).
+            related: the peer's request this one is made while serving (see
+                ``Transport.send``).
 
         Raises:
             JSONRPCError: the peer answered with an error.
@@ -331,7 +338,7 @@ class Session:
             # (a full pipe) must not hang the caller in send().
             with anyio.CancelScope(deadline=started + limit) as scope:
                 pending.scope = scope
-                await self.send(request)
+                await self.send(request, related=related)
                 if pending.value is None:  # a direct transport may have answered already
                     await pending.done.wait()
             value = pending.value

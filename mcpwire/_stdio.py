@@ -48,6 +48,7 @@ from ._fdio import FDReader, FDWriter
 from ._transport import Outbound
 from .sansio import _messages as m
 from .sansio._codec import DEFAULT_LIMITS, Limits
+from .sansio._messages import RequestId
 from .sansio._ndjson import LineTooLong, NDJSONReader, NonJSONLine
 
 __all__ = (
@@ -194,7 +195,7 @@ class _Sender:
         self.writer = writer
         self._lock = anyio.Lock()
 
-    async def send(self, message: Outbound) -> None:
+    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
         if isinstance(message, list):
             data = m.serialize_batch(message) + b"\n"
         else:
@@ -300,7 +301,7 @@ class StdioClientTransport:
         pid: int = self.process.pid
         return pid
 
-    async def send(self, message: Outbound) -> None:
+    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
         await self._sender.send(message)
 
     def set_fast_path(self, fast: Callable[[m.Incoming], bool]) -> None:
@@ -446,7 +447,7 @@ class StdioServerTransport:
         self._closed = False
         self._closed_locally = False
 
-    async def send(self, message: Outbound) -> None:
+    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
         await self._sender.send(message)
 
     def set_fast_path(self, fast: Callable[[m.Incoming], bool]) -> None:

@@ -11,7 +11,10 @@ Contract:
   to be answered, or a ``Batch``); at end of input it raises
   ``anyio.EndOfStream``. It is called by one task only.
 * ``send()`` takes a message or a list of messages (a batch reply) and is safe
-  to call from many tasks at once: frames never interleave.
+  to call from many tasks at once: frames never interleave. ``related`` names
+  the peer's request a notification or request belongs to (progress, logs,
+  asks made while serving it, a subscription's events); transports that keep
+  one stream per request (HTTP) route by it, the others ignore it.
 * ``close_error()`` describes, as a ``ConnectionClosed``, why the transport
   ended: the peer's exit status and stderr tail for a child process, for example.
 * ``aclose()`` is idempotent.
@@ -27,6 +30,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from ._errors import ConnectionClosed
 from .sansio import _messages as m
+from .sansio._messages import RequestId
 
 __all__ = (
     "DirectTransport",
@@ -44,7 +48,7 @@ Outbound = Union[m.Message, "list[m.Message]"]
 
 
 class Transport(Protocol):
-    async def send(self, message: Outbound) -> None: ...
+    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None: ...
 
     async def receive(self) -> m.Incoming: ...
 
@@ -70,7 +74,7 @@ class MemoryTransport:
         self._name = name
         self._closed_locally = False
 
-    async def send(self, message: Outbound) -> None:
+    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
         if self._wire:
             # Full serialise/parse round trip, as a byte transport would do.
             data = m.serialize_batch(message) if isinstance(message, list) else m.serialize(message)
@@ -150,7 +154,7 @@ class DirectTransport:
         """Called by the session that owns this end: where peer messages go."""
         self._deliver = deliver
 
-    async def send(self, message: Outbound) -> None:
+    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
         peer = self.peer
         if self._ended or peer is None or peer._ended:
             raise anyio.BrokenResourceError
