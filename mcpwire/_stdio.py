@@ -182,7 +182,9 @@ class _Framed:
                 self.non_json_count += 1
                 self.non_json.append(item.line[:500])
                 continue
-            if fast is None or not fast(parsed):
+            # Settled at once only when nothing waits ahead of it, so messages are
+            # still seen in order (progress before the response it precedes).
+            if ready or fast is None or not fast(parsed):
                 ready.append(parsed)
         if self._push and len(ready) > _READY_LIMIT:
             self._reader.pause()

@@ -676,3 +676,34 @@ async def test_client_send_after_child_exit(scripts: dict[str, str], anyio_backe
             await keep_sending()
     finally:
         await transport.aclose()
+
+
+ONE_WRITE_SERVER = r"""
+import json, os, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    token = msg["params"]["_meta"]["progressToken"]
+    progress = {"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": 1, "total": 1}}
+    result = {"jsonrpc": "2.0", "id": msg["id"], "result": {"ok": True}}
+    # Progress and the response in ONE write, so they arrive in one read.
+    os.write(1, (json.dumps(progress) + "\n" + json.dumps(result) + "\n").encode())
+"""
+
+
+async def test_progress_in_the_same_read_as_the_response_is_not_lost(tmp_path: Path) -> None:
+    script = tmp_path / "one_write.py"
+    script.write_text(ONE_WRITE_SERVER)
+    seen: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(progress)
+
+    transport = StdioClientTransport(sys.executable, [str(script)])
+    async with Session(transport) as session:
+        for _ in range(20):
+            seen.clear()
+            with anyio.fail_after(WAIT):
+                result = await session.request("work", {}, on_progress=on_progress)
+            assert result == {"ok": True}
+            assert seen == [1.0]
