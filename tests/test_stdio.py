@@ -691,6 +691,7 @@ for line in sys.stdin:
 """
 
 
+@pytest.mark.anyio
 async def test_progress_in_the_same_read_as_the_response_is_not_lost(tmp_path: Path) -> None:
     script = tmp_path / "one_write.py"
     script.write_text(ONE_WRITE_SERVER)
