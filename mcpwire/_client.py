@@ -155,6 +155,7 @@ class Client:
         self._session_entered = False
         self._tg: anyio.abc.TaskGroup | None = None
         self._output_schemas: dict[str, _schema.Validator | None] = {}
+        self._envelopes: dict[tuple[str, str | None, int], JSONObject] = {}
         self._cache: dict[tuple[str, str], tuple[float, JSONObject]] = {}
         self._subscriptions: dict[RequestId, ListenState] = {}
 
@@ -259,14 +260,22 @@ class Client:
         return caps
 
     def _envelope(self, version: str, *, with_level: bool = True) -> JSONObject:
-        meta: JSONObject = {
-            META_PROTOCOL_VERSION: version,
-            META_CLIENT_CAPABILITIES: self._capabilities(version),
-            META_CLIENT_INFO: self.client_info,
-        }
-        if with_level and self.log_level is not None:
-            meta[META_LOG_LEVEL] = self.log_level
-        return meta
+        """The modern ``_meta`` envelope (a fresh dict; the parts are computed once)."""
+        level = self.log_level if with_level else None
+        key = (version, level, id(self.client_info))
+        cached = self._envelopes.get(key)
+        if cached is None:
+            cached = {
+                META_PROTOCOL_VERSION: version,
+                META_CLIENT_CAPABILITIES: self._capabilities(version),
+                META_CLIENT_INFO: self.client_info,
+            }
+            if level is not None:
+                cached[META_LOG_LEVEL] = level
+            if len(self._envelopes) > 16:
+                self._envelopes.clear()
+            self._envelopes[key] = cached
+        return dict(cached)
 
     # -- requests ----------------------------------------------------------------------
 
@@ -281,10 +290,11 @@ class Client:
         """Send any request, adding the modern envelope when the era is modern."""
         params = dict(params) if params else {}
         if self.era == "modern":
+            envelope = self._envelope(self.protocol_version)
             meta = params.get("_meta")
-            merged: JSONObject = dict(meta) if isinstance(meta, dict) else {}
-            merged.update(self._envelope(self.protocol_version))
-            params["_meta"] = merged
+            if isinstance(meta, dict):
+                envelope = {**meta, **envelope}
+            params["_meta"] = envelope
         kwargs: dict[str, object] = {}
         if timeout is not None:
             kwargs["timeout"] = timeout

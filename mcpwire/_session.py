@@ -204,6 +204,8 @@ class Session:
             raise RuntimeError("a Session can be entered only once")
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
+        # Never entered, so never cancelled: the scope of handlers that never wait.
+        self._no_cancel = anyio.CancelScope()
         attach = getattr(self.transport, "attach", None)
         if attach is not None:
             # A direct in-process transport hands us the peer's messages by call.
@@ -400,7 +402,10 @@ class Session:
                     )
                 )
                 return
-            if inline or (self.serve_inline is not None and self.serve_inline(req)):
+            if self.serve_inline is not None and self.serve_inline(req):
+                await self._serve(req, None, scoped=False)
+                return
+            if inline:
                 await self._serve(req, None)
                 return
             assert self._tg is not None
@@ -486,35 +491,48 @@ class Session:
         except Exception:
             logger.exception("progress callback failed")
 
-    async def _serve(self, request: Request, collect: list[Message] | None) -> None:
+    async def _serve(
+        self, request: Request, collect: list[Message] | None, *, scoped: bool = True
+    ) -> None:
+        """Run the handler and send (or collect) its reply.
+
+        ``scoped=False`` is for handlers that never wait (``serve_inline``): no
+        cancel can reach them before they finish, so they get no cancel scope.
+        """
         if self._closed is not None:
             return
-        reply: Message | None = None
-        with anyio.CancelScope() as scope:
-            self._running[request.id] = scope
-            ctx = RequestContext(self, request, scope)
-            try:
-                result = await self.on_request(request, ctx)
-                reply = Response(request.id, result)
-            except JSONRPCError as exc:
-                reply = error_response(request.id, exc.code, exc.message, exc.data)
-            except Exception as exc:
-                logger.exception("handler for %r failed", request.method)
-                reply = error_response(
-                    request.id,
-                    ErrorCode.INTERNAL_ERROR,
-                    f"Internal error: {type(exc).__name__}: {exc}",
-                )
-        self._running.pop(request.id, None)
+        if scoped:
+            with anyio.CancelScope() as scope:
+                self._running[request.id] = scope
+                reply = await self._reply(request, RequestContext(self, request, scope))
+            self._running.pop(request.id, None)
+            cancelled = scope.cancelled_caught
+        else:
+            reply = await self._reply(request, RequestContext(self, request, self._no_cancel))
+            cancelled = False
         if self._closed is not None:
             return
         send = self.rpc.request_finished(request.id)
-        if not send or reply is None or scope.cancelled_caught:
+        if not send or reply is None or cancelled:
             return
         if collect is not None:
             collect.append(reply)
         else:
             await self._send_quietly(reply)
+
+    async def _reply(self, request: Request, ctx: RequestContext) -> Message:
+        try:
+            result = await self.on_request(request, ctx)
+            return Response(request.id, result)
+        except JSONRPCError as exc:
+            return error_response(request.id, exc.code, exc.message, exc.data)
+        except Exception as exc:
+            logger.exception("handler for %r failed", request.method)
+            return error_response(
+                request.id,
+                ErrorCode.INTERNAL_ERROR,
+                f"Internal error: {type(exc).__name__}: {exc}",
+            )
 
     async def _serve_batch(self, batch: Batch) -> None:
         replies: list[Message] = []
