@@ -155,7 +155,7 @@ class Client:
         self._session_entered = False
         self._tg: anyio.abc.TaskGroup | None = None
         self._output_schemas: dict[str, _schema.Validator | None] = {}
-        self._envelopes: dict[tuple[str, str | None, int], JSONObject] = {}
+        self._envelopes: dict[tuple[object, ...], JSONObject] = {}
         self._cache: dict[tuple[str, str], tuple[float, JSONObject]] = {}
         self._subscriptions: dict[RequestId, ListenState] = {}
 
@@ -262,7 +262,15 @@ class Client:
     def _envelope(self, version: str, *, with_level: bool = True) -> JSONObject:
         """The modern ``_meta`` envelope (a fresh dict; the parts are computed once)."""
         level = self.log_level if with_level else None
-        key = (version, level, id(self.client_info))
+        # Everything the envelope depends on (callbacks decide the capabilities).
+        key = (
+            version,
+            level,
+            id(self.client_info),
+            self.sampling is None,
+            self.elicitation is None,
+            self.roots is None,
+        )
         cached = self._envelopes.get(key)
         if cached is None:
             cached = {
