@@ -113,6 +113,10 @@ class FDReader(_FD):
         assert loop is not None
         if self._eof or self._closed:
             return
+        await self._park(loop)
+
+    async def _park(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Wait (watching the descriptor) until the readiness callback runs."""
         if self._loop is None:
             self._watch(loop)
         waiter = loop.create_future()
@@ -164,14 +168,7 @@ class FDReader(_FD):
                 return chunk
             if self._eof or self._closed:
                 return b""
-            if self._loop is None:
-                self._watch(loop)
-            waiter = loop.create_future()
-            self._waiter = waiter
-            try:
-                await waiter
-            finally:
-                self._waiter = None
+            await self._park(loop)
 
     def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
         loop.add_reader(self.fd, self._on_readable)
