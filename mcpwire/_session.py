@@ -17,6 +17,17 @@ takes ``Incoming`` items from the transport and dispatches them:
   and counted; batches are served only when ``allow_batches`` is set (the
   2025-03-26 revision) and otherwise refused with one -32600.
 
+Three shortcuts keep a round trip cheap without changing what is observed:
+
+* requests that ``serve_inline`` approves (handlers that never wait, such
+  as a synchronous tool) are served in the reader task itself: they would
+  block the loop in any task, so a task of their own buys nothing;
+* a transport with ``attach`` (the direct in-process pair) delivers the
+  peer's messages by call, and requests are then served in the caller's task;
+* a transport with ``set_fast_path`` (stdio on asyncio) settles a response
+  where it parses it, waking the caller without a pass through the reader
+  task, and only when nothing is queued ahead of it, so order is kept.
+
 All correlation state lives in the sans-IO ``RPCState``; this module only
 waits, times and cancels. Every outgoing request has a finite deadline. When
 the transport ends, every waiting caller fails at once with the transport's
