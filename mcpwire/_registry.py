@@ -13,13 +13,16 @@ import base64
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from . import _schema
 from ._content import PromptMessage, ToolError, ToolResult, content_block
 from ._context import Context
-from ._uritemplate import UriTemplate
 from .sansio import _codec
 from .sansio._json import JSONObject, JSONValue
+
+if TYPE_CHECKING:
+    from ._uritemplate import UriTemplate
 
 __all__ = (
     "CompletionDef",

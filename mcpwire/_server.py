@@ -32,7 +32,6 @@ from ._context import StateSealer
 from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef, is_quick
 from ._session import RequestContext, Session
 from ._transport import Transport
-from ._uritemplate import UriTemplate
 from ._versions import ALL_VERSIONS, LOG_LEVELS
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import Notification, Request, RequestId
@@ -40,6 +39,7 @@ from .sansio._state import Lifecycle, LifecycleInput, LifecycleState
 
 if TYPE_CHECKING:
     from ._registry import Handler
+    from ._uritemplate import UriTemplate
 
 __all__ = ("Connection", "Server")
 
@@ -244,7 +244,7 @@ class Server:
         ctx = _context_param(fn)
         if "{" in uri:
             tdef = TemplateDef(
-                UriTemplate(uri),
+                _template(uri),
                 name or fn.__name__,
                 fn,
                 title,
@@ -427,6 +427,13 @@ class Server:
         end = start + self.page_size
         next_cursor = _encode_cursor(kind, end) if end < len(items) else None
         return items[start:end], next_cursor
+
+
+def _template(uri: str) -> UriTemplate:
+    # Imported on first use: most servers never register a template.
+    from ._uritemplate import UriTemplate
+
+    return UriTemplate(uri)
 
 
 def _listener_wants(listener: Listener, kind: str, uri: str | None) -> bool:
