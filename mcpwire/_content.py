@@ -106,8 +106,11 @@ class EmbeddedResource:
 
 @dataclass(frozen=True, slots=True)
 class PromptMessage:
+    """A prompt message; ``content`` is a content helper (``Text``, ``Image``, ...),
+    a string, or a wire-form content block."""
+
     role: str
-    content: JSONValue
+    content: JSONValue | Text | Image | Audio | ResourceLink | EmbeddedResource
 
     def to_json(self) -> JSONObject:
         return {"role": self.role, "content": content_block(self.content)}

@@ -58,12 +58,16 @@ DEFAULT_STATE_TTL = 15 * 60
 
 
 class InputRequired(Exception):
-    """Raised by an ask in the modern era when the answer is not known yet."""
+    """Raised by an ask in the modern era when answers are not known yet.
 
-    def __init__(self, key: str, request: JSONObject) -> None:
-        super().__init__(f"input required: {request.get('method')}")
-        self.key = key
-        self.request = request
+    ``requests`` maps each input key to its request in wire form
+    (``{"method": ..., "params": ...}``); they all go out in one
+    ``InputRequiredResult``.
+    """
+
+    def __init__(self, requests: dict[str, JSONValue]) -> None:
+        super().__init__("input required: " + ", ".join(sorted(requests)))
+        self.requests = requests
 
 
 class URLElicitationRequired(JSONRPCError):
@@ -159,6 +163,20 @@ def request_digest(method: str, params: JSONObject) -> str:
     return hashlib.sha256(raw).hexdigest()[:32]
 
 
+def _capability_for(method: str, params: JSONObject | None) -> tuple[JSONObject, str, str | None]:
+    """The client capability an ask needs: (capability, name for errors, elicitation mode)."""
+    if method == "elicitation/create":
+        mode = params.get("mode", "form") if params else "form"
+        if mode == "url":
+            return {"elicitation": {"url": {}}}, "URL elicitation", "url"
+        return {"elicitation": {}}, "elicitation", "form"
+    if method == "sampling/createMessage":
+        return {"sampling": {}}, "sampling", None
+    if method == "roots/list":
+        return {"roots": {}}, "roots", None
+    return {}, method, None
+
+
 class Context:
     """Passed to handlers that declare a parameter annotated ``Context``."""
 
@@ -249,7 +267,9 @@ class Context:
 
     # -- asking the client -------------------------------------------------------
 
-    async def elicit(self, message: str, schema: JSONObject) -> JSONObject:
+    async def elicit(
+        self, message: str, schema: JSONObject, *, key: str | None = None
+    ) -> JSONObject:
         """Ask the user for structured input (form mode).
 
         Returns the client's ``ElicitResult``: ``{"action": "accept"|"decline"|
@@ -259,7 +279,7 @@ class Context:
         if self.era == "legacy" and self.protocol_version < "2025-11-25":
             del params["mode"]
         return await self._ask(
-            "elicitation/create", params, {"elicitation": {}}, "elicitation", mode="form"
+            "elicitation/create", params, {"elicitation": {}}, "elicitation", mode="form", key=key
         )
 
     async def notify_elicitation_complete(self, elicitation_id: str) -> None:
@@ -272,7 +292,7 @@ class Context:
             )
 
     async def elicit_url(
-        self, message: str, url: str, elicitation_id: str | None = None
+        self, message: str, url: str, elicitation_id: str | None = None, *, key: str | None = None
     ) -> JSONObject:
         """Ask the user to visit ``url`` (URL mode, 2025-11-25 and later)."""
         params: JSONObject = {"mode": "url", "message": message, "url": url}
@@ -284,10 +304,16 @@ class Context:
             {"elicitation": {"url": {}}},
             "URL elicitation",
             mode="url",
+            key=key,
         )
 
     async def sample(
-        self, messages: list[JSONValue], max_tokens: int, **options: JSONValue
+        self,
+        messages: list[JSONValue],
+        max_tokens: int,
+        *,
+        key: str | None = None,
+        **options: JSONValue,
     ) -> JSONObject:
         """Ask the client's model for a completion (``sampling/createMessage``).
 
@@ -295,13 +321,56 @@ class Context:
         ``temperature``, ``modelPreferences``, ...).
         """
         params: JSONObject = {"messages": messages, "maxTokens": max_tokens, **options}
-        return await self._ask("sampling/createMessage", params, {"sampling": {}}, "sampling")
+        return await self._ask(
+            "sampling/createMessage", params, {"sampling": {}}, "sampling", key=key
+        )
 
-    async def list_roots(self) -> list[JSONObject]:
+    async def list_roots(self, *, key: str | None = None) -> list[JSONObject]:
         """The client's roots (``roots/list``)."""
-        result = await self._ask("roots/list", None, {"roots": {}}, "roots")
+        result = await self._ask("roots/list", None, {"roots": {}}, "roots", key=key)
         roots = result.get("roots")
         return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []
+
+    async def ask_all(self, asks: dict[str, JSONObject]) -> dict[str, JSONObject]:
+        """Ask the client several things at once; returns the answers by key.
+
+        Each ask is a request in wire form, ``{"method": "elicitation/create" |
+        "sampling/createMessage" | "roots/list", "params": {...}}``. Modern era:
+        every unanswered ask goes out in one ``InputRequiredResult`` under its
+        key (the keys are the client-visible ``inputRequests`` names). Legacy
+        era: the asks are sent as server-to-client requests, one after another.
+        """
+        for ask in asks.values():
+            method = ask.get("method")
+            params = ask.get("params")
+            need, what, mode = _capability_for(
+                method if isinstance(method, str) else "",
+                params if isinstance(params, dict) else None,
+            )
+            if not self._client_has(need, mode):
+                raise CapabilityMissing(need, what)
+        if self.era == "legacy":
+            answers: dict[str, JSONObject] = {}
+            for key, ask in asks.items():
+                params = ask.get("params")
+                answers[key] = await self._rctx.session.request(
+                    str(ask.get("method")),
+                    params if isinstance(params, dict) else None,
+                    related=self._rctx.request_id,
+                )
+            return answers
+        missing: dict[str, JSONValue] = {k: a for k, a in asks.items() if k not in self._answers}
+        if missing:
+            raise InputRequired(missing)
+        out: dict[str, JSONObject] = {}
+        for key in asks:
+            answer = self._answers[key]
+            if not isinstance(answer, dict):
+                raise JSONRPCError(
+                    ErrorCode.INVALID_PARAMS, f"inputResponses[{key!r}] is not an object"
+                )
+            out[key] = answer
+        return out
 
     async def _ask(
         self,
@@ -311,26 +380,23 @@ class Context:
         what: str,
         *,
         mode: str | None = None,
+        key: str | None = None,
     ) -> JSONObject:
         if not self._client_has(capability, mode):
             raise CapabilityMissing(capability, what)
         if self.era == "legacy":
             return await self._rctx.session.request(method, params, related=self._rctx.request_id)
-        key = f"ask-{self._asks}"
-        self._asks += 1
-        if key in self._answers:
-            answer = self._answers[key]
-            if isinstance(answer, dict):
-                return answer
-            raise JSONRPCError(
-                ErrorCode.INVALID_PARAMS, f"inputResponses[{key!r}] is not an object"
-            )
+        if key is None:
+            key = f"ask-{self._asks}"
+            self._asks += 1
         request: JSONObject = {"method": method}
         if params is not None:
             request["params"] = params
-        raise InputRequired(key, request)
+        return (await self.ask_all({key: request}))[key]
 
     def _client_has(self, capability: JSONObject, mode: str | None) -> bool:
+        if not capability:
+            return True
         name = next(iter(capability))
         declared = self.client_capabilities.get(name)
         if not isinstance(declared, dict):

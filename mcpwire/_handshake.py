@@ -67,8 +67,13 @@ def _remember(client: Client, era: Era) -> None:
     _ERA_CACHE[client.era_key] = era
 
 
-async def _discover(client: Client, version: str, *, timeout: float) -> bool:
-    """Try ``server/discover``; True when the server speaks a modern version we speak."""
+async def _discover(client: Client, version: str, *, timeout: float, retried: bool = False) -> bool:
+    """Try ``server/discover``; True when the server speaks a modern version we speak.
+
+    A -32022 naming a modern version we speak is answered by one retry with
+    that version (even the one just tried: the client SHOULD retry with a
+    version from ``data.supported``); it never leads to ``initialize``.
+    """
     params: JSONObject = {"_meta": client._envelope(version, with_level=False)}
     try:
         result = await client.session.request("server/discover", params, timeout=timeout)
@@ -76,8 +81,8 @@ async def _discover(client: Client, version: str, *, timeout: float) -> bool:
         supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
         if exc.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION and isinstance(supported, list):
             mutual = [v for v in MODERN_VERSIONS if v in supported]
-            if mutual and mutual[-1] != version:
-                return await _discover(client, mutual[-1], timeout=timeout)
+            if mutual and not retried:
+                return await _discover(client, mutual[-1], timeout=timeout, retried=True)
         return False
     except TimeoutError:
         return False

@@ -114,10 +114,11 @@ async def dispatch(
     params = request.params if request.params is not None else {}
     meta = params.get("_meta")
     method = request.method
-    modern = method != "initialize" and (
-        method in _MODERN_ONLY
-        or (isinstance(meta, dict) and META_PROTOCOL_VERSION in meta)
-        or (isinstance(meta, dict) and META_CLIENT_CAPABILITIES in meta)
+    # An initialize that carries the modern envelope is a modern request for a
+    # method the modern era does not have (-32601), not a handshake.
+    modern = method in _MODERN_ONLY or (
+        isinstance(meta, dict)
+        and (META_PROTOCOL_VERSION in meta or META_CLIENT_CAPABILITIES in meta)
     )
     if modern:
         return await _dispatch_modern(server, conn, request, rctx, params, meta)
@@ -279,7 +280,7 @@ async def _with_input_rounds(call: Call, handler: Method) -> JSONObject:
         sealed = call.server.sealer.seal({"d": digest, "a": answers})
         return {
             "resultType": "input_required",
-            "inputRequests": {ask.key: ask.request},
+            "inputRequests": ask.requests,
             "requestState": sealed,
         }
 
