@@ -33,6 +33,37 @@ if TYPE_CHECKING:
     from ._content import ToolResult as ToolResult
     from ._context import Context as Context
     from ._context import URLElicitationRequired as URLElicitationRequired
+    from ._http_client import HTTPClientTransport as HTTPClientTransport
+    from ._http_client_base import HTTPClientOptions as HTTPClientOptions
+    from ._http_client_sse import SSEClientTransport as SSEClientTransport
+    from ._http_events import EventStore as EventStore
+    from ._http_events import MemoryEventStore as MemoryEventStore
+    from ._http_server import HTTPServer as HTTPServer
+    from ._http_server import HTTPServerOptions as HTTPServerOptions
+    from ._hub import Hub as Hub
+    from ._hub_config import ServerConfig as ServerConfig
+    from ._hub_config import load_config as load_config
+    from ._hub_config import load_configs as load_configs
+    from ._hub_dialects import parse_config as parse_config
+    from ._hub_errors import ConfigError as ConfigError
+    from ._hub_errors import ConfigIssue as ConfigIssue
+    from ._hub_errors import HubError as HubError
+    from ._hub_errors import ToolCallRefused as ToolCallRefused
+    from ._hub_events import ConfigRejected as ConfigRejected
+    from ._hub_events import ConfigReloaded as ConfigReloaded
+    from ._hub_events import EventStream as EventStream
+    from ._hub_events import HubEvent as HubEvent
+    from ._hub_events import NameCollisionEvent as NameCollisionEvent
+    from ._hub_events import ServerState as ServerState
+    from ._hub_events import ServerStateChanged as ServerStateChanged
+    from ._hub_events import ToolCountWarning as ToolCountWarning
+    from ._hub_events import ToolsChanged as ToolsChanged
+    from ._hub_names import HubPrompt as HubPrompt
+    from ._hub_names import HubTool as HubTool
+    from ._hub_names import NameRule as NameRule
+    from ._hub_status import ErrorEntry as ErrorEntry
+    from ._hub_status import RestartPolicy as RestartPolicy
+    from ._hub_status import ServerStatus as ServerStatus
     from ._server import Connection as Connection
     from ._server import Server as Server
     from ._session import RequestContext as RequestContext
@@ -58,13 +89,30 @@ __all__ = (
     "CallToolResult",
     "Client",
     "Completion",
+    "ConfigError",
+    "ConfigIssue",
+    "ConfigRejected",
+    "ConfigReloaded",
     "Connection",
     "ConnectionClosed",
     "Content",
     "Context",
     "EmbeddedResource",
+    "ErrorEntry",
+    "EventStream",
+    "EventStore",
     "GetPromptResult",
+    "HTTPServer",
+    "HTTPServerOptions",
+    "Hub",
+    "HubError",
+    "HubEvent",
+    "HubPrompt",
+    "HubTool",
     "Image",
+    "MemoryEventStore",
+    "NameCollisionEvent",
+    "NameRule",
     "OutputValidationError",
     "Prompt",
     "PromptArgument",
@@ -73,12 +121,20 @@ __all__ = (
     "ResourceContents",
     "ResourceLink",
     "ResourceTemplate",
+    "RestartPolicy",
     "Server",
+    "ServerConfig",
+    "ServerState",
+    "ServerStateChanged",
+    "ServerStatus",
     "Subscription",
     "Text",
     "Tool",
+    "ToolCallRefused",
+    "ToolCountWarning",
     "ToolError",
     "ToolResult",
+    "ToolsChanged",
     "URLElicitationRequired",
     "JSONRPCError",
     "LocalProtocolError",
@@ -89,11 +145,17 @@ __all__ = (
     "RequestContext",
     "RequestTimeout",
     "Session",
+    "HTTPClientOptions",
+    "HTTPClientTransport",
+    "SSEClientTransport",
     "StdioClientTransport",
     "StdioServerTransport",
     "Transport",
     "__version__",
+    "load_config",
+    "load_configs",
     "memory_pair",
+    "parse_config",
 )
 
 # name -> private module that defines it; imported on first attribute access.
@@ -111,6 +173,34 @@ _LAZY = {
     "ToolResult": "._content",
     "Context": "._context",
     "URLElicitationRequired": "._context",
+    "Hub": "._hub",
+    "ServerConfig": "._hub_config",
+    "load_config": "._hub_config",
+    "load_configs": "._hub_config",
+    "parse_config": "._hub_dialects",
+    "ConfigError": "._hub_errors",
+    "ConfigIssue": "._hub_errors",
+    "HubError": "._hub_errors",
+    "ToolCallRefused": "._hub_errors",
+    "ConfigRejected": "._hub_events",
+    "ConfigReloaded": "._hub_events",
+    "EventStream": "._hub_events",
+    "HubEvent": "._hub_events",
+    "NameCollisionEvent": "._hub_events",
+    "ServerState": "._hub_events",
+    "ServerStateChanged": "._hub_events",
+    "ToolCountWarning": "._hub_events",
+    "ToolsChanged": "._hub_events",
+    "HubPrompt": "._hub_names",
+    "HubTool": "._hub_names",
+    "NameRule": "._hub_names",
+    "ErrorEntry": "._hub_status",
+    "RestartPolicy": "._hub_status",
+    "ServerStatus": "._hub_status",
+    "EventStore": "._http_events",
+    "MemoryEventStore": "._http_events",
+    "HTTPServer": "._http_server",
+    "HTTPServerOptions": "._http_server",
     "Connection": "._server",
     "Server": "._server",
     "CallToolResult": "._types",
@@ -125,6 +215,9 @@ _LAZY = {
     "Tool": "._types",
     "RequestContext": "._session",
     "Session": "._session",
+    "HTTPClientTransport": "._http_client",
+    "HTTPClientOptions": "._http_client_base",
+    "SSEClientTransport": "._http_client_sse",
     "StdioClientTransport": "._stdio",
     "StdioServerTransport": "._stdio",
     "MemoryTransport": "._transport",

@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -48,6 +48,19 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
         p.add_argument("--config", help="a config file with mcpServers / servers")
         p.add_argument("--server", help="the server's name in --config")
+        p.add_argument(
+            "--header",
+            action="append",
+            default=[],
+            metavar="'NAME: VALUE'",
+            help="URL targets: an HTTP header to send (repeatable), e.g. 'Authorization: Bearer x'",
+        )
+        p.add_argument(
+            "--transport",
+            choices=("auto", "streamable", "sse"),
+            default="auto",
+            help="URL targets: Streamable HTTP with HTTP+SSE fallback (auto), or only one of them",
+        )
 
     p = sub.add_parser("inspect", help="show a server's info, tools, resources and prompts")
     p.add_argument("url", nargs="?")
@@ -68,9 +81,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p = sub.add_parser("hub", help="connect every server in config files")
-    p.add_argument("--config", action="append", default=[])
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="HOST",
+        help="http: a Host header to accept (repeatable, '*' for any; "
+        "default: localhost names when bound to loopback)",
+    )
+    p.add_argument(
+        "--allowed-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="http: an Origin header to accept (repeatable, '*' for any; default: localhost)",
+    )
+    p = sub.add_parser("hub", help="connect every server in config files, show their state")
+    _hub_arguments(p)
     return parser
 
 
@@ -87,7 +112,7 @@ def run(argv: list[str]) -> int:
         if args.command == "serve":
             return _serve(args)
         if args.command == "hub":
-            raise UsageError("the hub arrives with the hub work; it is not built yet")
+            return _hub_command(args, command)
         return anyio.run(_client_command, args, command)
     except BrokenPipeError:
         # The reader of our stdout went away (``| head``): not an error of ours.
@@ -125,14 +150,6 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
     from ._client import Client
     from ._handshake import DEFAULT_PROBE_TIMEOUT
 
-    if url is not None:
-        raise UsageError("HTTP targets arrive with the HTTP transport; they are not built yet")
-    env: dict[str, str | None] | None = None
-    cwd: str | None = None
-    if args.config:
-        if not args.server:
-            raise UsageError("--config needs --server NAME")
-        command, env, cwd = _from_config(args.config, args.server)
     notes: list[str] = []
 
     async def on_note(method: str, params: JSONObject) -> None:
@@ -142,25 +159,56 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
 
     if not args.timeout > 0:
         raise UsageError("--timeout must be a positive number of seconds")
+    common: dict[str, Any] = {
+        "mode": args.mode,
+        "request_timeout": args.timeout,
+        "probe_timeout": min(args.timeout, DEFAULT_PROBE_TIMEOUT),
+        "on_notification": on_note,
+        "log_level": "debug",
+    }
+    headers = _header_options(args.header)
+    transport = args.transport
+    if url is None and args.config and args.server:
+        # A config entry with a URL ("url", "serverUrl" or "httpUrl"; "type": "sse").
+        url, more, kind = _url_from_config(args.config, args.server)
+        headers = more + headers
+        transport = kind if kind is not None and transport == "auto" else transport
+    if url is not None:
+        try:
+            return Client.http(
+                url,
+                headers=headers,
+                transport=transport,
+                connect_timeout=min(args.timeout, 10.0),
+                **common,
+            )
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    if args.header:
+        raise UsageError("--header applies to URL targets only")
+    env: dict[str, str | None] | None = None
+    cwd: str | None = None
+    if args.config:
+        if not args.server:
+            raise UsageError("--config needs --server NAME")
+        command, env, cwd = _from_config(args.config, args.server)
     try:
-        return Client.stdio(
-            command[0],
-            command[1:],
-            env=env,
-            cwd=cwd,
-            mode=args.mode,
-            request_timeout=args.timeout,
-            probe_timeout=min(args.timeout, DEFAULT_PROBE_TIMEOUT),
-            on_notification=on_note,
-            log_level="debug",
-        )
+        return Client.stdio(command[0], command[1:], env=env, cwd=cwd, **common)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
 
-def _from_config(
-    path: str, name: str
-) -> tuple[list[str], dict[str, str | None] | None, str | None]:
+def _header_options(values: list[str]) -> list[tuple[str, str]]:
+    headers = []
+    for value in values:
+        name, colon, rest = value.partition(":")
+        if not colon or not name.strip():
+            raise UsageError(f"--header needs 'NAME: VALUE', not {value!r}")
+        headers.append((name.strip(), rest.strip()))
+    return headers
+
+
+def _config_entry(path: str, name: str) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
             data = json.load(f)
@@ -170,10 +218,28 @@ def _from_config(
     entry = servers.get(name) if isinstance(servers, dict) else None
     if not isinstance(entry, dict):
         raise UsageError(f"{path}: no server named {name!r}")
+    return entry
+
+
+def _url_from_config(path: str, name: str) -> tuple[str | None, list[tuple[str, str]], str | None]:
+    """A URL server's address, headers and transport kind (``None``: a command server)."""
+    entry = _config_entry(path, name)
+    url = entry.get("url") or entry.get("serverUrl") or entry.get("httpUrl")
+    if not isinstance(url, str):
+        return None, [], None
+    raw = entry.get("headers") or {}
+    if not isinstance(raw, dict):
+        raise UsageError(f"{path}: server {name!r}: headers must be an object")
+    kind = entry.get("type") or entry.get("transport")
+    return url, [(str(k), str(v)) for k, v in raw.items()], "sse" if kind == "sse" else None
+
+
+def _from_config(
+    path: str, name: str
+) -> tuple[list[str], dict[str, str | None] | None, str | None]:
+    entry = _config_entry(path, name)
     if "command" not in entry:
-        raise UsageError(
-            f"{path}: server {name!r} has no command (URL servers need the HTTP transport)"
-        )
+        raise UsageError(f"{path}: server {name!r} has neither a command nor a URL")
     args = entry.get("args") or []
     env = entry.get("env")
     return [str(entry["command"]), *map(str, args)], env, entry.get("cwd")
@@ -305,14 +371,36 @@ async def _prompt(client: Client, args: argparse.Namespace, rest: list[str]) -> 
     return EXIT_OK
 
 
+def _hub_arguments(p: argparse.ArgumentParser) -> None:
+    from ._hub_cli import add_arguments
+
+    add_arguments(p)
+
+
+def _hub_command(args: argparse.Namespace, command: list[str]) -> int:
+    from ._hub_cli import main
+
+    return main(args, command)
+
+
 def _serve(args: argparse.Namespace) -> int:
     from ._cli_output import load_app
 
-    if args.transport != "stdio":
-        raise UsageError(f"--transport {args.transport}: the HTTP transports are not built yet")
     try:
         server = load_app(args.app)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if args.transport in ("http", "sse"):
+        from ._http_run import run_main
+
+        # sse: the deprecated HTTP+SSE endpoints (/sse, /messages) beside /mcp.
+        return run_main(
+            server,
+            args.host,
+            args.port,
+            allowed_hosts=args.allowed_host,
+            allowed_origins=args.allowed_origin,
+            legacy_sse=args.transport == "sse",
+        )
     server.run()
     return EXIT_OK

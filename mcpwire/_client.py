@@ -24,7 +24,15 @@ and dropped when a list-changed or updated notification names them.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Hashable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -182,6 +190,41 @@ class Client:
         options.setdefault("era_key", ("stdio", command, tuple(args), cwd))
         return cls(spawn, **options)
 
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | Iterable[tuple[str, str]] | None = None,
+        mode: str = "auto",
+        transport: str = "auto",
+        **options: Any,
+    ) -> Client:
+        """A client for a server at an ``http://`` or ``https://`` URL.
+
+        ``transport`` is ``"auto"`` (Streamable HTTP, falling back to the
+        deprecated HTTP+SSE transport when the server turns out to speak only
+        that), ``"streamable"`` or ``"sse"``. ``headers`` go with every HTTP
+        request (``Authorization``, for example). ``options`` are those of
+        ``Client`` plus the transport's (``HTTPClientOptions``: ``timeout``,
+        ``connect_timeout``, ``verify``, ``message_url``, ...). Nothing
+        connects until the client is entered.
+        """
+        from ._http_client import check_http_options, open_http_transport
+        from ._http_client_base import OPTION_NAMES
+        from ._http_client_headers import header_list
+
+        pairs = header_list(headers)
+        wire = {k: options.pop(k) for k in list(options) if k in OPTION_NAMES | {"tool_headers"}}
+        # A malformed URL or option fails here, not on entry.
+        check_http_options(url, transport, pairs, **wire)
+
+        def connect() -> Transport:
+            return open_http_transport(url, transport=transport, headers=pairs, **wire)  # type: ignore[arg-type]
+
+        options.setdefault("era_key", ("http", url))
+        return cls(connect, mode=mode, **options)
+
     # -- connection ------------------------------------------------------------------
 
     @property
@@ -240,8 +283,13 @@ class Client:
             return client_end
         if callable(target) and not hasattr(target, "receive"):
             made: Transport = target()
-            return made
-        return target  # type: ignore[return-value]
+        else:
+            made = target  # type: ignore[assignment]
+        bind = getattr(made, "bind_task_group", None)
+        if bind is not None:
+            # Transports with background work (HTTP event streams) run it in our group.
+            bind(self._tg)
+        return made
 
     async def _connect(self) -> None:
         await connect(self)
@@ -400,6 +448,10 @@ class Client:
         tools: list[Tool] = []
         async for page in self._pages("tools/list", "tools", "tools", cache):
             tools.extend(Tool.from_json(t) for t in page)
+        learn = getattr(self.transport, "learn_tools", None)
+        if learn is not None:
+            # HTTP: x-mcp-header annotations become Mcp-Param-* headers (2026-07-28).
+            tools = learn(tools, drop_invalid=self.era == "modern")
         for tool in tools:
             self._output_schemas[tool.name] = (
                 _schema.compile(tool.output_schema) if tool.output_schema is not None else None
@@ -416,9 +468,19 @@ class Client:
     ) -> CallToolResult:
         """Call a tool. A tool failure is a result with ``is_error``; protocol errors raise."""
         params: JSONObject = {"name": name, "arguments": arguments or {}}
-        raw = await self._with_input_rounds(
-            "tools/call", params, timeout=timeout, on_progress=on_progress
-        )
+        try:
+            raw = await self._with_input_rounds(
+                "tools/call", params, timeout=timeout, on_progress=on_progress
+            )
+        except JSONRPCError as exc:
+            if exc.code != ErrorCode.HEADER_MISMATCH or not hasattr(self.transport, "learn_tools"):
+                raise
+            # 2026-07-28 streamable-http.mdx: on -32020 the client SHOULD re-list the
+            # tools (their x-mcp-header annotations) and retry once.
+            await self.list_tools(cache=False)
+            raw = await self._with_input_rounds(
+                "tools/call", params, timeout=timeout, on_progress=on_progress
+            )
         result = CallToolResult.from_json(raw)
         if self.validate_output and name not in self._output_schemas and not result.is_error:
             # Learn the tool's outputSchema once, as a validating client must.

@@ -38,6 +38,11 @@ from .sansio._messages import Notification, Request, RequestId
 from .sansio._state import Lifecycle, LifecycleInput, LifecycleState
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from anyio.abc import TaskStatus
+
+    from ._http_events import EventStore
     from ._registry import Handler
     from ._uritemplate import UriTemplate
 
@@ -376,11 +381,66 @@ class Server:
         finally:
             await transport.aclose()
 
-    def run(self, transport: Literal["stdio"] = "stdio", *, backend: str = "asyncio") -> None:
-        """Blocking entry point: serve stdio (other transports: the HTTP module)."""
-        if transport != "stdio":
+    async def serve_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        path: str = "/mcp",
+        allowed_hosts: Sequence[str] | None | Literal["auto"] = "auto",
+        allowed_origins: Sequence[str] | None | Literal["auto"] = "auto",
+        json_response: bool = False,
+        session_idle_timeout: float | None = 30 * 60.0,
+        max_sessions: int = 10_000,
+        event_store: EventStore | None = None,
+        task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+        **options: Any,
+    ) -> None:
+        """Serve MCP over streamable HTTP, both eras, at ``http://host:port/path``.
+
+        Runs until cancelled, then shuts down gracefully; reports the bound
+        port through ``task_status`` (``await tg.start(server.serve_http,
+        "127.0.0.1", 0)``). See ``mcpwire._http_server.serve_http`` for every
+        argument; ``options`` are further limits and timeouts (``HTTPServerOptions``).
+        """
+        from ._http_server import serve_http
+
+        await serve_http(
+            self,
+            host,
+            port,
+            path=path,
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+            json_response=json_response,
+            session_idle_timeout=session_idle_timeout,
+            max_sessions=max_sessions,
+            event_store=event_store,
+            task_status=task_status,
+            **options,
+        )
+
+    def run(
+        self,
+        transport: Literal["stdio", "http"] = "stdio",
+        *,
+        backend: str = "asyncio",
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        **options: Any,
+    ) -> None:
+        """Blocking entry point: serve stdio, or HTTP (``serve_http`` options) until a signal."""
+        if transport == "stdio":
+            anyio.run(self.serve_stdio, backend=backend)
+        elif transport == "http":
+            from ._http_run import run_until_signalled
+
+            anyio.run(
+                functools.partial(run_until_signalled, self, host, port, **options),
+                backend=backend,
+            )
+        else:
             raise ValueError(f"unsupported transport {transport!r} for run()")
-        anyio.run(self.serve_stdio, backend=backend)
 
     def _serve_inline(self, request: Request) -> bool:
         """Requests whose handler never waits are served without a task of their own."""

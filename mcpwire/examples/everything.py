@@ -1,7 +1,10 @@
 """An example server that exercises every MCP feature mcpwire implements.
 
 Run it with ``python -m mcpwire.examples.everything`` (stdio) and look at it
-with ``mcpwire inspect -- python -m mcpwire.examples.everything``.
+with ``mcpwire inspect -- python -m mcpwire.examples.everything``; with
+``--transport http --port 8000`` it serves streamable HTTP (both protocol
+eras) at ``http://127.0.0.1:8000/mcp``; ``--transport sse`` adds the
+deprecated HTTP+SSE transport at ``/sse``.
 """
 
 from __future__ import annotations
@@ -172,8 +175,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
-    if args.transport != "stdio":
-        sys.exit(f"--transport {args.transport}: the HTTP transports are not built yet; use stdio")
+    if args.transport in ("http", "sse"):
+        from mcpwire._http_run import run_main
+
+        # sse adds the deprecated HTTP+SSE endpoints (/sse, /messages) beside /mcp.
+        sys.exit(run_main(server, args.host, args.port, legacy_sse=args.transport == "sse"))
     server.run()
 
 

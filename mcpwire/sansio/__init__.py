@@ -14,6 +14,33 @@ from ._codec import MessageTooLarge as MessageTooLarge
 from ._codec import NotJSON as NotJSON
 from ._codec import dumps as dumps
 from ._codec import loads as loads
+from ._http import LAST_EVENT_ID as LAST_EVENT_ID
+from ._http import LOOPBACK_HOSTS as LOOPBACK_HOSTS
+from ._http import LOOPBACK_ORIGINS as LOOPBACK_ORIGINS
+from ._http import MCP_METHOD as MCP_METHOD
+from ._http import MCP_NAME as MCP_NAME
+from ._http import MCP_PARAM_PREFIX as MCP_PARAM_PREFIX
+from ._http import MCP_PROTOCOL_VERSION as MCP_PROTOCOL_VERSION
+from ._http import MCP_SESSION_ID as MCP_SESSION_ID
+from ._http import NAME_BEARING_METHODS as NAME_BEARING_METHODS
+from ._http import MediaType as MediaType
+from ._http import accepts as accepts
+from ._http import decode_header_value as decode_header_value
+from ._http import duplicated_headers as duplicated_headers
+from ._http import encode_header_value as encode_header_value
+from ._http import host_allowed as host_allowed
+from ._http import http_status_for_error as http_status_for_error
+from ._http import invalid_x_mcp_header as invalid_x_mcp_header
+from ._http import is_json_media_type as is_json_media_type
+from ._http import is_loopback as is_loopback
+from ._http import is_token as is_token
+from ._http import origin_allowed as origin_allowed
+from ._http import param_header_mismatch as param_header_mismatch
+from ._http import parse_accept as parse_accept
+from ._http import parse_media_type as parse_media_type
+from ._http import routing_header_mismatch as routing_header_mismatch
+from ._http import split_host as split_host
+from ._http import x_mcp_headers as x_mcp_headers
 from ._json import JSONArray as JSONArray
 from ._json import JSONObject as JSONObject
 from ._json import JSONValue as JSONValue
@@ -56,6 +83,15 @@ __all__ = (
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_LINE",
     "DEFAULT_MAX_MESSAGE_SIZE",
+    "LAST_EVENT_ID",
+    "LOOPBACK_HOSTS",
+    "LOOPBACK_ORIGINS",
+    "MCP_METHOD",
+    "MCP_NAME",
+    "MCP_PARAM_PREFIX",
+    "MCP_PROTOCOL_VERSION",
+    "MCP_SESSION_ID",
+    "NAME_BEARING_METHODS",
     "REQUEST_GATE",
     "Batch",
     "CodecError",
@@ -74,6 +110,7 @@ __all__ = (
     "LifecycleState",
     "Limits",
     "LineTooLong",
+    "MediaType",
     "Message",
     "MessageTooDeep",
     "MessageTooLarge",
@@ -89,14 +126,31 @@ __all__ = (
     "RequestId",
     "RequestKind",
     "Response",
+    "accepts",
     "classify",
+    "decode_header_value",
     "dumps",
+    "duplicated_headers",
+    "encode_header_value",
     "error_response",
     "frame",
+    "host_allowed",
+    "http_status_for_error",
+    "invalid_x_mcp_header",
+    "is_json_media_type",
+    "is_loopback",
     "is_request_id",
+    "is_token",
     "loads",
+    "origin_allowed",
+    "param_header_mismatch",
     "parse",
+    "parse_accept",
+    "parse_media_type",
+    "routing_header_mismatch",
     "serialize",
     "serialize_batch",
+    "split_host",
     "to_json",
+    "x_mcp_headers",
 )

@@ -1,0 +1,320 @@
+"""What both HTTP client transports share: the inbox, failure, background tasks.
+
+Theory of operation
+-------------------
+An HTTP client transport has no single byte stream to read: messages arrive
+on the bodies of many responses (one per POSTed request, plus event streams
+opened with GET). Whoever reads a body parses it and puts the messages in one
+inbox, a bounded memory stream; ``receive()`` takes them out in arrival order
+for the session's reader task. A full inbox makes body readers wait
+(back-pressure), it never drops.
+
+A response that is the last thing its stream will carry can be settled at once
+through the session's fast path (``set_fast_path``), sparing a hop through the
+reader task; only when nothing from the same stream is still queued ahead of
+it, so that a request's progress notifications are always handled before its
+result.
+
+Failure is one-way: ``_fail(error)`` records why the transport can no longer
+work (the server is unreachable, its event stream is gone for good), cancels
+every exchange still in flight (their callers are told through the session,
+which sees the inbox end and fails every pending request with
+``close_error()``), and stops the background tasks. Later ``send()`` calls
+raise ``anyio.BrokenResourceError``, which the session turns into the same
+``ConnectionClosed``.
+
+Background work (reading an event stream that outlives any one request) needs
+a task group that lives as long as the transport. ``Client`` lends its own
+(``bind_task_group``); used on its own, the transport is an async context
+manager that makes one. Each background task runs in a cancel scope the
+transport keeps, so ``aclose()`` can stop it from any task.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from ._errors import ConnectionClosed
+from ._http_client_conn import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_REDIRECTS,
+    HTTPClient,
+    HTTPResponse,
+    Verify,
+)
+from ._http_client_headers import header_list
+from .sansio import _messages as m
+from .sansio._codec import DEFAULT_LIMITS, DEFAULT_MAX_MESSAGE_SIZE, Limits
+from .sansio._json import JSONValue
+from .sansio._sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder, SSEEvent
+
+__all__ = (
+    "ERROR_BODY_EXCERPT",
+    "OPTION_NAMES",
+    "HTTPClientOptions",
+    "HTTPTransportBase",
+    "backoff_delay",
+    "excerpt",
+    "http_error",
+    "make_options",
+    "next_events",
+)
+
+logger = logging.getLogger("mcpwire.http")
+
+#: Messages parsed but not yet taken by the session before body readers wait.
+INBOX_SIZE = 256
+#: Bytes of an error response's body kept for the error message.
+ERROR_BODY_EXCERPT = 2048
+#: Ceiling for the exponential reconnection backoff, in seconds.
+MAX_BACKOFF = 30.0
+
+
+def excerpt(body: bytes, limit: int = 300) -> str:
+    """A short, printable rendering of a response body for error messages."""
+    text = body.decode("utf-8", "replace").strip()
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def http_error(
+    rid: m.RequestId, code: int, message: str, *, status: int | None = None, body: bytes = b""
+) -> m.ErrorResponse:
+    """A JSON-RPC error standing in for an answer the server did not give."""
+    data: dict[str, JSONValue] = {}
+    if status is not None:
+        data["httpStatus"] = status
+    if body:
+        data["body"] = excerpt(body, ERROR_BODY_EXCERPT)
+    return m.error_response(rid, code, message, data or None)
+
+
+def backoff_delay(attempt: int, base: float, retry_ms: int | None) -> float:
+    """Seconds before reconnection ``attempt`` (1-based).
+
+    The server's ``retry`` if it gave one, jittered upward only (up to +25 %):
+    the client MUST NOT reconnect sooner than it asked. Otherwise exponential
+    from ``base``, jittered by +-25 %.
+    """
+    if retry_ms is not None:
+        upward: float = random.uniform(1.0, 1.25)
+        return retry_ms / 1000.0 * upward
+    delay: float = min(base * 2.0 ** max(attempt - 1, 0), MAX_BACKOFF)
+    jitter: float = random.uniform(0.75, 1.25)
+    return delay * jitter
+
+
+async def next_events(response: HTTPResponse, decoder: SSEDecoder) -> list[SSEEvent] | None:
+    """The events the next piece of a ``text/event-stream`` body completes;
+    ``None`` once the body has ended.
+
+    Raises what ``read_chunk`` or the decoder raise (a broken connection, a
+    read timeout, an oversized event).
+    """
+    chunk = await response.read_chunk()
+    if not chunk:
+        decoder.feed_eof()
+        return None
+    return decoder.feed(chunk)
+
+
+@dataclass
+class HTTPClientOptions:
+    """Settings shared by the HTTP client transports.
+
+    Attributes:
+        headers: sent with every request (``Authorization``, for example).
+        timeout: seconds for exchanges that carry no JSON-RPC request
+            (notifications, responses, ``DELETE``), and for opening event streams.
+        connect_timeout: seconds to open a connection, TLS included.
+        verify: TLS verification: ``True``, ``False`` or an ``ssl.SSLContext``.
+        max_body_size: the largest JSON response body accepted.
+        max_event_size: the largest SSE event accepted.
+        max_connections: sockets open at once.
+        max_redirects: same-origin 307/308 hops followed.
+        get_stream: legacy era: open the standalone ``GET`` event stream.
+        reconnect_attempts: consecutive fruitless reconnections of an event
+            stream before giving up (the count restarts whenever an event arrives).
+        reconnect_delay: first backoff delay in seconds, when the server sent no ``retry``.
+        stream_idle_timeout: seconds of silence after which the standalone
+            event stream is reopened (``None``: never).
+        terminate_on_close: legacy era: ``DELETE`` the session when closing.
+        message_url: HTTP+SSE: POST here instead of the ``endpoint`` event's URL.
+        limits: JSON size and depth limits for parsed messages.
+    """
+
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    timeout: float = 30.0
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    verify: Verify = True
+    max_body_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_redirects: int = DEFAULT_MAX_REDIRECTS
+    get_stream: bool = True
+    reconnect_attempts: int = 5
+    reconnect_delay: float = 1.0
+    stream_idle_timeout: float | None = 300.0
+    terminate_on_close: bool = True
+    message_url: str | None = None
+    limits: Limits = DEFAULT_LIMITS
+
+    def client(self) -> HTTPClient:
+        from ._version import __version__
+
+        return HTTPClient(
+            connect_timeout=self.connect_timeout,
+            verify=self.verify,
+            max_connections=self.max_connections,
+            max_redirects=self.max_redirects,
+            user_agent=f"mcpwire/{__version__}",
+        )
+
+
+OPTION_NAMES = frozenset(f.name for f in fields(HTTPClientOptions))
+
+
+def make_options(
+    headers: Mapping[str, str] | Iterable[tuple[str, str]] | None, **options: Any
+) -> HTTPClientOptions:
+    """``HTTPClientOptions`` from keyword arguments (``TypeError`` names an unknown one)."""
+    unknown = set(options) - OPTION_NAMES
+    if unknown:
+        raise TypeError(f"unknown HTTP transport option(s): {', '.join(sorted(unknown))}")
+    return HTTPClientOptions(headers=header_list(headers), **options)
+
+
+class HTTPTransportBase:
+    """Inbox, failure and task plumbing (see the module docstring)."""
+
+    def __init__(self, description: str) -> None:
+        self._description = description
+        self._inbox_in, self._inbox = anyio.create_memory_object_stream[m.Incoming](INBOX_SIZE)
+        self._error: ConnectionClosed | None = None
+        self._closed = False
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._own_tg: anyio.abc.TaskGroup | None = None
+        self._background: set[anyio.CancelScope] = set()
+        self._inflight: set[anyio.CancelScope] = set()
+        self._fast: Callable[[m.Incoming], bool] | None = None
+
+    # -- wiring ------------------------------------------------------------------
+
+    def bind_task_group(self, tg: anyio.abc.TaskGroup) -> None:
+        """Run background tasks (event streams) in ``tg``, which outlives the transport."""
+        self._tg = tg
+
+    def set_fast_path(self, fast: Callable[[m.Incoming], bool]) -> None:
+        self._fast = fast
+
+    async def __aenter__(self) -> Any:
+        self._own_tg = anyio.create_task_group()
+        await self._own_tg.__aenter__()
+        self._tg = self._own_tg
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+        tg, self._own_tg = self._own_tg, None
+        if tg is not None:
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(None, None, None)
+
+    # -- the session's side ----------------------------------------------------------
+
+    async def aclose(self) -> None:  # pragma: no cover - every transport defines its own
+        """Close the transport (each concrete transport defines it)."""
+
+    async def receive(self) -> m.Incoming:
+        try:
+            return await self._inbox.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            raise anyio.EndOfStream from None
+
+    def close_error(self) -> ConnectionClosed:
+        if self._error is not None:
+            return ConnectionClosed(self._error.reason)
+        if self._closed:
+            return ConnectionClosed(f"{self._description}: the connection was closed")
+        return ConnectionClosed(f"{self._description}: the connection ended")
+
+    def _check_open(self) -> None:
+        if self._error is not None:
+            raise anyio.BrokenResourceError
+        if self._closed:
+            raise anyio.ClosedResourceError
+
+    # -- delivering -------------------------------------------------------------------
+
+    async def _deliver(self, item: m.Incoming) -> None:
+        try:
+            await self._inbox_in.send(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the transport ended; nobody is listening any more
+
+    async def _deliver_final(self, item: m.Incoming, *, queued_ahead: bool) -> None:
+        """Deliver a stream's last message, through the fast path when order allows."""
+        fast = self._fast
+        if not queued_ahead and fast is not None and self._error is None and fast(item):
+            return
+        await self._deliver(item)
+
+    # -- failure and shutdown ---------------------------------------------------------
+
+    def _fail(self, reason: str) -> anyio.BrokenResourceError:
+        """End the transport for good (see the module docstring); returns what to raise."""
+        if self._error is None and not self._closed:
+            logger.debug("%s", reason)
+            self._error = ConnectionClosed(reason)
+            self._stop_everything()
+        return anyio.BrokenResourceError(reason)
+
+    def _stop_everything(self) -> None:
+        self._inbox_in.close()
+        for scope in list(self._inflight) + list(self._background):
+            scope.cancel()
+
+    @contextmanager
+    def _exchange(self) -> Iterator[anyio.CancelScope]:
+        """Track one in-flight exchange so that failure or close can abort it."""
+        with anyio.CancelScope() as scope:
+            if self._error is not None or self._closed:
+                scope.cancel()
+            self._inflight.add(scope)
+            try:
+                yield scope
+            finally:
+                self._inflight.discard(scope)
+
+    def _spawn(self, name: str, fn: Callable[[], Awaitable[None]]) -> bool:
+        """Start ``fn`` in the background; False when no task group is available."""
+        if self._tg is None or self._error is not None or self._closed:
+            return False
+        scope = anyio.CancelScope()
+        self._background.add(scope)
+
+        async def run() -> None:
+            try:
+                with scope:
+                    await fn()
+            except Exception:  # pragma: no cover - defensive: a bug must not kill the client
+                logger.exception("%s: background task %s failed", self._description, name)
+            finally:
+                self._background.discard(scope)
+
+        self._tg.start_soon(run, name=f"mcpwire {name}")
+        return True
+
+    def _close_inbox(self) -> None:
+        self._closed = True
+        self._stop_everything()
+        self._inbox.close()

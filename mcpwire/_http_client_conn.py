@@ -1,0 +1,583 @@
+"""HTTP/1.1 for the MCP client transports: ``h11`` over anyio sockets, pooled.
+
+Theory of operation
+-------------------
+``HTTPClient`` sends one request at a time per socket and hands back an
+``HTTPResponse`` as soon as the status line and headers are in; the body is
+then read chunk by chunk (``read_chunk``) or whole and bounded (``read_body``),
+so an SSE stream can be consumed while it is still being written. Each socket
+carries one ``h11.Connection``: h11 does the framing (Content-Length, chunked,
+read-until-close) and tells us whether the socket is reusable afterwards.
+
+Keep-alive
+    A response that was read to its end on a socket both sides left open goes
+    back to a small idle pool keyed by origin (scheme, host, port), bounded per
+    origin (``max_keepalive``) and by age (``keepalive_expiry``, below the 5 s
+    idle timeout common servers such as uvicorn use). Before reuse a socket is
+    polled without blocking: anything readable on an idle HTTP/1.1 socket is
+    the peer's FIN (or garbage), so it is discarded. The race that remains (the
+    server closes just as we send) shows up as end-of-file before the first
+    response byte; only then, and only on a reused socket, the request is sent
+    once more on a fresh one (the server cannot have acted on a request it never
+    answered on a socket it had already decided to close). A response that is
+    abandoned before its end closes its socket: an HTTP/1.1 socket cannot be
+    reused mid-body, and closing a response stream is how MCP cancels.
+
+Bounds
+    ``max_connections`` sockets at most are open at once (waiters queue, bounded
+    by their callers' deadlines); the response head may not exceed
+    ``max_header_size``; bodies read with ``read_body`` are capped by the caller.
+    Every wait can carry a timeout: connecting (``connect_timeout``) and each
+    read (the ``timeout`` given per request; ``None`` leaves the caller's own
+    deadline in charge, which is what long-lived event streams need).
+
+Redirects
+    Only 307 and 308 are followed (they keep the method and body, RFC 9110
+    §15.4.8-9), only to the same origin (credentials in our headers must never
+    travel to another host), and at most ``max_redirects`` times. Any other 3xx
+    raises ``RedirectRefused`` with the location, so the caller can say which
+    URL to use instead.
+
+TLS
+    ``https`` URLs use the standard ``ssl`` module: a default context (system
+    trust store, certificate and host name verification, SNI set to the host),
+    ALPN ``http/1.1``. ``verify=False`` turns verification off; an
+    ``ssl.SSLContext`` is used as given.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Union
+from urllib.parse import urljoin, urlsplit
+
+import anyio
+import anyio.abc
+import h11
+
+from ._errors import MCPWireError
+from ._http_client_headers import media_type
+
+if TYPE_CHECKING:
+    import ssl
+
+__all__ = (
+    "DEFAULT_CONNECT_TIMEOUT",
+    "BodyTooLarge",
+    "ConnectionFailed",
+    "HTTPClient",
+    "HTTPError",
+    "HTTPResponse",
+    "Headers",
+    "InvalidRequest",
+    "ReadTimeout",
+    "RedirectRefused",
+    "URL",
+    "Verify",
+)
+
+DEFAULT_CONNECT_TIMEOUT = 10.0
+#: Idle sockets older than this are not reused (uvicorn closes them after 5 s).
+DEFAULT_KEEPALIVE_EXPIRY = 4.0
+DEFAULT_MAX_KEEPALIVE = 8
+DEFAULT_MAX_CONNECTIONS = 64
+DEFAULT_MAX_REDIRECTS = 5
+DEFAULT_MAX_HEADER_SIZE = 64 * 1024
+_RECEIVE_SIZE = 65536
+
+Headers = Sequence[tuple[str, str]]
+Verify = Union[bool, "ssl.SSLContext"]
+
+
+class HTTPError(MCPWireError):
+    """Something went wrong below MCP: at the socket, TLS or HTTP level."""
+
+
+class ConnectionFailed(HTTPError):
+    """The server could not be reached, or the connection broke mid-exchange."""
+
+
+class ReadTimeout(HTTPError):
+    """The server sent nothing for longer than the read timeout."""
+
+
+class InvalidRequest(HTTPError):
+    """The request cannot be written (a header value that is not ASCII, for example)."""
+
+
+class RedirectRefused(HTTPError):
+    """A redirect that is not followed (another origin, a method change, too many hops)."""
+
+
+class BodyTooLarge(HTTPError):
+    """A response body is larger than the caller's limit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the response body exceeds the limit of {limit} bytes")
+        self.limit = limit
+
+
+@dataclass(frozen=True, slots=True)
+class URL:
+    """An absolute ``http``/``https`` URL, split the way a request needs it."""
+
+    raw: str
+    scheme: str
+    host: str
+    port: int
+    target: str
+
+    @classmethod
+    def parse(cls, text: str) -> URL:
+        """Parse an absolute URL; ``ValueError`` says what is wrong with it."""
+        if any(c in text for c in "\r\n\t ") or not text.isprintable():
+            raise ValueError(f"not a valid URL (whitespace or control characters): {text!r}")
+        parts = urlsplit(text)
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https"):
+            raise ValueError(f"only http:// and https:// URLs are supported, not {text!r}")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError(
+                "credentials in the URL are not sent; use headers (Authorization) "
+                f"instead: {text!r}"
+            )
+        host = parts.hostname
+        if not host:
+            raise ValueError(f"the URL has no host: {text!r}")
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError(f"the URL has an invalid port: {text!r}") from None
+        if port is None:
+            port = 443 if scheme == "https" else 80
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        return cls(text, scheme, host, port, target)
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        return (self.scheme, self.host, self.port)
+
+    @property
+    def authority(self) -> str:
+        """The Host header value: the port only when it is not the scheme's default."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+    def join(self, reference: str) -> URL:
+        """Resolve a reference (RFC 3986 §5) against this URL."""
+        return URL.parse(urljoin(self.raw, reference))
+
+    def __str__(self) -> str:
+        return self.raw
+
+
+def _ssl_context(verify: Verify) -> ssl.SSLContext:
+    import ssl
+
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    context = ssl.create_default_context()
+    if not verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+class _Socket:
+    """One connection: a byte stream and the h11 state machine framing it."""
+
+    __slots__ = ("bytes_in", "h11", "idle_since", "origin", "stream")
+
+    def __init__(self, stream: anyio.abc.ByteStream, origin: tuple[str, str, int], limit: int):
+        self.stream = stream
+        self.origin = origin
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=limit)
+        self.idle_since = 0.0
+        #: Bytes received for the current request (0: the server never answered it).
+        self.bytes_in = 0
+
+    async def send(self, event: h11.Event) -> None:
+        data = self.h11.send(event)
+        if data:
+            await self.stream.send(data)
+
+    async def next_event(self, timeout: float | None) -> h11.Event | type[h11.PAUSED]:
+        while True:
+            event = self.h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event  # type: ignore[return-value]
+            data = b""
+            with anyio.move_on_after(timeout if timeout is not None else float("inf")) as scope:
+                try:
+                    data = await self.stream.receive(_RECEIVE_SIZE)
+                except anyio.EndOfStream:
+                    data = b""
+            if scope.cancelled_caught:
+                raise ReadTimeout(f"no data from the server for {timeout:g} s")
+            self.bytes_in += len(data)
+            self.h11.receive_data(data)
+
+    def reusable(self) -> bool:
+        return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
+
+    def looks_dead(self) -> bool:
+        """True if an idle socket is readable: the peer closed it (or sent garbage)."""
+        raw = self.stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+        if raw is None:
+            return False
+        try:
+            readable, _, _ = select.select([raw], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
+
+    async def close(self) -> None:
+        await anyio.aclose_forcefully(self.stream)
+
+
+_NETWORK_ERRORS = (
+    OSError,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.EndOfStream,
+    h11.RemoteProtocolError,
+)
+
+
+class HTTPResponse:
+    """A response whose head has arrived; the body is read on demand.
+
+    Always ``aclose()`` it (``async with`` does): a body read to its end
+    returns the socket to the pool, anything else closes the socket.
+    """
+
+    def __init__(
+        self,
+        client: HTTPClient,
+        sock: _Socket,
+        url: URL,
+        head: h11.Response,
+        timeout: float | None,
+    ) -> None:
+        self._client = client
+        self._sock: _Socket | None = sock
+        self.url = url
+        self.status: int = head.status_code
+        self.reason = head.reason.decode("latin-1", "replace")
+        self.headers: list[tuple[str, str]] = [
+            (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in head.headers
+        ]
+        self.timeout = timeout
+        self._done = False
+
+    def header(self, name: str) -> str | None:
+        """The first value of a header (names are case-insensitive), or ``None``."""
+        name = name.lower()
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+    @property
+    def media_type(self) -> str:
+        return media_type(self.header("content-type"))
+
+    async def read_chunk(self) -> bytes:
+        """The next piece of the body; ``b""`` once it has ended.
+
+        Raises:
+            ReadTimeout: nothing arrived within ``timeout``.
+            ConnectionFailed: the connection broke before the body ended.
+        """
+        sock = self._sock
+        if self._done or sock is None:
+            return b""
+        while True:
+            try:
+                event = await sock.next_event(self.timeout)
+            except _NETWORK_ERRORS as exc:
+                self._done = True
+                await self._discard()
+                raise ConnectionFailed(
+                    f"the connection broke while reading the body: {_describe(exc)}"
+                ) from exc
+            except ReadTimeout:
+                await self._discard()
+                raise
+            if type(event) is h11.Data:
+                if event.data:
+                    return bytes(event.data)
+                continue
+            self._done = True
+            if type(event) is h11.EndOfMessage:
+                return b""
+            await self._discard()
+            raise ConnectionFailed(f"unexpected HTTP event while reading the body: {event!r}")
+
+    async def read_body(self, limit: int, *, truncate: bool = False) -> bytes:
+        """The whole body, at most ``limit`` bytes.
+
+        Raises ``BodyTooLarge`` when it is longer, or with ``truncate`` returns
+        the first ``limit`` bytes (and gives up the socket).
+        """
+        parts: list[bytes] = []
+        size = 0
+        while True:
+            chunk = await self.read_chunk()
+            if not chunk:
+                return b"".join(parts)
+            size += len(chunk)
+            if size > limit:
+                await self._discard()
+                if truncate:
+                    parts.append(chunk)
+                    return b"".join(parts)[:limit]
+                raise BodyTooLarge(limit)
+            parts.append(chunk)
+
+    async def aclose(self) -> None:
+        """Release the socket: back to the pool if the body was read to its end."""
+        sock, self._sock = self._sock, None
+        if sock is None:
+            return
+        if self._done and sock.reusable():
+            await self._client._release(sock)
+            return
+        await self._client._drop(sock)
+
+    async def _discard(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            await self._client._drop(sock)
+
+    async def __aenter__(self) -> HTTPResponse:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.aclose()
+
+
+class HTTPClient:
+    """A pooled HTTP/1.1 client (see the module docstring).
+
+    Args:
+        connect_timeout: seconds to open a connection (TLS handshake included).
+        verify: ``True`` (default verification), ``False``, or an ``ssl.SSLContext``.
+        max_connections: sockets open at once, in use or idle.
+        max_keepalive: idle sockets kept per origin.
+        keepalive_expiry: seconds an idle socket may wait for reuse.
+        max_redirects: 307/308 hops followed per request.
+        max_header_size: the largest response head accepted.
+    """
+
+    def __init__(
+        self,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        verify: Verify = True,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_keepalive: int = DEFAULT_MAX_KEEPALIVE,
+        keepalive_expiry: float = DEFAULT_KEEPALIVE_EXPIRY,
+        max_redirects: int = DEFAULT_MAX_REDIRECTS,
+        max_header_size: int = DEFAULT_MAX_HEADER_SIZE,
+        user_agent: str = "mcpwire",
+    ) -> None:
+        if max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
+        self.connect_timeout = connect_timeout
+        self.verify = verify
+        self.max_keepalive = max_keepalive
+        self.keepalive_expiry = keepalive_expiry
+        self.max_redirects = max_redirects
+        self.max_header_size = max_header_size
+        self.user_agent = user_agent
+        self._slots = anyio.Semaphore(max_connections)
+        self._idle: dict[tuple[str, str, int], list[_Socket]] = {}
+        self._ssl: ssl.SSLContext | None = None
+        self._closed = False
+        #: Sockets opened (for tests and diagnostics: reuse keeps this low).
+        self.connections_opened = 0
+
+    async def request(
+        self,
+        method: str,
+        url: URL,
+        headers: Headers = (),
+        body: bytes | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> HTTPResponse:
+        """Send a request and return once the response head is in.
+
+        ``timeout`` bounds each wait for data (for the head now, and for every
+        body chunk later); ``None`` waits as long as the caller lets it.
+
+        Raises:
+            ConnectionFailed: connecting failed or the connection broke.
+            ReadTimeout: the server was silent for ``timeout`` seconds.
+            RedirectRefused: a redirect that is not followed (see the module docstring).
+            InvalidRequest: a header value cannot be sent.
+        """
+        for _ in range(self.max_redirects + 1):
+            response = await self._send(method, url, headers, body, timeout)
+            if not 300 <= response.status < 400 or response.status == 304:
+                return response
+            location = response.header("location")
+            status = response.status
+            await response.aclose()
+            if not location:
+                raise RedirectRefused(f"HTTP {status} from {url} without a Location header")
+            try:
+                target = url.join(location)
+            except ValueError as exc:
+                raise RedirectRefused(
+                    f"HTTP {status} from {url} to an invalid location: {exc}"
+                ) from None
+            if status not in (307, 308):
+                raise RedirectRefused(
+                    f"HTTP {status} redirect from {url} to {target} not followed (only 307 and "
+                    "308 keep the method and body); use that URL if it is the intended endpoint"
+                )
+            if target.origin != url.origin:
+                raise RedirectRefused(
+                    f"HTTP {status} redirect from {url} to another origin ({target}) refused; "
+                    "use that URL directly if it is the intended endpoint"
+                )
+            url = target
+        raise RedirectRefused(f"more than {self.max_redirects} redirects from {url}")
+
+    async def _send(
+        self, method: str, url: URL, headers: Headers, body: bytes | None, timeout: float | None
+    ) -> HTTPResponse:
+        all_headers: list[tuple[str, str]] = [("Host", url.authority)]
+        all_headers.extend(headers)
+        if not any(k.lower() == "user-agent" for k, _ in headers):
+            all_headers.append(("User-Agent", self.user_agent))
+        if body is not None:
+            all_headers.append(("Content-Length", str(len(body))))
+        try:
+            request = h11.Request(method=method, target=url.target, headers=all_headers)
+        except (h11.LocalProtocolError, UnicodeEncodeError) as exc:
+            raise InvalidRequest(f"cannot send {method} {url}: {exc}") from None
+        for attempt in range(2):
+            await self._slots.acquire()
+            try:
+                sock, reused = await self._checkout(url)
+            except BaseException:
+                self._slots.release()
+                raise
+            sock.bytes_in = 0
+            try:
+                await sock.send(request)
+                if body:
+                    await sock.send(h11.Data(data=body))
+                await sock.send(h11.EndOfMessage())
+                event = await sock.next_event(timeout)
+                while type(event) is h11.InformationalResponse:
+                    event = await sock.next_event(timeout)
+            except _NETWORK_ERRORS as exc:
+                await self._drop(sock)
+                if reused and attempt == 0 and not sock.bytes_in:
+                    # A kept-alive socket the server had already closed: one more
+                    # try on a fresh socket (see the module docstring).
+                    continue
+                raise ConnectionFailed(f"{method} {url}: {_describe(exc)}") from exc
+            except BaseException:
+                await self._drop(sock)
+                raise
+            if type(event) is not h11.Response:
+                await self._drop(sock)
+                raise ConnectionFailed(f"{method} {url}: unexpected HTTP event {event!r}")
+            return HTTPResponse(self, sock, url, event, timeout)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _checkout(self, url: URL) -> tuple[_Socket, bool]:
+        if self._closed:
+            raise ConnectionFailed("the HTTP client is closed")
+        idle = self._idle.get(url.origin)
+        now = time.monotonic()
+        while idle:
+            sock = idle.pop()
+            if now - sock.idle_since <= self.keepalive_expiry and not sock.looks_dead():
+                return sock, True
+            await sock.close()
+        return await self._connect(url), False
+
+    async def _connect(self, url: URL) -> _Socket:
+        tls = url.scheme == "https"
+        if tls and self._ssl is None:
+            self._ssl = _ssl_context(self.verify)
+        try:
+            with anyio.fail_after(self.connect_timeout):
+                stream: anyio.abc.ByteStream
+                if self._ssl is not None and tls:
+                    # SNI and certificate host name: the URL's host.
+                    stream = await anyio.connect_tcp(
+                        url.host,
+                        url.port,
+                        ssl_context=self._ssl,
+                        tls_standard_compatible=False,
+                        tls_hostname=url.host,
+                    )
+                else:
+                    stream = await anyio.connect_tcp(url.host, url.port)
+        except TimeoutError:
+            raise ConnectionFailed(
+                f"cannot connect to {url.authority}: timed out after {self.connect_timeout:g} s"
+            ) from None
+        except (OSError, anyio.BrokenResourceError) as exc:
+            raise ConnectionFailed(f"cannot connect to {url.authority}: {_describe(exc)}") from exc
+        self.connections_opened += 1
+        return _Socket(stream, url.origin, self.max_header_size)
+
+    async def _release(self, sock: _Socket) -> None:
+        self._slots.release()
+        if self._closed:
+            await sock.close()
+            return
+        sock.h11.start_next_cycle()
+        sock.idle_since = time.monotonic()
+        idle = self._idle.setdefault(sock.origin, [])
+        idle.append(sock)
+        if len(idle) > self.max_keepalive:
+            await idle.pop(0).close()
+
+    async def _drop(self, sock: _Socket) -> None:
+        self._slots.release()
+        await sock.close()
+
+    async def aclose(self) -> None:
+        """Close every idle socket; sockets in use close when their response does."""
+        self._closed = True
+        idle, self._idle = self._idle, {}
+        for socks in idle.values():
+            for sock in socks:
+                await sock.close()
+
+
+def _describe(exc: BaseException) -> str:
+    """A short reason: the operating system's words when there are some."""
+    import ssl
+
+    seen = 0
+    cause: BaseException | None = exc
+    while cause is not None and seen < 5:  # anyio wraps the refusal: look underneath
+        if isinstance(cause, ssl.SSLError):  # its errno is OpenSSL's, not the OS's
+            detail = getattr(cause, "verify_message", None) or cause.reason or str(cause)
+            return f"TLS: {detail} ({cause.reason})" if detail != cause.reason else f"TLS: {detail}"
+        if isinstance(cause, OSError) and cause.errno is not None:
+            if cause.errno > 0:
+                return os.strerror(cause.errno)
+            return cause.strerror or str(cause)  # getaddrinfo's own (negative) codes
+        cause = cause.__cause__
+        seen += 1
+    return str(exc) or type(exc).__name__

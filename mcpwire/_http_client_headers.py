@@ -1,0 +1,215 @@
+"""The HTTP headers a client derives from an MCP message (pure functions).
+
+Streamable HTTP repeats parts of the JSON-RPC body in headers so that
+gateways can route without parsing JSON:
+
+* legacy revisions (2025-06-18 and later, ``basic/transports.mdx``): the
+  negotiated ``MCP-Protocol-Version`` on every request after ``initialize``,
+  and the ``Mcp-Session-Id`` the server assigned;
+* 2026-07-28 (``basic/transports/streamable-http.mdx``): on every request
+  ``MCP-Protocol-Version`` (equal to ``_meta``'s protocolVersion) and
+  ``Mcp-Method``; ``Mcp-Name`` for ``tools/call`` and ``prompts/get``
+  (``params.name``) and ``resources/read`` (``params.uri``); and one
+  ``Mcp-Param-<Name>`` per tool argument whose input schema property carries
+  ``x-mcp-header: "<Name>"``.
+
+Header values travel as visible ASCII. A value that is not plain printable
+ASCII, has leading or trailing whitespace, or could be mistaken for the
+escape itself is sent as ``=?base64?<base64 of its UTF-8>?=`` (the markers
+are case-sensitive); servers decode before comparing with the body.
+
+``x-mcp-header`` rules (2026-07-28 ``server/tools.mdx``): the annotation must
+be a non-empty RFC 9110 token, unique case-insensitively within the schema,
+on a ``string``, ``integer`` or ``boolean`` property reachable from the root
+through ``properties`` alone. A tool that breaks any rule MUST be dropped from
+an HTTP client's tool list (``tool_header_map`` returns ``None`` for it).
+Values: strings as they are, integers in decimal, booleans ``true``/``false``;
+an absent or null argument sends no header.
+
+Also here: ``media_type`` (a Content-Type without its parameters, so that
+``text/event-stream;charset=utf-8`` is an event stream, pain point #23) and
+``header_list`` (user-supplied headers, validated before anything is sent).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable, Iterator, Mapping
+
+from ._versions import META_PROTOCOL_VERSION
+from .sansio._json import JSONObject, JSONValue
+from .sansio._messages import Request
+
+__all__ = (
+    "NAME_PARAMS",
+    "ToolHeaderMap",
+    "encode_header_value",
+    "header_list",
+    "media_type",
+    "modern_headers",
+    "request_protocol_version",
+    "tool_header_map",
+)
+
+#: Methods whose ``Mcp-Name`` header mirrors a body parameter, and which one.
+NAME_PARAMS: Mapping[str, str] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+}
+
+#: Per tool: the path of ``properties`` keys to an argument -> the header token.
+ToolHeaderMap = dict[tuple[str, ...], str]
+
+_SENTINEL = re.compile(r"=\?base64\?.*\?=", re.DOTALL)
+_PRINTABLE = re.compile(r"[\x20-\x7e]*")
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_TYPES = frozenset({"string", "integer", "boolean"})
+_MAX_SAFE_INTEGER = 2**53 - 1
+# JSON Schema 2020-12 keywords whose values are subschemas. Crossing any of them
+# leaves the pure ``properties`` chain, so an annotation found there is invalid.
+_ONE = frozenset(
+    {
+        "items",
+        "contains",
+        "additionalProperties",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "propertyNames",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contentSchema",
+    }
+)
+_MANY = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_NAMED = frozenset({"patternProperties", "dependentSchemas", "$defs", "definitions"})
+
+
+def encode_header_value(value: str) -> str:
+    """``value`` as it may appear in a header: itself, or its base64 escape."""
+    if _PRINTABLE.fullmatch(value) and value == value.strip() and not _SENTINEL.fullmatch(value):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def _positions(schema: JSONValue) -> Iterator[tuple[tuple[str, ...] | None, JSONObject]]:
+    """Every subschema with its ``properties`` path (``None`` once off that chain)."""
+    stack: list[tuple[tuple[str, ...] | None, JSONValue]] = [((), schema)]
+    while stack:
+        path, node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        yield path, node
+        for key, value in node.items():
+            if key == "properties" and isinstance(value, dict):
+                for name, sub in value.items():
+                    stack.append(((*path, name) if path is not None else None, sub))
+            elif key in _ONE:
+                stack.append((None, value))
+            elif key in _MANY and isinstance(value, list):
+                stack.extend((None, sub) for sub in value)
+            elif key in _NAMED and isinstance(value, dict):
+                stack.extend((None, sub) for sub in value.values())
+
+
+def tool_header_map(input_schema: JSONValue) -> ToolHeaderMap | None:
+    """The ``x-mcp-header`` annotations of a tool, or ``None`` if any is invalid."""
+    found: ToolHeaderMap = {}
+    seen: set[str] = set()
+    for path, node in _positions(input_schema):
+        if "x-mcp-header" not in node:
+            continue
+        token = node["x-mcp-header"]
+        if not path or not isinstance(token, str) or not _TOKEN.fullmatch(token):
+            return None
+        if node.get("type") not in _HEADER_TYPES or token.lower() in seen:
+            return None
+        seen.add(token.lower())
+        found[path] = token
+    return found
+
+
+def _render(value: JSONValue) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value) if abs(value) <= _MAX_SAFE_INTEGER else None
+    if isinstance(value, str):
+        return value
+    return None
+
+
+def _argument(arguments: JSONValue, path: tuple[str, ...]) -> JSONValue:
+    node = arguments
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def request_protocol_version(request: Request) -> str | None:
+    """The modern protocol version a request carries in ``params._meta``, if any."""
+    meta = request.params.get("_meta") if request.params else None
+    version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
+
+
+def modern_headers(
+    request: Request, version: str, tool_headers: Mapping[str, ToolHeaderMap]
+) -> list[tuple[str, str]]:
+    """The 2026-07-28 routing headers for ``request``."""
+    headers = [
+        ("MCP-Protocol-Version", version),
+        ("Mcp-Method", encode_header_value(request.method)),
+    ]
+    params = request.params or {}
+    key = NAME_PARAMS.get(request.method)
+    name = params.get(key) if key is not None else None
+    if isinstance(name, str):
+        headers.append(("Mcp-Name", encode_header_value(name)))
+    if request.method == "tools/call" and isinstance(name, str):
+        arguments = params.get("arguments")
+        for path, token in (tool_headers.get(name) or {}).items():
+            rendered = _render(_argument(arguments, path))
+            if rendered is not None:
+                headers.append((f"Mcp-Param-{token}", encode_header_value(rendered)))
+    return headers
+
+
+def media_type(content_type: str | None) -> str:
+    """The ``type/subtype`` of a Content-Type value, lowercased, parameters dropped.
+
+    ``text/event-stream;charset=utf-8`` and ``Application/JSON; charset=UTF-8``
+    are what they say (media types are case-insensitive, RFC 9110 §8.3.1).
+    """
+    if not content_type:
+        return ""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def header_list(
+    headers: Iterable[tuple[str, str]] | Mapping[str, str] | None,
+) -> list[tuple[str, str]]:
+    """Validated ``(name, value)`` pairs from a mapping or pairs (``ValueError`` if malformed).
+
+    Framing headers (Host, Content-Length, Transfer-Encoding, Connection) are
+    the HTTP layer's own and may not be given.
+    """
+    pairs = list(headers.items()) if isinstance(headers, Mapping) else list(headers or ())
+    for name, value in pairs:
+        if not name or any(c in name for c in ' \t\r\n:()<>@,;"/[]?={}') or not name.isascii():
+            raise ValueError(f"invalid HTTP header name: {name!r}")
+        if any(c in value for c in "\r\n\0") or not value.isascii():
+            raise ValueError(
+                f"invalid value for HTTP header {name!r}: contains CR, LF, NUL or non-ASCII"
+            )
+        if name.lower() in _FRAMING:
+            raise ValueError(f"the HTTP header {name!r} is set by the transport itself")
+    return pairs
+
+
+_FRAMING = frozenset({"host", "content-length", "transfer-encoding", "connection"})

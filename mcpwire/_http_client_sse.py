@@ -1,0 +1,284 @@
+"""The deprecated HTTP+SSE client transport (2024-11-05 ``basic/transports.mdx``).
+
+Theory of operation
+-------------------
+Two endpoints. The client opens ``GET <sse url>`` with
+``Accept: text/event-stream`` and keeps it open for the whole connection; the
+server MUST first send an ``endpoint`` event whose data is the URI to POST
+messages to, and then sends every server->client message (responses
+included) as a ``message`` event on that stream. Each client message is one
+``POST`` to the endpoint, answered with 202 (any 2xx will do); the answer to a
+request comes later on the event stream, so ``send()`` returns as soon as the
+POST is accepted.
+
+The endpoint is resolved against the SSE URL as RFC 3986 §5 says (pain point
+#26: resolving it any other way loses a reverse proxy's path prefix). It must
+be on the same origin as the SSE URL, because our headers (credentials
+included) go with every POST; a server behind a proxy that announces an
+internal address can be overridden with ``message_url``, resolved the same way
+and given the endpoint's query (which carries the server's session id) when
+it has none of its own.
+
+The session lives as long as the GET stream: when that ends or breaks the
+transport ends with it (every pending request fails with the reason), since
+the protocol has no way to resume a stream or a session.
+
+``SSEConnection`` is the engine; ``SSEClientTransport`` is a transport built on
+it, and the Streamable HTTP transport uses one directly when a server turns
+out to speak only this older protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+
+from ._http_client_base import (
+    ERROR_BODY_EXCERPT,
+    HTTPClientOptions,
+    HTTPTransportBase,
+    excerpt,
+    http_error,
+    make_options,
+    next_events,
+)
+from ._http_client_conn import (
+    URL,
+    ConnectionFailed,
+    HTTPClient,
+    HTTPError,
+    HTTPResponse,
+    InvalidRequest,
+    ReadTimeout,
+    RedirectRefused,
+)
+from ._transport import Outbound
+from .sansio import _messages as m
+from .sansio._messages import ErrorCode, RequestId
+from .sansio._sse import SSEDecoder, SSEEvent, SSEEventTooLarge
+
+__all__ = ("SSEClientTransport", "SSEConnection")
+
+logger = logging.getLogger("mcpwire.http")
+
+
+class SSEConnection:
+    """One HTTP+SSE session, delivering into ``owner``'s inbox (see the module docstring)."""
+
+    def __init__(
+        self, owner: HTTPTransportBase, http: HTTPClient, url: URL, options: HTTPClientOptions
+    ) -> None:
+        self.owner = owner
+        self.http = http
+        self.url = url
+        self.options = options
+        #: Where messages are POSTed, once the server has said.
+        self.endpoint: URL | None = None
+
+    async def connect(self) -> None:
+        """Open the event stream and wait for the ``endpoint`` event.
+
+        Raises:
+            HTTPError: the stream could not be opened, or announced no usable endpoint.
+        """
+        if self.owner._tg is None:
+            raise HTTPError(
+                "the HTTP+SSE transport needs a task group for its event stream "
+                "(use Client.http, or 'async with' the transport)"
+            )
+        headers = [("Accept", "text/event-stream"), *self.options.headers]
+        response = await self.http.request("GET", self.url, headers, timeout=self.options.timeout)
+        started = False
+        try:
+            if not 200 <= response.status < 300:
+                body = await response.read_body(ERROR_BODY_EXCERPT, truncate=True)
+                raise HTTPError(f"GET {self.url}: HTTP {response.status} {excerpt(body)}".rstrip())
+            if response.media_type != "text/event-stream":
+                raise HTTPError(
+                    f"GET {self.url}: expected text/event-stream, got {response.media_type!r}"
+                )
+            decoder = SSEDecoder(max_event_size=self.options.max_event_size)
+            early: list[SSEEvent] = []
+            try:
+                with anyio.fail_after(self.options.timeout):
+                    while self.endpoint is None:
+                        events = await next_events(response, decoder)
+                        if events is None:
+                            raise HTTPError(
+                                f"{self.url}: the stream ended before an endpoint event"
+                            )
+                        for event in events:
+                            if self.endpoint is None and event.event == "endpoint":
+                                self.endpoint = self._resolve(event.data)
+                            else:
+                                early.append(event)
+            except TimeoutError:
+                raise HTTPError(
+                    f"{self.url}: no endpoint event within {self.options.timeout:g} s"
+                ) from None
+            except SSEEventTooLarge as exc:
+                raise HTTPError(f"{self.url}: {exc}") from None
+            response.timeout = None  # the stream may be quiet for as long as it likes
+            logger.info("%s: HTTP+SSE session, posting to %s", self.url, self.endpoint)
+            started = self.owner._spawn(
+                "HTTP+SSE stream", lambda: self._read(response, decoder, early)
+            )
+            if not started:
+                raise HTTPError(f"{self.url}: the transport is closed")
+        finally:
+            if not started:
+                await response.aclose()
+
+    def _resolve(self, data: str) -> URL:
+        try:
+            announced = self.url.join(data.strip())
+        except ValueError as exc:
+            raise HTTPError(f"{self.url}: unusable endpoint event {data!r}: {exc}") from None
+        override = self.options.message_url
+        if override is not None:
+            target = self.url.join(override)
+            if "?" not in target.target and "?" in announced.target:
+                target = URL.parse(target.raw + "?" + announced.target.split("?", 1)[1])
+            return target
+        if announced.origin != self.url.origin:
+            raise HTTPError(
+                f"{self.url}: the server's message endpoint {announced} is on another origin; "
+                "pass message_url= to post there (or to the right public address) anyway"
+            )
+        return announced
+
+    async def _read(
+        self, response: HTTPResponse, decoder: SSEDecoder, early: list[SSEEvent]
+    ) -> None:
+        cause = "the server ended the event stream"
+        try:
+            async with response:
+                for event in early:
+                    await self._event(event)
+                while True:
+                    events = await next_events(response, decoder)
+                    if events is None:
+                        break
+                    for event in events:
+                        await self._event(event)
+        except (HTTPError, SSEEventTooLarge) as exc:
+            cause = str(exc)
+        self.owner._fail(
+            f"HTTP+SSE connection to the MCP server at {self.url} lost: {cause} "
+            "(the deprecated HTTP+SSE transport cannot resume a session)"
+        )
+
+    async def _event(self, event: SSEEvent) -> None:
+        if event.event != "message" or not event.data:
+            if event.event == "endpoint":
+                logger.debug("%s: ignoring a second endpoint event", self.url)
+            return
+        item = m.parse(event.data, self.options.limits)
+        items = item.items if type(item) is m.Batch else (item,)
+        for one in items:
+            if type(one) is m.Invalid:
+                logger.warning("%s: ignoring an invalid message: %s", self.url, one.error.message)
+            else:
+                await self.owner._deliver(one)
+
+    async def send(self, message: Outbound) -> None:
+        """POST one message (or batch) to the endpoint."""
+        assert self.endpoint is not None
+        body = m.serialize_batch(message) if isinstance(message, list) else m.serialize(message)
+        headers = [("Content-Type", "application/json"), *self.options.headers]
+        failure: HTTPError | None = None
+        problem = ""
+        status: int | None = None
+        text = b""
+        with self.owner._exchange():
+            try:
+                response = await self.http.request(
+                    "POST", self.endpoint, headers, body, timeout=self.options.timeout
+                )
+            except (RedirectRefused, ReadTimeout, InvalidRequest) as exc:
+                problem = str(exc)
+            except ConnectionFailed as exc:
+                failure = exc
+            else:
+                async with response:
+                    try:
+                        text = await response.read_body(ERROR_BODY_EXCERPT, truncate=True)
+                    except HTTPError:
+                        text = b""
+                    if 200 <= response.status < 300:
+                        return
+                    status = response.status
+                    problem = f"HTTP {status} {response.reason} {excerpt(text)}".rstrip()
+        if failure is not None:
+            raise self.owner._fail(f"cannot reach the MCP server at {self.endpoint}: {failure}")
+        if not problem:
+            return  # the exchange was aborted by close or failure
+        rid: RequestId | None = message.id if type(message) is m.Request else None
+        if rid is None:
+            logger.warning("%s: a message was not delivered: %s", self.endpoint, problem)
+            return
+        code = (
+            ErrorCode.INVALID_REQUEST
+            if status is not None and status < 500
+            else ErrorCode.INTERNAL_ERROR
+        )
+        method = message.method  # type: ignore[union-attr]
+        await self.owner._deliver(
+            http_error(
+                rid,
+                code,
+                f"{method}: the server refused the message: {problem}",
+                status=status,
+                body=text,
+            )
+        )
+
+
+class SSEClientTransport(HTTPTransportBase):
+    """A client transport for servers that speak only the deprecated HTTP+SSE protocol.
+
+    The event stream is opened by the first ``send()``; it needs a task group
+    (``Client`` lends one, or use ``async with``).
+
+    Args:
+        url: the server's SSE endpoint (often ``.../sse``).
+        headers: sent with every request.
+        options: the other ``HTTPClientOptions`` fields (``message_url`` in particular).
+    """
+
+    def __init__(self, url: str, *, headers: Any = None, **options: Any) -> None:
+        self.url = URL.parse(url)
+        super().__init__(f"MCP server at {self.url} (HTTP+SSE)")
+        self.options = make_options(headers, **options)
+        self.http = self.options.client()
+        self.connection = SSEConnection(self, self.http, self.url, self.options)
+        self._lock = anyio.Lock()
+
+    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
+        self._check_open()
+        if self.connection.endpoint is None:
+            async with self._lock:
+                if self.connection.endpoint is None:
+                    await self._connect()
+        await self.connection.send(message)
+
+    async def _connect(self) -> None:
+        failure: HTTPError | None = None
+        with self._exchange():
+            try:
+                await self.connection.connect()
+            except HTTPError as exc:
+                failure = exc
+        if failure is not None:
+            raise self._fail(f"cannot open the HTTP+SSE stream at {self.url}: {failure}")
+        if self.connection.endpoint is None:
+            raise anyio.ClosedResourceError
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._close_inbox()
+        with anyio.CancelScope(shield=True):
+            await self.http.aclose()

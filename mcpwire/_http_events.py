@@ -1,0 +1,129 @@
+"""Resumable SSE streams: the ``EventStore`` interface and the bounded in-memory store.
+
+Theory of operation
+-------------------
+The 2025-11-25 transport lets a client that lost an SSE stream reconnect with
+``GET`` and ``Last-Event-ID`` and receive what it missed, but only the
+messages of *that* stream (transports.mdx, "Resumability and Redelivery").
+Every SSE event the HTTP server writes in a legacy session is first recorded
+here and carries the id the store gave it; replay looks the id up.
+
+Ids are unique per session and name their stream: ``"<stream>:<sequence>"``.
+The server numbers streams per session (``"0"`` is the standalone GET stream,
+``"1"``, ``"2"``, ... the POST streams), so an id says which stream to resume
+and nothing about any other. Lookups are keyed by the session id as well,
+so an id presented in another session finds nothing: replay never crosses
+sessions (pain point 18, a published advisory against another server).
+
+A priming event (an id with empty data, sent first on a stream so the client
+holds a resume point before any message arrives) is recorded with
+``message=None``: it takes a sequence number and is never replayed.
+
+Memory is bounded three ways: each stream keeps its last
+``max_events_per_stream`` messages (older ones are lost to a late resumer,
+who still gets everything newer), each session keeps its newest
+``max_streams_per_session`` streams, and the server calls ``forget`` when a
+stream was delivered completely or its session ended.
+
+Another store (a shared cache behind several server processes, say) only has
+to implement the three coroutines of ``EventStore``.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Protocol
+
+from .sansio._messages import Message
+
+__all__ = ("EventStore", "MemoryEventStore", "Replay")
+
+#: ``(stream id, [(event id, message), ...])``: what ``replay_after`` returns.
+Replay = tuple[str, "list[tuple[str, Message]]"]
+
+
+class EventStore(Protocol):
+    """Where a legacy session's SSE events are kept for ``Last-Event-ID`` replay."""
+
+    async def store(self, session: str, stream: str, message: Message | None) -> str:
+        """Record ``message`` (``None``: a priming point) on ``stream``; return its event id.
+
+        Ids must be unique within the session and identify the stream.
+        """
+        ...
+
+    async def replay_after(self, session: str, event_id: str) -> Replay | None:
+        """The stream ``event_id`` belongs to and its messages recorded after it.
+
+        ``None`` when the id is unknown in this session (malformed, from
+        another session, or its stream was forgotten).
+        """
+        ...
+
+    async def forget(self, session: str, stream: str | None = None) -> None:
+        """Drop one stream of a session, or (``stream=None``) the whole session."""
+        ...
+
+
+class _Log:
+    __slots__ = ("events", "next_seq")
+
+    def __init__(self, limit: int) -> None:
+        self.next_seq = 0
+        self.events: collections.deque[tuple[int, Message]] = collections.deque(maxlen=limit)
+
+
+class MemoryEventStore:
+    """A bounded ``EventStore`` in this process's memory (see the module docstring)."""
+
+    def __init__(self, max_events_per_stream: int = 256, max_streams_per_session: int = 32) -> None:
+        if max_events_per_stream < 1 or max_streams_per_session < 1:
+            raise ValueError("the limits must be at least 1")
+        self.max_events_per_stream = max_events_per_stream
+        self.max_streams_per_session = max_streams_per_session
+        self._sessions: dict[str, collections.OrderedDict[str, _Log]] = {}
+
+    def __len__(self) -> int:
+        """Number of sessions with recorded streams."""
+        return len(self._sessions)
+
+    def event_count(self) -> int:
+        return sum(len(log.events) for logs in self._sessions.values() for log in logs.values())
+
+    async def store(self, session: str, stream: str, message: Message | None) -> str:
+        logs = self._sessions.get(session)
+        if logs is None:
+            logs = self._sessions[session] = collections.OrderedDict()
+        log = logs.get(stream)
+        if log is None:
+            log = logs[stream] = _Log(self.max_events_per_stream)
+            while len(logs) > self.max_streams_per_session:
+                logs.popitem(last=False)
+        seq = log.next_seq
+        log.next_seq += 1
+        if message is not None:
+            log.events.append((seq, message))
+        return f"{stream}:{seq}"
+
+    async def replay_after(self, session: str, event_id: str) -> Replay | None:
+        stream, colon, number = event_id.partition(":")
+        if not colon or not number.isascii() or not number.isdigit():
+            return None
+        logs = self._sessions.get(session)
+        log = logs.get(stream) if logs is not None else None
+        if log is None:
+            return None
+        after = int(number)
+        if after >= log.next_seq:
+            return None  # an id this stream never gave out
+        return stream, [(f"{stream}:{seq}", msg) for seq, msg in log.events if seq > after]
+
+    async def forget(self, session: str, stream: str | None = None) -> None:
+        if stream is None:
+            self._sessions.pop(session, None)
+            return
+        logs = self._sessions.get(session)
+        if logs is not None:
+            logs.pop(stream, None)
+            if not logs:
+                del self._sessions[session]

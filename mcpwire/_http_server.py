@@ -1,0 +1,536 @@
+"""The streamable-HTTP server transport: both protocol eras on one endpoint.
+
+Theory of operation
+-------------------
+``HTTPServer`` listens on a TCP socket (127.0.0.1 unless told otherwise) and
+drives one ``h11`` connection per socket (``_http_wire``), with keep-alive,
+bounded heads and bodies, and deadlines on every read and write. It serves a
+single path (``/mcp``), plus ``/sse`` and ``/messages`` when the deprecated
+HTTP+SSE transport is switched on (``legacy_sse``, see ``_http_sse``), and
+for every request runs the same gate first:
+
+1. the path (404), then ``Host`` against ``allowed_hosts`` (421) and
+   ``Origin``, when present, against ``allowed_origins`` (403): DNS-rebinding
+   protection, on by default when bound to loopback (transports.mdx,
+   "Security Warning"; pain point 25);
+2. the method: POST carries messages, GET opens a legacy session's stream,
+   DELETE ends a legacy session; anything else is 405.
+
+A POST's body is parsed once (``sansio.parse``: -32700, -32600, -32602 answer
+malformed input with status 400) and its era chosen per request:
+
+* **modern** (2026-07-28, ``basic/transports/streamable-http.mdx``): a
+  request whose ``params._meta`` holds the protocol envelope, or whose method
+  exists only in the modern era, or which comes without a session but with a
+  modern ``MCP-Protocol-Version`` or an ``Mcp-Method`` header. The headers are
+  checked against the body before anything runs (-32020, -32022, 400), and
+  the request is served by a one-request connection: ``OneShotTransport``
+  plus an ordinary ``Server.serve``, so nothing outlives the exchange and the
+  memory a request costs is freed with it. The response is JSON, or SSE as
+  soon as a related notification comes first (``_http_streams``); when the
+  client disconnects, the handler is cancelled. Notifications get 202.
+  See ``_http_modern``.
+* **legacy** (2025-03-26 ... 2025-11-25): ``initialize``, and everything
+  bound to a session by ``Mcp-Session-Id``; see ``_http_legacy`` (sessions
+  in ``_http_sessions``, resumable SSE in ``_http_events``).
+
+Concurrency and shutdown: connection tasks and legacy sessions run in one
+task group, each inside a shielded cancel scope of its own, so cancelling
+``serve()`` does not tear them down mid-response. Instead the server stops
+accepting, closes idle keep-alive connections, ends GET and listen streams,
+lets requests in flight finish for up to ``shutdown_timeout`` seconds, and
+only then cancels what is left. Entry points for programs (signals, exit
+status) are in ``_http_run``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Union
+
+import anyio
+import anyio.abc
+import h11
+
+from ._http_events import EventStore, MemoryEventStore
+from ._http_legacy import LegacyEndpoint
+from ._http_modern import ModernEndpoint
+from ._http_sse import SSEEndpoint
+from ._http_streams import JSON_HEADERS, PumpResult, ResponseStream, pump
+from ._http_wire import BodyTooLarge, HTTPConnection, PeerGone, ReadTimeout, RequestHead
+from ._versions import (
+    LEGACY_VERSIONS,
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+)
+from .sansio._codec import DEFAULT_MAX_MESSAGE_SIZE
+from .sansio._http import (
+    LOOPBACK_HOSTS,
+    LOOPBACK_ORIGINS,
+    MCP_METHOD,
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    accepts,
+    host_allowed,
+    is_json_media_type,
+    is_loopback,
+    origin_allowed,
+)
+from .sansio._json import JSONValue
+from .sansio._messages import (
+    Batch,
+    ErrorResponse,
+    Invalid,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    error_response,
+    parse,
+    serialize,
+)
+
+if TYPE_CHECKING:
+    from ._server import Server
+
+__all__ = ("HTTPServer", "HTTPServerOptions", "serve_http")
+
+logger = logging.getLogger("mcpwire.http")
+
+#: Methods that exist only in the modern era (a request for one is modern).
+_MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
+
+HostList = Union[Sequence[str], None, Literal["auto"]]
+
+
+@dataclass(frozen=True)
+class HTTPServerOptions:
+    """Settings of an ``HTTPServer`` (see ``serve_http`` for each one)."""
+
+    path: str = "/mcp"
+    #: Also serve the deprecated HTTP+SSE transport (2024-11-05) at these paths.
+    legacy_sse: bool = False
+    sse_path: str = "/sse"
+    message_path: str = "/messages"
+    #: "auto": the loopback hosts when bound to loopback, else no check.
+    allowed_hosts: tuple[str, ...] | None | Literal["auto"] = "auto"
+    #: "auto": the loopback origins.
+    allowed_origins: tuple[str, ...] | None | Literal["auto"] = "auto"
+    json_response: bool = False
+    session_idle_timeout: float | None = 30 * 60.0
+    max_sessions: int = 10_000
+    max_body_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    max_header_size: int = 16 * 1024
+    max_connections: int = 1000
+    read_timeout: float = 30.0
+    keep_alive_timeout: float = 30.0
+    write_timeout: float = 30.0
+    sse_keepalive: float = 15.0
+    retry_ms: int = 1000
+    shutdown_timeout: float = 5.0
+
+
+class HTTPServer:
+    """Serves one ``Server`` over streamable HTTP (see the module docstring)."""
+
+    def __init__(
+        self,
+        server: Server,
+        options: HTTPServerOptions | None = None,
+        *,
+        event_store: EventStore | None = None,
+    ) -> None:
+        self.server = server
+        self.options = options or HTTPServerOptions()
+        self.event_store: EventStore = event_store or MemoryEventStore()
+        self.legacy = LegacyEndpoint(self)
+        self.modern = ModernEndpoint(self)
+        self.sse = SSEEndpoint(self)
+        self.port: int | None = None
+        self.allowed_hosts: tuple[str, ...] | None = None
+        self.allowed_origins: tuple[str, ...] | None = None
+        self.draining = False
+        #: Connections open, and requests being answered right now.
+        self.connections = 0
+        self.busy = 0
+        self.modern_requests = 0
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._scopes: set[anyio.CancelScope] = set()
+        self._idle: dict[anyio.CancelScope, bool] = {}
+        self._quiet: anyio.Event | None = None
+
+    # -- running ----------------------------------------------------------------------
+
+    def stats(self) -> dict[str, int]:
+        """Counters for monitoring: connections, requests, sessions, tasks (pain point 12)."""
+        table = self.legacy.table
+        return {
+            "connections": self.connections,
+            "busy_requests": self.busy,
+            "modern_requests": self.modern_requests,
+            "sessions": len(table),
+            "sessions_pending": table.pending,
+            "sessions_created": table.created,
+            "sessions_evicted": table.evicted,
+            "sessions_expired": table.expired_count,
+            "sse_connections": len(self.sse.connections),
+            "tasks": len(self._scopes),
+        }
+
+    async def serve(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Listen and serve until cancelled, then shut down gracefully."""
+        opts = self.options
+        hosts = opts.allowed_hosts
+        if hosts == "auto":
+            hosts = LOOPBACK_HOSTS if is_loopback(host) else None
+        self.allowed_hosts = hosts
+        origins = opts.allowed_origins
+        self.allowed_origins = LOOPBACK_ORIGINS if origins == "auto" else origins
+        listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+        self.port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
+        logger.info("serving MCP at http://%s:%d%s", host, self.port, self.options.path)
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                try:
+                    if self.options.session_idle_timeout is not None:
+                        self.spawn(self._reap)
+                    task_status.started(self.port)
+                    await listener.serve(self._on_connection, task_group=tg)
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self._drain(listener)
+        finally:
+            self._tg = None
+
+    def spawn(self, fn: Callable[..., Awaitable[None]], *args: object) -> anyio.CancelScope:
+        """Run ``fn(*args)`` in the server's task group, shielded until ``stop`` time."""
+        scope = anyio.CancelScope(shield=True)
+        self._scopes.add(scope)
+
+        async def run() -> None:
+            try:
+                with scope:
+                    await fn(*args)
+            except Exception:
+                logger.exception("HTTP server task %s failed", getattr(fn, "__name__", fn))
+            finally:
+                self._scopes.discard(scope)
+
+        assert self._tg is not None
+        self._tg.start_soon(run)
+        return scope
+
+    async def _drain(self, listener: anyio.abc.Listener[Any]) -> None:
+        self.draining = True
+        await listener.aclose()
+        for scope, idle in list(self._idle.items()):
+            if idle:
+                scope.cancel()
+        for session in self.legacy.table:
+            session.standalone.end()
+        self.sse.close_all()
+        self.modern.stop_listening()
+        with anyio.move_on_after(self.options.shutdown_timeout):
+            while self.busy:
+                self._quiet = anyio.Event()
+                await self._quiet.wait()
+        for session in self.legacy.table:
+            self.legacy.terminate(session)
+        for scope in list(self._scopes):
+            scope.cancel()
+
+    async def _reap(self) -> None:
+        timeout = self.options.session_idle_timeout
+        assert timeout is not None
+        interval = min(max(timeout / 4, 0.05), 30.0)
+        while True:
+            await anyio.sleep(interval)
+            for session in self.legacy.table.expired(anyio.current_time()):
+                self.legacy.table.expired_count += 1
+                logger.debug("ending idle session %s...", session.id[:8])
+                self.legacy.terminate(session)
+
+    # -- connections --------------------------------------------------------------------
+
+    async def _on_connection(self, stream: anyio.abc.SocketStream) -> None:
+        scope = anyio.CancelScope(shield=True)
+        with scope:
+            self._scopes.add(scope)
+            self.connections += 1
+            opts = self.options
+            http = HTTPConnection(
+                stream,
+                max_header_size=opts.max_header_size,
+                read_timeout=opts.read_timeout,
+                write_timeout=opts.write_timeout,
+            )
+            try:
+                if self.connections > opts.max_connections or self.draining:
+                    await http.respond_text(503, "Service Unavailable", [("connection", "close")])
+                    return
+                await self._serve_connection(http, scope)
+            except PeerGone:
+                pass
+            except Exception:
+                logger.exception("HTTP connection failed")
+            finally:
+                self._idle.pop(scope, None)
+                self._scopes.discard(scope)
+                self.connections -= 1
+                await http.aclose()
+
+    async def _serve_connection(self, http: HTTPConnection, scope: anyio.CancelScope) -> None:
+        first = True
+        while not self.draining:
+            self._idle[scope] = True
+            try:
+                head = await http.next_request(
+                    self.options.read_timeout if first else self.options.keep_alive_timeout
+                )
+            except h11.RemoteProtocolError as exc:
+                await self._protocol_error(http, exc)
+                return
+            finally:
+                self._idle[scope] = False
+            if head is None:
+                return
+            if head.size > self.options.max_header_size:
+                await http.respond_text(
+                    431, "Request Header Fields Too Large", [("connection", "close")]
+                )
+                return
+            first = False
+            self.busy += 1
+            try:
+                await self._request(http, head)
+            except h11.RemoteProtocolError as exc:
+                await self._protocol_error(http, exc)
+                return
+            finally:
+                self.busy -= 1
+                if self._quiet is not None and not self.busy:
+                    self._quiet.set()
+            if not http.reusable:
+                return
+            http.next_cycle()
+
+    async def _protocol_error(self, http: HTTPConnection, exc: h11.RemoteProtocolError) -> None:
+        if http.h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            status = exc.error_status_hint
+            await http.respond_text(status, f"Bad request: {exc}", [("connection", "close")])
+
+    # -- requests -------------------------------------------------------------------------
+
+    async def _request(self, http: HTTPConnection, head: RequestHead) -> None:
+        opts = self.options
+        close = [("connection", "close")]
+        path = head.path
+        sse = opts.legacy_sse and path in (opts.sse_path, opts.message_path)
+        if path != opts.path and not sse:
+            await http.respond_text(404, "Not Found", close)
+            return
+        host = head.headers.get("host")
+        if self.allowed_hosts is not None and not host_allowed(host, self.allowed_hosts):
+            logger.warning("rejected request with Host %r (allowed: %s)", host, self.allowed_hosts)
+            await http.respond_text(421, "Misdirected Request: invalid Host header", close)
+            return
+        origin = head.headers.get("origin")
+        if (
+            origin is not None
+            and self.allowed_origins is not None
+            and not origin_allowed(origin, self.allowed_origins)
+        ):
+            logger.warning("rejected request with Origin %r", origin)
+            await http.respond_text(403, "Forbidden: invalid Origin header", close)
+            return
+        if sse:
+            if path == opts.sse_path and head.method == "GET":
+                await self.sse.get(http, head)
+            elif path == opts.message_path and head.method == "POST":
+                await self.sse.post(http, head)
+            else:
+                allow = "GET" if path == opts.sse_path else "POST"
+                await http.respond_text(405, "Method Not Allowed", [("allow", allow), *close])
+        elif head.method == "POST":
+            await self._post(http, head)
+        elif head.method == "GET":
+            await self.legacy.get(http, head)
+        elif head.method == "DELETE":
+            await self.legacy.delete(http, head)
+        else:
+            await http.respond_text(
+                405, "Method Not Allowed", [("allow", "GET, POST, DELETE"), *close]
+            )
+
+    async def _post(self, http: HTTPConnection, head: RequestHead) -> None:
+        headers = head.headers
+        length = headers.get("content-length")
+        try:
+            body = await http.read_body(
+                self.options.max_body_size,
+                int(length) if length is not None and length.isdigit() else None,
+            )
+        except BodyTooLarge:
+            await http.respond_text(413, "Content Too Large", [("connection", "close")])
+            return
+        except ReadTimeout:
+            await http.respond_text(408, "Request Timeout", [("connection", "close")])
+            return
+        accept = headers.get("accept")
+        can_json = accepts(accept, "application/json")
+        can_sse = accepts(accept, "text/event-stream")
+        if not can_json and not can_sse:
+            await http.respond_text(
+                406, "Not Acceptable: accept application/json and text/event-stream"
+            )
+            return
+        if not is_json_media_type(headers.get("content-type")):
+            await http.respond_text(415, "Unsupported Media Type: send application/json")
+            return
+        item = parse(body)
+        cls = type(item)
+        if cls is Request:
+            req: Request = item  # type: ignore[assignment]
+            if self._is_modern(req, head):
+                await self.modern.request(http, head, req, can_json, can_sse)
+            else:
+                await self.legacy.request(http, head, req, can_json, can_sse)
+        elif cls is Notification:
+            pv = headers.get(MCP_PROTOCOL_VERSION)
+            # Without a session, a notification is modern when its version header
+            # says so, or when it is the one the modern era defines (cancelled).
+            if MCP_SESSION_ID not in headers and (
+                (pv is not None and pv not in LEGACY_VERSIONS)
+                or (pv is None and item.method == "notifications/cancelled")  # type: ignore[union-attr]
+            ):
+                await self.modern.notification(http, pv)
+            else:
+                await self.legacy.notification(http, head, item)  # type: ignore[arg-type]
+        elif cls is Response or cls is ErrorResponse or cls is Batch:
+            await self.legacy.other(http, head, item)  # type: ignore[arg-type]
+        else:
+            invalid: Invalid = item  # type: ignore[assignment]
+            await self.json_error(http, 400, invalid.id, invalid.error.code, invalid.error.message)
+
+    def _is_modern(self, req: Request, head: RequestHead) -> bool:
+        """The era of one POSTed request (design.md, "Both protocol eras").
+
+        Modern: the ``_meta`` envelope, a modern-only method, or (without a
+        session) a modern ``MCP-Protocol-Version`` or an ``Mcp-Method`` header.
+        ``initialize`` is legacy unless it comes stamped as modern in header
+        *and* body: then it is an unknown modern method (404, -32601), as
+        streamable-http.mdx's era detection expects.
+        """
+        meta = req.params.get("_meta") if req.params else None
+        enveloped = isinstance(meta, dict) and (
+            META_PROTOCOL_VERSION in meta or META_CLIENT_CAPABILITIES in meta
+        )
+        pv = head.headers.get(MCP_PROTOCOL_VERSION)
+        if req.method == "initialize":
+            return enveloped and pv is not None and pv not in LEGACY_VERSIONS
+        if enveloped or req.method in _MODERN_ONLY:
+            return True
+        if MCP_SESSION_ID in head.headers:
+            return False
+        return (pv is not None and pv not in LEGACY_VERSIONS) or MCP_METHOD in head.headers
+
+    async def json_error(
+        self,
+        http: HTTPConnection,
+        status: int,
+        rid: RequestId | None,
+        code: int,
+        message: str,
+        data: JSONValue = None,
+        headers: list[tuple[str, str]] | None = None,
+    ) -> None:
+        body = serialize(error_response(rid, code, message, data))
+        await http.respond(status, [*JSON_HEADERS, *(headers or [])], body)
+
+    # -- shared -----------------------------------------------------------------------------
+
+    async def exchange(
+        self, http: HTTPConnection, stream: ResponseStream, *, started: bool = False
+    ) -> PumpResult:
+        """Write ``stream`` to the client, watching for it to hang up meanwhile."""
+        result: PumpResult = "gone"
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                await http.watch_disconnect()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch)
+            result = await pump(http, stream, keepalive=self.options.sse_keepalive, started=started)
+            tg.cancel_scope.cancel()
+        return result
+
+
+async def serve_http(
+    server: Server,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    path: str = "/mcp",
+    allowed_hosts: HostList = "auto",
+    allowed_origins: HostList = "auto",
+    json_response: bool = False,
+    session_idle_timeout: float | None = 30 * 60.0,
+    max_sessions: int = 10_000,
+    event_store: EventStore | None = None,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+    **options: Any,
+) -> None:
+    """Serve ``server`` over streamable HTTP at ``http://host:port/path`` until cancelled.
+
+    Args:
+        host, port: where to listen; port 0 picks a free port (reported
+            through ``task_status.started(port)``).
+        path: the MCP endpoint.
+        allowed_hosts: ``Host`` values accepted (421 otherwise); entries may
+            omit the port or write ``:*``. "auto": localhost, 127.0.0.1 and
+            [::1] with any port when ``host`` is a loopback address, no check
+            otherwise. ``None`` disables the check.
+        allowed_origins: ``Origin`` values accepted when the header is present
+            (403 otherwise). "auto": the loopback origins. ``None`` disables.
+        json_response: never answer a POST with SSE (related notifications of
+            a legacy request then go to the session's GET stream).
+        session_idle_timeout: seconds a legacy session may sit idle before it
+            is ended; ``None`` keeps sessions until DELETE.
+        max_sessions: the most legacy sessions at once; at the limit the least
+            recently used idle one is evicted, or the initialize gets 503.
+        event_store: where SSE events are kept for ``Last-Event-ID`` replay
+            (default: a bounded ``MemoryEventStore``).
+        options: further ``HTTPServerOptions`` fields (limits and timeouts).
+    """
+    hosts = _host_list(allowed_hosts)
+    origins = _host_list(allowed_origins)
+    opts = HTTPServerOptions(
+        path=path,
+        allowed_hosts=hosts,
+        allowed_origins=origins,
+        json_response=json_response,
+        session_idle_timeout=session_idle_timeout,
+        max_sessions=max_sessions,
+        **options,
+    )
+    if opts.session_idle_timeout is not None and not (0 < opts.session_idle_timeout < math.inf):
+        raise ValueError("session_idle_timeout must be a positive number of seconds or None")
+    http_server = HTTPServer(server, opts, event_store=event_store)
+    await http_server.serve(host, port, task_status=task_status)
+
+
+def _host_list(value: HostList) -> tuple[str, ...] | None | Literal["auto"]:
+    if value is None or isinstance(value, str):
+        return None if value is None else "auto"
+    return tuple(value)

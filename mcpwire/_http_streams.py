@@ -1,0 +1,391 @@
+"""Per-response streams of the HTTP server: JSON or SSE, decided as messages arrive.
+
+Theory of operation
+-------------------
+Each POST that carries a request gets a ``ResponseStream``; so does a
+session's standalone GET stream. Producers (the session's handler tasks,
+through the transports) call ``event()`` for a notification or server->client
+request that belongs to the request, and ``final()`` for its response. The
+one consumer, the task that owns the HTTP connection, runs ``pump()``, which
+turns what the producers queued into bytes on the socket.
+
+JSON or SSE is decided by order of arrival (pain point 13): if the response
+comes first, it goes out as one ``application/json`` body (a modern error
+with the status its code calls for); as soon as anything related comes
+first, the stream commits to ``text/event-stream`` (with ``Cache-Control:
+no-cache`` and ``X-Accel-Buffering: no``, pain point 25) and the response
+ends it. While nothing arrives, ``pump()`` commits anyway after
+``keepalive`` seconds when the client accepts SSE, and then writes a comment
+line every ``keepalive`` seconds, so that proxies with idle timeouts keep the
+connection open during a long tool call.
+
+Producers never wait for the network: frames go into a bounded ``Outbox``
+whose overflow (a client that stopped reading) ends the response. In a legacy
+session each SSE frame is first recorded in the session's ``EventStore`` and
+carries the id the store gave it, a priming event (id, empty data, ``retry``)
+opens the stream for 2025-11-25 sessions, and a lock per stream keeps ids and
+frames in the same order; in the modern era there are no ids and nothing is
+kept. A stream whose client went away is *detached*: in a legacy session
+what it produces is still recorded for a ``Last-Event-ID`` resume; in the
+modern era disconnect means cancellation (``OneShotTransport``).
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+
+from ._errors import ConnectionClosed, JSONRPCError
+from ._http_wire import HTTPConnection, PeerGone
+from ._transport import Outbound
+from .sansio._http import http_status_for_error
+from .sansio._messages import (
+    ErrorCode,
+    ErrorResponse,
+    Incoming,
+    Message,
+    Request,
+    RequestId,
+    Response,
+    serialize,
+)
+from .sansio._sse import encode_comment, encode_event, encode_priming, encode_retry
+
+if TYPE_CHECKING:
+    from ._http_sessions import HTTPSession
+
+__all__ = (
+    "JSON_HEADERS",
+    "SSE_HEADERS",
+    "Frame",
+    "OneShotTransport",
+    "Outbox",
+    "PumpResult",
+    "ResponseStream",
+    "encode_sse",
+    "pump",
+)
+
+#: Frames queued for one response before its client counts as not reading.
+OUTBOX_LIMIT = 1024
+
+SSE_HEADERS: list[tuple[str, str]] = [
+    ("content-type", "text/event-stream"),
+    ("cache-control", "no-cache"),
+    ("x-accel-buffering", "no"),
+]
+JSON_HEADERS: list[tuple[str, str]] = [("content-type", "application/json")]
+
+PumpResult = Literal["done", "ended", "gone"]
+
+
+class Frame:
+    """One item of an outbox: SSE bytes, a JSON response, or the end of the response."""
+
+    __slots__ = ("data", "final", "kind", "status")
+
+    def __init__(self, kind: str, data: bytes = b"", *, final: bool = False, status: int = 200):
+        self.kind = kind  # "sse", "json", "end", "close" or "overflow"
+        self.data = data
+        self.final = final
+        self.status = status
+
+
+class Outbox:
+    """A bounded queue of frames with one waiting consumer; ``put`` never blocks."""
+
+    __slots__ = ("_items", "_wakeup", "limit")
+
+    def __init__(self, limit: int = OUTBOX_LIMIT) -> None:
+        self._items: collections.deque[Frame] = collections.deque()
+        self._wakeup: anyio.Event | None = None
+        self.limit = limit
+
+    def put(self, frame: Frame) -> bool:
+        """Queue ``frame``; on overflow the queue is replaced by one "overflow" frame."""
+        ok = len(self._items) < self.limit
+        if not ok:
+            self._items.clear()
+            frame = Frame("overflow")
+        self._items.append(frame)
+        if self._wakeup is not None:
+            self._wakeup.set()
+            self._wakeup = None
+        return ok
+
+    async def get(self) -> Frame:
+        while not self._items:
+            self._wakeup = anyio.Event()
+            await self._wakeup.wait()
+        return self._items.popleft()
+
+
+def encode_sse(message: Message, event_id: str | None) -> bytes:
+    return encode_event(serialize(message).decode("utf-8"), event="message", id=event_id)
+
+
+class ResponseStream:
+    """Where the messages for one HTTP response go (see the module docstring).
+
+    Args:
+        stream_id: the stream's id within its session ("" in the modern era).
+        request_id: the request whose response ends the stream (None: GET).
+        sse_ok: whether the client accepts SSE and the server may use it.
+        owner: the legacy session whose event store records the frames.
+        modern: errors sent as JSON get their modern HTTP status.
+    """
+
+    __slots__ = (
+        "_lock",
+        "finished",
+        "headers",
+        "id",
+        "modern",
+        "outbox",
+        "owner",
+        "request_id",
+        "sse",
+        "sse_ok",
+    )
+
+    def __init__(
+        self,
+        stream_id: str,
+        request_id: RequestId | None,
+        *,
+        sse_ok: bool,
+        owner: HTTPSession | None = None,
+        modern: bool = False,
+    ) -> None:
+        self.id = stream_id
+        self.request_id = request_id
+        self.sse_ok = sse_ok
+        self.owner = owner
+        self.modern = modern
+        self.sse = False
+        self.finished = False
+        self.outbox: Outbox | None = Outbox()
+        self._lock = anyio.Lock()
+        #: Extra response headers (``Mcp-Session-Id``), read when the response starts.
+        self.headers: list[tuple[str, str]] = []
+
+    @property
+    def attached(self) -> bool:
+        return self.outbox is not None
+
+    def put(self, frame: Frame) -> None:
+        """Queue a frame for the consumer (dropped while detached)."""
+        if self.outbox is not None and not self.outbox.put(frame):
+            self.outbox = None  # the consumer sees "overflow" and drops the client
+
+    _put = put
+
+    async def _record(self, message: Message | None) -> str | None:
+        if self.owner is None:
+            return None
+        return await self.owner.record(self, message)
+
+    async def _commit(self) -> None:
+        # Caller holds the lock.
+        if self.sse:
+            return
+        self.sse = True
+        if self.owner is not None:
+            await self.owner.keep(self)
+            if self.owner.priming:
+                # 2025-11-25 "SHOULD immediately send an SSE event consisting of an
+                # event ID and an empty data field" (transports.mdx).
+                event_id = await self._record(None)
+                assert event_id is not None
+                self._put(Frame("sse", encode_priming(event_id, retry=self.owner.retry_ms)))
+
+    async def commit(self) -> None:
+        """Switch to ``text/event-stream`` now (the consumer's keep-alive path)."""
+        async with self._lock:
+            if not self.finished:
+                await self._commit()
+
+    async def event(self, message: Message) -> None:
+        """Send a notification or request that belongs to this response."""
+        async with self._lock:
+            if self.finished:
+                return
+            if not self.sse:
+                if self.outbox is None:
+                    return  # its client is gone and holds no event id to resume from
+                await self._commit()
+            self._put(Frame("sse", encode_sse(message, await self._record(message))))
+
+    async def final(self, message: Response | ErrorResponse) -> None:
+        """Send the response that ends the stream."""
+        async with self._lock:
+            if self.finished:
+                return
+            self.finished = True
+            if self.sse:
+                data = encode_sse(message, await self._record(message))
+                self._put(Frame("sse", data, final=True))
+                return
+            status = 200
+            if self.modern and type(message) is ErrorResponse:
+                status = http_status_for_error(message.error.code)
+            self._put(Frame("json", serialize(message), final=True, status=status))
+
+    async def close_sse(self, retry_ms: int) -> bool:
+        """Close the client's connection to this stream mid-call (SEP-1699 polling).
+
+        The stream must be resumable: it becomes SSE (primed with an event id)
+        if it was not, gets a ``retry`` hint, and is detached, so that what the
+        request still produces is recorded until the client comes back with
+        ``Last-Event-ID``. False when that is not possible (modern era, JSON
+        only, already finished).
+        """
+        async with self._lock:
+            if self.finished or self.owner is None or not self.sse_ok or self.outbox is None:
+                return False
+            await self._commit()
+            self._put(Frame("close", encode_retry(retry_ms)))
+            self.outbox = None
+            return True
+
+    def end(self, status: int = 503) -> None:
+        """End the response without a JSON-RPC response (``status`` if nothing was sent yet)."""
+        if not self.finished:
+            self.finished = True
+            self._put(Frame("end", status=status))
+
+    def attach(self) -> Outbox:
+        """Give the stream a new consumer; a previous one is told to stop."""
+        if self.outbox is not None:
+            self.outbox.put(Frame("overflow"))
+        self.outbox = Outbox()
+        return self.outbox
+
+    def detach(self, outbox: Outbox | None = None) -> None:
+        """The consumer went away (only if ``outbox`` is still the current one)."""
+        if outbox is None or self.outbox is outbox:
+            self.outbox = None
+
+    @property
+    def lock(self) -> anyio.Lock:
+        return self._lock
+
+
+async def pump(
+    http: HTTPConnection,
+    stream: ResponseStream,
+    *,
+    keepalive: float,
+    started: bool = False,
+) -> PumpResult:
+    """Write ``stream``'s frames as the HTTP response until it ends.
+
+    Returns "done" when the final response was written, "ended" when the
+    stream ended without one, "gone" when the client went away, stopped
+    reading, or was hung up on to resume later (``close_sse``). ``started``:
+    the SSE head was already sent (a resumed stream).
+    """
+    outbox = stream.outbox
+    if outbox is None:
+        return "gone"
+    try:
+        while True:
+            frame: Frame | None = None
+            with anyio.move_on_after(keepalive):
+                frame = await outbox.get()
+            if frame is None:
+                if not stream.sse and stream.sse_ok:
+                    await stream.commit()  # its priming frame (if any) is next in line
+                if stream.sse:
+                    if not started:
+                        await http.start(200, [*SSE_HEADERS, *stream.headers])
+                        started = True
+                    await http.write(encode_comment("keep-alive"))
+                continue
+            kind = frame.kind
+            if kind == "json":
+                await http.respond(frame.status, [*JSON_HEADERS, *stream.headers], frame.data)
+                return "done"
+            if kind == "overflow":
+                return "gone"
+            if kind == "close":  # the server hangs up; the client resumes later
+                if not started:
+                    await http.start(200, [*SSE_HEADERS, *stream.headers])
+                await http.write(frame.data)
+                await http.finish()
+                return "gone"
+            if kind == "end":
+                if started:
+                    await http.finish()
+                else:
+                    await http.respond(frame.status, stream.headers)
+                return "ended"
+            if not started:
+                await http.start(200, [*SSE_HEADERS, *stream.headers])
+                started = True
+            await http.write(frame.data)
+            if frame.final:
+                await http.finish()
+                return "done"
+    except PeerGone:
+        return "gone"
+
+
+class OneShotTransport:
+    """A ``Transport`` for one modern (2026-07-28) request over HTTP.
+
+    ``receive()`` yields the request once, then waits until ``finish()`` (the
+    response was written, or the client went away) and reports end of input,
+    which makes the session cancel a handler still running: disconnect is
+    cancellation (streamable-http.mdx, "Cancellation"). Notifications that
+    name the request go to its stream; the modern era has no server->client
+    requests, so sending one fails.
+    """
+
+    def __init__(self, request: Request, stream: ResponseStream) -> None:
+        self.request = request
+        self.stream = stream
+        self.dropped = 0
+        self._given = False
+        self._done = anyio.Event()
+
+    async def receive(self) -> Incoming:
+        if not self._given:
+            self._given = True
+            return self.request
+        await self._done.wait()
+        raise anyio.EndOfStream
+
+    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
+        if isinstance(message, list):
+            for item in message:
+                await self.send(item, related=related)
+            return
+        cls = type(message)
+        if cls is Response or cls is ErrorResponse:
+            if message.id == self.request.id:  # type: ignore[union-attr]
+                await self.stream.final(message)  # type: ignore[arg-type]
+            else:
+                self.dropped += 1
+            return
+        if cls is Request:
+            raise JSONRPCError(
+                ErrorCode.INTERNAL_ERROR,
+                "the 2026-07-28 protocol has no server-to-client requests "
+                "(ask through an InputRequiredResult)",
+            )
+        if related == self.request.id and self.stream.sse_ok:
+            await self.stream.event(message)
+        else:
+            self.dropped += 1
+
+    def finish(self) -> None:
+        self._done.set()
+
+    async def aclose(self) -> None:
+        self._done.set()
+
+    def close_error(self) -> ConnectionClosed:
+        return ConnectionClosed("the HTTP request ended")

@@ -1,0 +1,509 @@
+"""``Hub``: many MCP servers from config files, discovered in parallel and supervised.
+
+Theory of operation
+-------------------
+``async with Hub(configs=[...]) as hub`` reads and validates the config files
+(a bad file raises ``ConfigError`` right there), starts one supervisor task
+per server (``_hub_supervisor``) and a watcher task (``_hub_watch``), and
+returns at once: servers connect in the background, at most
+``max_concurrent_starts`` at a time, each under its own startup timeout, and
+one server's failure never touches another. The hub is usable while some are
+still starting; ``wait_ready()`` waits until none is.
+
+The hub itself holds the registries, kept in step with the supervisors'
+discoveries: exposed tool and prompt names (``_hub_names``), the tools each
+server exposes after its include/exclude globs, and the reverse map a call
+goes through. A registry change publishes events (``_hub_events``).
+
+A call goes: exposed name -> (server, original name) -> refusals (disabled
+server, tool in ``disabledTools``, filtered out) -> the approval hook unless
+``alwaysAllow``/``trust`` -> the server's live connection (a dead one is
+reconnected once, without backoff) -> ``Client.call_tool`` with the server's
+timeout. A crash during the call fails that call with the exit status and
+stderr tail; the call is not retried, because tools need not be idempotent.
+
+A config change (seen by the watcher, or ``reload()``) is validated in full
+before anything is touched; an invalid one publishes ``ConfigRejected`` and
+the last good config stays. A valid one is applied per server: added ->
+started, removed -> stopped, connection changed -> restarted, only policy
+changed (timeouts, approvals, tool filters) -> applied in place, unchanged ->
+untouched.
+
+The hub must be entered and left in the same task (like any anyio task group).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+
+from ._hub_config import LoadedConfig, ServerConfig, load_configs
+from ._hub_errors import ConfigError, ConfigIssue, HubError, ToolCallRefused
+from ._hub_events import (
+    DEFAULT_EVENT_BUFFER,
+    ConfigRejected,
+    ConfigReloaded,
+    EventBus,
+    EventStream,
+    HubEvent,
+    ServerState,
+    ServerStateChanged,
+)
+from ._hub_names import (
+    HubPrompt,
+    HubTool,
+    NameRule,
+    resolve_rule,
+)
+from ._hub_registry import Registry, always_allowed
+from ._hub_status import RestartPolicy, ServerStatus
+from ._hub_supervisor import Supervisor
+from ._hub_watch import DEFAULT_DEBOUNCE, DEFAULT_POLL_INTERVAL, PathWatcher
+
+if TYPE_CHECKING:
+    from ._session import ProgressCallback
+    from ._types import (
+        CallToolResult,
+        GetPromptResult,
+        Resource,
+        ResourceContents,
+        ResourceTemplate,
+    )
+    from .sansio._json import JSONObject
+
+__all__ = ("ApproveHook", "Hub")
+
+logger = logging.getLogger("mcpwire.hub")
+
+#: ``approve(server, tool, arguments)``: may this call go ahead?
+ApproveHook = Callable[[str, str, "JSONObject"], Awaitable[bool]]
+#: Seconds a server gets to connect and list everything, unless its config says.
+DEFAULT_STARTUP_TIMEOUT = 30.0
+DEFAULT_MAX_CONCURRENT_STARTS = 8
+DEFAULT_TOOL_COUNT_WARNINGS = (40, 128)
+_WAITING = (None, ServerState.STARTING)
+
+
+class Hub:
+    """Many MCP servers behind one object (see the module docstring).
+
+    Args:
+        configs: config files, read in order; a later file's server replaces an
+            earlier one of the same name (give the global config first, the
+            project's last).
+        servers: servers given in code; they replace config servers of the same name.
+        approve: ``async (server, tool, arguments) -> bool``, asked before each call
+            of a tool not in its server's ``alwaysAllow`` (``None``: allow all).
+        separator: between server and tool in exposed names.
+        name_rule: what exposed names must match: ``"default"``, ``"openai"``,
+            ``"anthropic"``, ``"gemini"``, a pattern, or a ``NameRule``.
+        max_concurrent_starts: servers connecting at the same time.
+        startup_timeout: seconds to connect and list everything (per server).
+        restart_policy: backoff and crash-loop limits.
+        watch: reload when a config file changes; restart a server when one of
+            its ``watchPaths`` changes.
+        poll_interval, debounce: the watcher's timing, in seconds.
+        tool_count_warnings: warn when the exposed tools exceed these counts.
+        event_buffer: events kept per ``events()`` subscriber.
+        environ: variables for ``${VAR}`` expansion (default ``os.environ``).
+        client_options: passed to every ``Client`` (``mode``, ``client_info``,
+            ``sampling``, ``elicitation``, ``roots``...).
+    """
+
+    def __init__(
+        self,
+        configs: Sequence[str | os.PathLike[str]] = (),
+        *,
+        servers: Sequence[ServerConfig] = (),
+        approve: ApproveHook | None = None,
+        separator: str = "__",
+        name_rule: str | NameRule = "default",
+        max_concurrent_starts: int = DEFAULT_MAX_CONCURRENT_STARTS,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        restart_policy: RestartPolicy | None = None,
+        watch: bool = True,
+        poll_interval: float = DEFAULT_POLL_INTERVAL,
+        debounce: float = DEFAULT_DEBOUNCE,
+        tool_count_warnings: Sequence[int] = DEFAULT_TOOL_COUNT_WARNINGS,
+        event_buffer: int = DEFAULT_EVENT_BUFFER,
+        environ: Mapping[str, str] | None = None,
+        client_options: Mapping[str, object] | None = None,
+    ) -> None:
+        if isinstance(configs, (str, os.PathLike)):
+            configs = [configs]
+        self.config_files = [os.path.abspath(os.path.expanduser(os.fspath(p))) for p in configs]
+        self.explicit_servers = list(servers)
+        self.approve = approve
+        self.rule = resolve_rule(name_rule)
+        if not separator or not all(re.fullmatch(f"[{self.rule.allowed}]", c) for c in separator):
+            raise ValueError(f"the separator {separator!r} must be made of allowed name characters")
+        self.separator = separator
+        if max_concurrent_starts < 1 or startup_timeout <= 0:
+            raise ValueError("need max_concurrent_starts >= 1 and startup_timeout > 0")
+        self.startup_timeout = startup_timeout
+        self.restart_policy = restart_policy or RestartPolicy()
+        self.tool_count_warnings = tuple(tool_count_warnings)
+        self.environ = environ
+        self.client_options: dict[str, object] = dict(client_options or {})
+        #: Warnings from the config currently in force (unknown keys, overrides...).
+        self.warnings: list[ConfigIssue] = []
+        self._max_starts = max_concurrent_starts
+        self._watch = watch
+        self._watcher = PathWatcher(interval=poll_interval, debounce=debounce)
+        self._event_buffer = event_buffer
+        self._bus = EventBus()
+        self._configs: dict[str, ServerConfig] = {}
+        self._sups: dict[str, Supervisor] = {}
+        self._registry = Registry(separator, self.rule, tool_count_warnings, self._publish)
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._limiter: anyio.CapacityLimiter
+        self._reload_lock: anyio.Lock | None = None
+        self._changed: anyio.Event | None = None
+        self._closed = False
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def __aenter__(self) -> Hub:
+        if self._tg is not None or self._closed:
+            raise HubError("a Hub can be entered only once")
+        servers = self._load().servers
+        self._limiter = anyio.CapacityLimiter(self._max_starts)
+        self._reload_lock = anyio.Lock()
+        self._changed = anyio.Event()
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        for config in servers.values():
+            self._start(config)
+        self._configs = servers
+        if self._watch:
+            self._watcher.set_paths(self._watched())
+            self._tg.start_soon(self._watcher.run, self._on_paths_changed)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop every server (and its child process) and end the event streams. Idempotent."""
+        tg = self._tg
+        self._closed = True
+        if tg is None:
+            self._bus.close()
+            return
+        try:
+            # No reload is left half-applied: wait for one in progress, then stop
+            # every server cooperatively and in parallel (each closes its own
+            # connection); only then is the task group, with the watcher, cancelled.
+            with anyio.CancelScope(shield=True):
+                assert self._reload_lock is not None
+                async with self._reload_lock, anyio.create_task_group() as stopping:
+                    for sup in list(self._sups.values()):
+                        stopping.start_soon(sup.stop)
+            tg.cancel_scope.cancel()
+            await tg.__aexit__(None, None, None)
+        finally:
+            self._tg = None
+            self._bus.close()
+
+    def _load(self) -> LoadedConfig:
+        loaded = load_configs(self.config_files, environ=self.environ)
+        servers = dict(loaded.servers)
+        for config in self.explicit_servers:
+            servers.pop(config.name, None)
+            servers[config.name] = config
+        self.warnings = list(loaded.warnings)
+        for issue in loaded.warnings:
+            logger.warning("%s", issue)
+        return LoadedConfig(servers, loaded.warnings, loaded.files, loaded.dialects)
+
+    def _start(self, config: ServerConfig) -> None:
+        assert self._tg is not None
+        sup = Supervisor(self, config)
+        sup.invalid = self._registry.check_server_name(config.name)
+        self._sups[config.name] = sup
+        self._tg.start_soon(sup.run)
+
+    async def _stop(self, name: str) -> None:
+        sup = self._sups.get(name)
+        if sup is None:
+            return
+        await sup.stop()
+        self._forget(sup)
+        del self._sups[name]
+
+    def _check_open(self) -> None:
+        if self._tg is None or self._closed:
+            raise HubError("the hub is not running (use 'async with Hub(...)')")
+
+    # -- state -----------------------------------------------------------------------
+
+    @property
+    def server_names(self) -> list[str]:
+        return list(self._sups)
+
+    def status(self, name: str) -> ServerStatus:
+        """A snapshot of one server; raises ``HubError`` for an unknown name."""
+        sup = self._sups.get(name)
+        if sup is None:
+            raise HubError(f"no server named {name!r} (servers: {', '.join(self._sups) or 'none'})")
+        return sup.status(len(self._registry.tools_of(name)))
+
+    def statuses(self) -> list[ServerStatus]:
+        """Every server's snapshot, in config order."""
+        return [self.status(name) for name in self._sups]
+
+    async def wait_ready(self, timeout: float | None = None) -> None:
+        """Wait until no enabled server is still starting; ``TimeoutError`` after ``timeout``."""
+        self._check_open()
+        with anyio.fail_after(timeout):
+            while True:
+                assert self._changed is not None
+                changed = self._changed
+                if all(sup.state not in _WAITING for sup in self._sups.values()):
+                    return
+                await changed.wait()
+
+    async def restart(self, name: str) -> ServerState:
+        """Restart a server now, clearing a crash-loop suspension; returns where it settled."""
+        self._check_open()
+        self.status(name)
+        sup = self._sups[name]
+        if sup.invalid:
+            raise HubError(sup.invalid)
+        return await sup.restart()
+
+    def events(self, *, buffer: int | None = None) -> EventStream:
+        """A new subscription to the hub's events (``async for event in hub.events()``)."""
+        return self._bus.subscribe(buffer or self._event_buffer)
+
+    def system_prompt(self) -> str:
+        """The connected servers, their tools and resources, as text for a system prompt."""
+        from ._hub_render import system_prompt
+
+        return system_prompt(self)
+
+    # -- registries --------------------------------------------------------------------
+
+    def tools(self, *, include_disabled: bool = False) -> list[HubTool]:
+        """The tools of ready servers, under their exposed names."""
+        return [
+            tool
+            for name, sup in self._sups.items()
+            if sup.state is ServerState.READY
+            for tool in self._registry.tools_of(name)
+            if tool.enabled or include_disabled
+        ]
+
+    def resolve(self, exposed_name: str) -> tuple[str, str]:
+        """The (server, original tool name) an exposed name routes to."""
+        try:
+            return self._registry.route_tool(exposed_name)
+        except ToolCallRefused:
+            raise
+        except HubError:
+            sup = self._sups.get(exposed_name.split(self.separator, 1)[0])
+            if sup is None:
+                raise
+            if sup.config.disabled:
+                reason = sup.config.disabled_reason
+                raise ToolCallRefused(f"server {sup.name!r} is disabled ({reason})") from None
+            if sup.state is not ServerState.READY:
+                raise HubError(
+                    f"unknown tool {exposed_name!r}: server {sup.name!r} is {sup.state} "
+                    "and has not listed its tools"
+                ) from None
+            raise
+
+    def resources(self) -> list[tuple[str, Resource]]:
+        """(server, resource) for every resource of a ready server."""
+        return [(n, r) for n, d in self._ready_discoveries() for r in d.resources]
+
+    def resource_templates(self) -> list[tuple[str, ResourceTemplate]]:
+        return [(n, t) for n, d in self._ready_discoveries() for t in d.templates]
+
+    def prompts(self) -> list[HubPrompt]:
+        return [
+            p
+            for n, sup in self._sups.items()
+            if sup.state is ServerState.READY
+            for p in self._registry.prompts_of(n)
+        ]
+
+    def instructions(self) -> dict[str, str]:
+        """The ``instructions`` of each ready server that gave some."""
+        return {n: d.instructions for n, d in self._ready_discoveries() if d.instructions}
+
+    def _ready_discoveries(self) -> list[tuple[str, Discovery]]:
+        return [
+            (n, sup.discovery)
+            for n, sup in self._sups.items()
+            if sup.state is ServerState.READY and sup.discovery is not None
+        ]
+
+    # -- calls -------------------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: JSONObject | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | None = None,
+    ) -> CallToolResult:
+        """Call a tool by its exposed name.
+
+        Raises:
+            ToolCallRefused: the server or tool is disabled or filtered out, or
+                the approval hook said no.
+            HubError: unknown name, or the server cannot be reached.
+            ConnectionClosed: the server died during the call (exit status, stderr tail).
+            RequestTimeout: no answer within ``timeout`` (default: the server's).
+        """
+        self._check_open()
+        server, tool = self.resolve(name)
+        sup = self._sups[server]
+        config = sup.config
+        if config.disabled:
+            raise ToolCallRefused(f"server {server!r} is disabled ({config.disabled_reason})")
+        if tool in config.disabled_tools:
+            raise ToolCallRefused(
+                f"tool {tool!r} of server {server!r} is disabled (disabledTools in {config.origin})"
+            )
+        args: JSONObject = dict(arguments or {})
+        approve = self.approve
+        if approve is not None and not always_allowed(config, tool):
+            approved = await approve(server, tool, args)
+            if not approved:
+                raise ToolCallRefused(f"the call of {name!r} was not approved")
+        client = await sup.connection()
+        return await client.call_tool(
+            tool, args, timeout=timeout or config.timeout, on_progress=on_progress
+        )
+
+    async def read_resource(self, uri: str, *, server: str | None = None) -> list[ResourceContents]:
+        """Read a resource from ``server``, or from the ready server that lists ``uri``."""
+        self._check_open()
+        if server is None:
+            owners = [n for n, r in self.resources() if r.uri == uri]
+            if len(owners) != 1:
+                why = "no ready server lists it" if not owners else f"listed by {owners}"
+                raise HubError(f"say which server to read {uri!r} from ({why})")
+            server = owners[0]
+        self.status(server)
+        client = await self._sups[server].connection()
+        return await client.read_resource(uri)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None
+    ) -> GetPromptResult:
+        """Get a prompt by its exposed name."""
+        self._check_open()
+        route = self._registry.route_prompt(name)
+        client = await self._sups[route[0]].connection()
+        return await client.get_prompt(route[1], arguments)
+
+    # -- what supervisors report -------------------------------------------------------
+
+    def _state_changed(
+        self, sup: Supervisor, old: ServerState | None, new: ServerState, error: str | None
+    ) -> None:
+        self._publish(ServerStateChanged(server=sup.name, old=old, new=new, error=error))
+        if self._changed is not None:
+            changed, self._changed = self._changed, anyio.Event()
+            changed.set()
+
+    def _discovered(self, sup: Supervisor) -> None:
+        """Register (or re-register, after a list change or a policy change) a server's tools."""
+        found = sup.discovery
+        if found is None or sup.invalid or sup.config.disabled:
+            return
+        for clash in self._registry.register(sup.config, found):
+            sup._record(str(clash), level="warning")
+
+    def _forget(self, sup: Supervisor) -> None:
+        self._registry.forget(sup.name)
+
+    def _publish(self, event: HubEvent) -> None:
+        self._bus.publish(event)
+
+    # -- reloading ---------------------------------------------------------------------
+
+    async def reload(self) -> ConfigReloaded:
+        """Re-read the config files and apply the difference (see the module docstring).
+
+        Raises ``ConfigError`` (and publishes ``ConfigRejected``) when the new
+        config is invalid; the config in force is then left as it was.
+        """
+        self._check_open()
+        assert self._reload_lock is not None
+        async with self._reload_lock:
+            self._check_open()  # the hub may have closed while this waited
+            try:
+                new = self._load().servers
+            except ConfigError as exc:
+                logger.error("config not applied, the last good one stays: %s", exc)
+                self._publish(ConfigRejected(files=tuple(self.config_files), error=str(exc)))
+                raise
+            old = self._configs
+            removed = [n for n in old if n not in new]
+            added = [n for n in new if n not in old]
+            restarted: list[str] = []
+            updated: list[str] = []
+            for name in removed:
+                await self._stop(name)
+            for name, config in new.items():
+                sup = self._sups.get(name)
+                if sup is None:
+                    self._start(config)
+                elif config == old.get(name):
+                    sup.config = config  # same settings; the origin may have moved
+                elif sup.update(config):
+                    restarted.append(name)
+                else:
+                    updated.append(name)
+                    self._discovered(sup)
+            self._configs = new
+            self._watcher.set_paths(self._watched())
+            event = ConfigReloaded(
+                files=tuple(self.config_files),
+                added=tuple(added),
+                removed=tuple(removed),
+                restarted=tuple(restarted),
+                updated=tuple(updated),
+                warnings=tuple(map(str, self.warnings)),
+            )
+            self._publish(event)
+            return event
+
+    def _watched(self) -> list[str]:
+        paths = list(self.config_files)
+        for config in self._configs.values():
+            paths.extend(config.watch_paths)
+        return paths
+
+    async def _on_paths_changed(self, paths: set[str]) -> None:
+        if paths & set(self.config_files):
+            try:
+                await self.reload()
+            except HubError:
+                pass  # ConfigRejected was published (the last good config stays), or closing
+        for name, config in list(self._configs.items()):
+            sup = self._sups.get(name)
+            watched = set(_absolute(config.watch_paths))
+            if sup is not None and watched & paths and not config.disabled:
+                logger.info("restarting %r: %s changed", name, ", ".join(sorted(watched & paths)))
+                sup.restart_soon()
+
+
+def _absolute(paths: Sequence[str]) -> list[str]:
+    return [os.path.abspath(p) for p in paths]
+
+
+if TYPE_CHECKING:
+    from ._hub_status import Discovery

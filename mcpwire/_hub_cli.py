@@ -1,0 +1,221 @@
+"""``mcpwire hub``: connect every server in config files and show their state.
+
+* ``mcpwire hub [--config FILE]... [--json]`` connects every server, waits
+  until none is still starting, prints a table (server, state, transport,
+  tools, last error) or one JSON document, and exits 0 when every enabled
+  server is ready, 1 when some failed, 3 when none could connect, 2 on a
+  usage or config error. Without ``--config`` the project files of the usual
+  clients in the current directory are used.
+* ``--watch`` keeps running: the table is drawn again whenever a server
+  changes (with ``--json``: one JSON line per event), config edits are applied
+  live, and Ctrl-C or SIGTERM stops it.
+* ``--emit CLIENT --name NAME -- COMMAND [ARGS...]`` (or ``--url URL``)
+  prints a config snippet for one server in that client's dialect, to paste
+  into its config file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+from typing import TYPE_CHECKING
+
+from ._hub_render import SNIPPET_CLIENTS
+
+if TYPE_CHECKING:
+    from ._hub import Hub
+    from ._hub_status import ServerStatus
+
+__all__ = ("PROJECT_CONFIGS", "add_arguments", "exit_status", "main")
+
+EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, EXIT_NONE_CONNECTED = 0, 1, 2, 3
+#: Files looked for in the current directory when no --config is given.
+PROJECT_CONFIGS = (
+    ".mcp.json",
+    "mcp.json",
+    ".vscode/mcp.json",
+    ".cursor/mcp.json",
+    ".roo/mcp.json",
+    ".gemini/settings.json",
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a config file (repeat it; a later file's server wins a name clash)",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.add_argument("--watch", action="store_true", help="keep running and show every change")
+    p.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds each server gets to start (30)"
+    )
+    p.add_argument(
+        "--emit", choices=SNIPPET_CLIENTS, help="print a config snippet for one server instead"
+    )
+    p.add_argument("--name", help="the server's name in the --emit snippet")
+    p.add_argument("--url", help="--emit: an HTTP server (instead of '-- COMMAND ARGS...')")
+    p.add_argument(
+        "--env", action="append", default=[], metavar="KEY=VALUE", help="--emit: a variable"
+    )
+    p.add_argument(
+        "--header", action="append", default=[], metavar="NAME:VALUE", help="--emit: a header"
+    )
+
+
+class _Usage(Exception):
+    pass
+
+
+def main(args: argparse.Namespace, command: list[str]) -> int:
+    try:
+        if args.emit:
+            return _emit(args, command)
+        if command or args.name or args.url or args.env or args.header:
+            raise _Usage("--name, --url, --env, --header and '-- COMMAND' go with --emit")
+        if not args.timeout > 0:
+            raise _Usage("--timeout must be a positive number of seconds")
+        configs = list(args.config) or [p for p in PROJECT_CONFIGS if os.path.isfile(p)]
+        if not configs:
+            raise _Usage(
+                "no config file: give --config FILE (none of "
+                + ", ".join(PROJECT_CONFIGS)
+                + " is in the current directory)"
+            )
+    except _Usage as exc:
+        print(f"mcpwire hub: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    import anyio
+
+    # The table shows every error; the hub's log lines would only repeat them.
+    hub_log = logging.getLogger("mcpwire.hub")
+    hub_log.propagate = False
+    hub_log.addHandler(logging.NullHandler())
+    return anyio.run(_run, args, configs)
+
+
+def _emit(args: argparse.Namespace, command: list[str]) -> int:
+    from ._hub_render import config_snippet
+
+    if not args.name:
+        raise _Usage("--emit needs --name NAME")
+    if bool(command) == bool(args.url):
+        raise _Usage("--emit needs either '-- COMMAND [ARGS...]' or --url URL")
+    env = dict(_pair(item, "=", "--env") for item in args.env)
+    headers = dict(_pair(item, ":", "--header") for item in args.header)
+    snippet = config_snippet(
+        args.emit,
+        args.name,
+        command=command[0] if command else None,
+        args=command[1:],
+        env=env,
+        url=args.url,
+        headers=headers,
+    )
+    print(json.dumps(snippet, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _pair(item: str, sep: str, option: str) -> tuple[str, str]:
+    key, found, value = item.partition(sep)
+    if not found or not key.strip():
+        raise _Usage(f"{option} wants KEY{sep}VALUE, not {item!r}")
+    return key.strip(), value.strip() if sep == ":" else value
+
+
+def exit_status(statuses: list[ServerStatus]) -> int:
+    """0 every enabled server ready, 1 some failed, 3 none could connect."""
+    from ._hub_events import ServerState
+
+    enabled = [s for s in statuses if s.state is not ServerState.DISABLED]
+    ready = sum(1 for s in enabled if s.state is ServerState.READY)
+    if ready == len(enabled):
+        return EXIT_OK
+    return EXIT_NONE_CONNECTED if ready == 0 else EXIT_SOME_FAILED
+
+
+def report(hub: Hub) -> dict[str, object]:
+    statuses = hub.statuses()
+    counts: dict[str, int] = {}
+    for s in statuses:
+        counts[s.state.value] = counts.get(s.state.value, 0) + 1
+    return {
+        "servers": [s.to_json() for s in statuses],
+        "summary": {"total": len(statuses), **counts},
+        "tools": [
+            {"name": t.name, "server": t.server, "tool": t.original_name, "enabled": t.enabled}
+            for t in hub.tools(include_disabled=True)
+        ],
+        "warnings": [str(w) for w in hub.warnings],
+        "configFiles": list(hub.config_files),
+    }
+
+
+async def _run(args: argparse.Namespace, configs: list[str]) -> int:
+    from ._hub import Hub
+    from ._hub_errors import ConfigError
+
+    try:
+        hub = Hub(configs, startup_timeout=args.timeout, watch=args.watch)
+        async with hub:
+            for issue in hub.warnings:
+                print(f"mcpwire hub: warning: {issue}", file=sys.stderr)
+            try:
+                await hub.wait_ready(timeout=args.timeout + 5.0)
+            except TimeoutError:
+                pass
+            if args.watch:
+                await _watch(hub, args)
+            else:
+                _render(hub, args)
+            return exit_status(hub.statuses())
+    except ConfigError as exc:
+        if args.json:
+            issues = [{"file": i.file, "path": i.path, "message": i.message} for i in exc.issues]
+            print(json.dumps({"error": {"kind": "config error", "issues": issues}}))
+        print(f"mcpwire hub: config error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _render(hub: Hub, args: argparse.Namespace) -> None:
+    from ._hub_render import status_table
+
+    if args.json:
+        print(json.dumps(report(hub), indent=None if args.watch else 2, ensure_ascii=False))
+        return
+    if args.watch and sys.stdout.isatty():
+        print("\x1b[H\x1b[2J", end="")
+    print(status_table(hub.statuses()))
+    if args.watch:
+        print()
+    sys.stdout.flush()
+
+
+async def _watch(hub: Hub, args: argparse.Namespace) -> None:
+    import anyio
+
+    stream = hub.events()
+    _render(hub, args)
+
+    async def stop_on_signal(scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for _ in signals:
+                scope.cancel()
+                return
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stop_on_signal, tg.cancel_scope)
+        async for event in stream:
+            if args.json:
+                print(json.dumps(event.to_json(), ensure_ascii=False), flush=True)
+                continue
+            await anyio.sleep(0.05)  # let a burst of changes land, then draw once
+            stream.pending()
+            _render(hub, args)

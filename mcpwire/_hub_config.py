@@ -1,0 +1,244 @@
+"""One loader for the MCP config dialects people have, normalized to ``ServerConfig``.
+
+Theory of operation
+-------------------
+Every client invented its own file. The shapes, and how each is recognized:
+
+=============  ===============================  =========================================
+dialect        recognized by                    notes
+=============  ===============================  =========================================
+``claude``     top-level ``mcpServers``         Claude Desktop/Code, Cursor, Roo, Cline;
+                                                ``timeout`` in seconds (1-3600)
+``gemini``     ``mcpServers`` in a ``.gemini``  ``httpUrl`` = streamable HTTP, ``url`` =
+               directory, or an entry using     SSE, ``timeout`` in milliseconds,
+               ``httpUrl`` or ``trust``         ``trust`` = no approval needed
+``vscode``     top-level ``servers``            ``.vscode/mcp.json``; ``inputs`` ignored
+``connections`` top-level ``connections`` list  ``name`` per entry, ``autoConnect``
+=============  ===============================  =========================================
+
+All dialects accept the same per-server keys on top of their own: ``command``,
+``args``, ``env``, ``cwd``, ``url``, ``headers``, ``type`` (``stdio``, ``sse``,
+``http``, ``streamable-http``, ``streamableHttp``), ``disabled``, ``timeout``,
+``startupTimeout``, ``alwaysAllow``, ``disabledTools``, ``watchPaths``,
+``includeTools`` and ``excludeTools`` (globs; an allowlist wins). A timeout may
+also be a string with its unit (``"30s"``, ``"120000ms"``, ``"2m"``), which
+means the same in every dialect.
+
+Problems are collected, not raised one at a time: each names the file, the JSON
+path and the rule. Any error rejects the whole file (a reload keeps the last
+good config); unknown keys and ignored features are warnings. ``load_configs``
+reads several files in order and a later file's server replaces an earlier
+one of the same name (global first, project last: the project wins).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+from ._hub_errors import ConfigError, ConfigIssue
+from ._hub_expand import read_jsonc
+
+__all__ = (
+    "DEFAULT_CALL_TIMEOUT",
+    "LoadedConfig",
+    "ServerConfig",
+    "Transport",
+    "load_config",
+    "load_configs",
+)
+
+Transport = Literal["stdio", "sse", "http"]
+#: Seconds a tool call may take unless the server's config says otherwise.
+DEFAULT_CALL_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerConfig:
+    """One server, whatever dialect it came from.
+
+    ``transport`` is inferred when empty: ``stdio`` with a ``command``, ``http``
+    (streamable HTTP) with a ``url``. Lists given for the tuple fields are
+    accepted. Timeouts are in seconds.
+    """
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    transport: Transport | Literal[""] = ""
+    disabled: bool = False
+    #: Why the server is disabled, when it is (``"disabled in config"``, ...).
+    disabled_reason: str = ""
+    timeout: float = DEFAULT_CALL_TIMEOUT
+    #: Seconds to connect and list everything; ``None``: the hub's default.
+    startup_timeout: float | None = None
+    always_allow: tuple[str, ...] = ()
+    #: Every tool is approved without asking (gemini-cli's ``trust``).
+    trust: bool = False
+    disabled_tools: tuple[str, ...] = ()
+    #: Globs of tool names to expose; ``None``: all (minus ``exclude_tools``).
+    include_tools: tuple[str, ...] | None = None
+    exclude_tools: tuple[str, ...] = ()
+    watch_paths: tuple[str, ...] = ()
+    #: Where it was defined (``file: $.mcpServers.name``); not part of equality.
+    origin: str = field(default="<servers>", compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("args", "always_allow", "disabled_tools", "exclude_tools", "watch_paths"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        if self.include_tools is not None:
+            object.__setattr__(self, "include_tools", tuple(self.include_tools))
+        object.__setattr__(self, "env", dict(self.env))
+        object.__setattr__(self, "headers", dict(self.headers))
+        if not self.name:
+            raise ValueError("a server needs a name")
+        if not self.transport:
+            object.__setattr__(self, "transport", "stdio" if self.command else "http")
+        if self.transport not in ("stdio", "sse", "http"):
+            raise ValueError(f"transport must be stdio, sse or http, not {self.transport!r}")
+        if self.transport == "stdio" and not self.command:
+            raise ValueError(f"server {self.name!r}: a stdio server needs a command")
+        if self.transport != "stdio" and not self.url:
+            raise ValueError(f"server {self.name!r}: an {self.transport} server needs a url")
+        if self.disabled and not self.disabled_reason:
+            object.__setattr__(self, "disabled_reason", "disabled in config")
+
+    def connection_key(self) -> tuple[object, ...]:
+        """What the connection depends on: a change here means a restart."""
+        return (
+            self.transport,
+            self.command,
+            self.args,
+            tuple(sorted(self.env.items())),
+            self.cwd,
+            self.url,
+            tuple(sorted(self.headers.items())),
+            self.startup_timeout,
+        )
+
+    def to_json(self, *, redact: bool = False) -> dict[str, Any]:
+        """The config as a JSON object in our own (``mcpServers``) spelling.
+
+        ``redact`` hides the values of ``env`` and ``headers`` (where secrets live).
+        """
+        out: dict[str, Any] = {"type": self.transport}
+        if self.command is not None:
+            out["command"] = self.command
+            out["args"] = list(self.args)
+        if self.env:
+            out["env"] = dict.fromkeys(self.env, "***") if redact else dict(self.env)
+        if self.cwd is not None:
+            out["cwd"] = self.cwd
+        if self.url is not None:
+            out["url"] = self.url
+        if self.headers:
+            out["headers"] = dict.fromkeys(self.headers, "***") if redact else dict(self.headers)
+        out["timeout"] = self.timeout
+        for f in fields(self):
+            key = _CAMEL.get(f.name)
+            value = getattr(self, f.name)
+            if key is None or value is None or (value in ((), False) and key != "includeTools"):
+                continue
+            out[key] = list(value) if isinstance(value, tuple) else value
+        return out
+
+
+_CAMEL = {
+    "disabled": "disabled",
+    "startup_timeout": "startupTimeout",
+    "always_allow": "alwaysAllow",
+    "trust": "trust",
+    "disabled_tools": "disabledTools",
+    "include_tools": "includeTools",
+    "exclude_tools": "excludeTools",
+    "watch_paths": "watchPaths",
+}
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """Servers by name (in file order), the warnings, and what was read."""
+
+    servers: dict[str, ServerConfig]
+    warnings: tuple[ConfigIssue, ...] = ()
+    files: tuple[str, ...] = ()
+    dialects: tuple[str, ...] = ()
+
+
+def load_config(
+    path: str | os.PathLike[str],
+    *,
+    dialect: str = "auto",
+    environ: Mapping[str, str] | None = None,
+) -> LoadedConfig:
+    """Read one config file. Raises ``ConfigError`` listing every problem in it."""
+    file = os.fspath(path)
+    try:
+        with open(file, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([ConfigIssue(file, "$", f"cannot read the file: {exc}")]) from None
+    try:
+        data, duplicates = read_jsonc(text)
+    except ValueError as exc:
+        line, col = getattr(exc, "lineno", 0), getattr(exc, "colno", 0)
+        msg = getattr(exc, "msg", str(exc))
+        where = f"line {line} column {col}: " if line else ""
+        raise ConfigError([ConfigIssue(file, "$", f"not valid JSON: {where}{msg}")]) from None
+    from ._hub_dialects import parse_config
+
+    loaded = parse_config(data, file=file, dialect=dialect, environ=environ)
+    if duplicates:
+        extra = tuple(
+            ConfigIssue(file, "$", f"key {k!r} appears more than once; the last one is used")
+            for k in dict.fromkeys(duplicates)
+        )
+        loaded = LoadedConfig(
+            loaded.servers, extra + loaded.warnings, loaded.files, loaded.dialects
+        )
+    return loaded
+
+
+def load_configs(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> LoadedConfig:
+    """Read several files in order; a later file's server replaces an earlier one's.
+
+    Every file is read even when one fails, and all problems are raised together.
+    """
+    servers: dict[str, ServerConfig] = {}
+    warnings: list[ConfigIssue] = []
+    errors: list[ConfigIssue] = []
+    dialects: list[str] = []
+    for path in paths:
+        try:
+            loaded = load_config(path, environ=environ)
+        except ConfigError as exc:
+            errors.extend(exc.issues)
+            continue
+        warnings.extend(loaded.warnings)
+        dialects.extend(loaded.dialects)
+        for name, server in loaded.servers.items():
+            previous = servers.pop(name, None)
+            if previous is not None:
+                warnings.append(
+                    ConfigIssue(
+                        os.fspath(path),
+                        server.origin.partition(": ")[2] or "$",
+                        f"server {name!r} replaces the one from {previous.origin}",
+                    )
+                )
+            servers[name] = server
+    if errors:
+        raise ConfigError(errors)
+    return LoadedConfig(
+        servers, tuple(warnings), tuple(os.fspath(p) for p in paths), tuple(dialects)
+    )

@@ -1,0 +1,89 @@
+"""Making the ``Client`` for one configured server, whatever its transport.
+
+stdio servers get a client whose transport is spawned when the client is
+entered; the supervisor hears about the spawned transport (for its stderr tail)
+and about a failure to spawn (a missing command cannot be fixed by retrying).
+HTTP servers (``url``) are connected through ``Client.http`` when this
+installation has it, passing only the options it accepts; without it the
+server fails with "HTTP transport not available".
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ._hub_errors import HubError
+
+if TYPE_CHECKING:
+    from ._client import Client
+    from ._hub_config import ServerConfig
+    from ._transport import Transport
+    from .sansio._json import JSONObject
+
+__all__ = ("NoTransport", "make_client")
+
+
+class NoTransport(HubError):
+    """The transport this server needs is not built into this installation."""
+
+
+def make_client(
+    config: ServerConfig,
+    *,
+    startup_timeout: float,
+    options: Mapping[str, object],
+    on_notification: Callable[[str, JSONObject], Awaitable[None]],
+    on_spawn: Callable[[Transport], None],
+    on_spawn_error: Callable[[BaseException], None],
+) -> Client:
+    """A client for ``config`` (not yet connected). Raises ``NoTransport``."""
+    from ._client import Client
+
+    kwargs: dict[str, Any] = dict(options)
+    kwargs.setdefault("request_timeout", config.timeout)
+    kwargs.setdefault("probe_timeout", min(10.0, max(startup_timeout / 2, 0.5)))
+    kwargs["on_notification"] = on_notification
+    if config.transport == "stdio":
+        assert config.command is not None
+        command, args, env, cwd = config.command, config.args, dict(config.env), config.cwd
+
+        def spawn() -> Transport:
+            from ._stdio import StdioClientTransport
+
+            try:
+                made = StdioClientTransport(command, args, env=env or None, cwd=cwd)
+            except BaseException as exc:
+                on_spawn_error(exc)
+                raise
+            on_spawn(made)
+            return made
+
+        kwargs.setdefault("era_key", ("stdio", command, tuple(args), cwd))
+        return Client(spawn, **kwargs)
+    factory = getattr(Client, "http", None)
+    if factory is None:
+        raise NoTransport("HTTP transport not available")
+    accepted = _parameters(factory)
+    if "**" not in accepted:
+        kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+    if config.headers and ("headers" in accepted or "**" in accepted):
+        kwargs["headers"] = dict(config.headers)
+    if "transport" in accepted:
+        # http: streamable HTTP, falling back to HTTP+SSE when that is all the server has.
+        kwargs["transport"] = "sse" if config.transport == "sse" else "auto"
+    client: Client = factory(config.url, **kwargs)
+    return client
+
+
+def _parameters(factory: Callable[..., Any]) -> set[str]:
+    """The keyword names ``factory`` accepts; ``"**"`` when it takes any."""
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return {"**"}
+    names = set(params)
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        names.add("**")
+    return names

@@ -1,0 +1,185 @@
+"""The hub's registries: which tools and prompts are exposed, under which names.
+
+Theory of operation
+-------------------
+A registry entry is rebuilt per server whenever that server's discovery or
+config changes (a ``list_changed`` notification, a new filter): the server's
+tools are filtered by its ``includeTools``/``excludeTools`` globs, named by
+the ``NameTable`` (which refuses collisions), and marked disabled
+(``disabledTools``) or pre-approved (``alwaysAllow``, ``trust``). Filtered-out
+tools are remembered under the name they would have had, so a call of one is
+refused with the reason instead of "unknown tool". Each rebuild publishes
+what changed: a ``NameCollisionEvent`` per refused name, ``ToolsChanged``
+when the count moved, and a ``ToolCountWarning`` when the total crosses a
+threshold (many clients refuse more than 40 or 128 tools), naming the
+largest servers with a rough token estimate of their definitions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
+
+from ._hub_errors import HubError, ToolCallRefused
+from ._hub_events import HubEvent, NameCollisionEvent, ToolCountWarning, ToolsChanged
+from ._hub_names import (
+    HubPrompt,
+    HubTool,
+    NameCollision,
+    NameRule,
+    NameTable,
+    crossed_thresholds,
+    estimate_tokens,
+    expose,
+    tool_selected,
+)
+
+if TYPE_CHECKING:
+    from ._hub_config import ServerConfig
+    from ._hub_status import Discovery
+
+__all__ = ("Registry", "always_allowed")
+
+logger = logging.getLogger("mcpwire.hub")
+
+
+def always_allowed(config: ServerConfig, tool: str) -> bool:
+    """Whether calls of ``tool`` skip the approval hook (``trust``, ``alwaysAllow`` globs)."""
+    return config.trust or any(fnmatchcase(tool, pattern) for pattern in config.always_allow)
+
+
+class Registry:
+    """Exposed tools and prompts of every server (see the module docstring)."""
+
+    def __init__(
+        self,
+        separator: str,
+        rule: NameRule,
+        thresholds: Sequence[int],
+        publish: Callable[[HubEvent], None],
+    ) -> None:
+        self.separator = separator
+        self.rule = rule
+        self.thresholds = tuple(thresholds)
+        self._publish = publish
+        self._tool_names = NameTable(separator, rule)
+        self._prompt_names = NameTable(separator, rule)
+        self._tools: dict[str, list[HubTool]] = {}
+        self._prompts: dict[str, list[HubPrompt]] = {}
+        self._hidden: dict[str, tuple[str, str]] = {}
+
+    def check_server_name(self, name: str) -> str | None:
+        return self._tool_names.check_server_name(name)
+
+    def tools_of(self, server: str) -> list[HubTool]:
+        return list(self._tools.get(server, ()))
+
+    def prompts_of(self, server: str) -> list[HubPrompt]:
+        return list(self._prompts.get(server, ()))
+
+    def total(self) -> int:
+        return sum(len(tools) for tools in self._tools.values())
+
+    def route_tool(self, exposed: str) -> tuple[str, str]:
+        """(server, original name); refuses filtered-out tools with the reason."""
+        route = self._tool_names.lookup(exposed)
+        if route is not None:
+            return route
+        hidden = self._hidden.get(exposed)
+        if hidden is not None:
+            raise ToolCallRefused(
+                f"tool {hidden[1]!r} of server {hidden[0]!r} is not exposed: it is filtered "
+                "out by the server's includeTools/excludeTools"
+            )
+        raise HubError(f"unknown tool {exposed!r}")
+
+    def route_prompt(self, exposed: str) -> tuple[str, str]:
+        route = self._prompt_names.lookup(exposed)
+        if route is None:
+            raise HubError(f"unknown prompt {exposed!r}")
+        return route
+
+    def register(self, config: ServerConfig, found: Discovery) -> list[NameCollision]:
+        """Rebuild one server's entries; returns the names it was refused."""
+        name = config.name
+        before_total = self.total()
+        before = len(self._tools.get(name, ()))
+        selected = [
+            t
+            for t in found.tools
+            if tool_selected(t.name, config.include_tools, config.exclude_tools)
+        ]
+        self._hidden = {k: v for k, v in self._hidden.items() if v[0] != name}
+        for tool in found.tools:
+            if tool not in selected:
+                self._hidden[expose(name, tool.name, self.separator, self.rule)] = (name, tool.name)
+        exposed, collisions = self._tool_names.assign(name, [t.name for t in selected])
+        self._tools[name] = [
+            HubTool(
+                exposed[t.name],
+                name,
+                t,
+                enabled=t.name not in config.disabled_tools,
+                always_allow=always_allowed(config, t.name),
+            )
+            for t in selected
+            if t.name in exposed
+        ]
+        prompt_names, prompt_collisions = self._prompt_names.assign(
+            name, [p.name for p in found.prompts]
+        )
+        self._prompts[name] = [
+            HubPrompt(prompt_names[p.name], name, p)
+            for p in found.prompts
+            if p.name in prompt_names
+        ]
+        refused = collisions + prompt_collisions
+        for clash in refused:
+            logger.warning("%s", clash)
+            self._publish(
+                NameCollisionEvent(
+                    exposed_name=clash.exposed_name,
+                    server=clash.server,
+                    tool=clash.tool,
+                    other_server=clash.other_server,
+                    other_tool=clash.other_tool,
+                )
+            )
+        after = len(self._tools[name])
+        if after != before:
+            self._publish(ToolsChanged(server=name, before=before, after=after))
+        self._check_total(before_total)
+        return refused
+
+    def forget(self, name: str) -> None:
+        before = len(self._tools.pop(name, ()))
+        self._tool_names.remove(name)
+        self._prompt_names.remove(name)
+        self._prompts.pop(name, None)
+        self._hidden = {k: v for k, v in self._hidden.items() if v[0] != name}
+        if before:
+            self._publish(ToolsChanged(server=name, before=before, after=0))
+
+    def _check_total(self, before: int) -> None:
+        total = self.total()
+        crossed = crossed_thresholds(before, total, self.thresholds)
+        if not crossed:
+            return
+        largest = sorted(
+            ((n, len(t), estimate_tokens(x.tool for x in t)) for n, t in self._tools.items()),
+            key=lambda item: -item[1],
+        )[:3]
+        names = ", ".join(f"{n} ({count} tools, ~{tokens} tokens)" for n, count, tokens in largest)
+        for threshold in crossed:
+            logger.warning(
+                "%d tools are exposed, more than %d (some clients refuse more); largest: %s. "
+                "Narrow them with includeTools/excludeTools.",
+                total,
+                threshold,
+                names,
+            )
+            self._publish(
+                ToolCountWarning(total=total, threshold=threshold, largest=tuple(largest))
+            )

@@ -1,0 +1,579 @@
+"""One supervisor per server: connect, discover, watch, restart with backoff.
+
+Theory of operation
+-------------------
+Each server is an actor: one task (``Supervisor.run``) owns its ``Client``,
+entering and leaving it, so no connection is ever closed from a task that did
+not open it. Everybody else talks to the actor through flags and a wake-up
+event, and through the client's session, which is safe to use from any task.
+
+An *attempt* is one connection: wait for a slot of the hub's start limiter
+(the time spent queueing does not count against the server), then connect,
+subscribe to list changes (modern era), list tools, resources, templates and
+prompts, give the slot back, publish the discovery, and wait until the
+connection ends or a refresh is due (a ``list_changed`` notification).
+
+A live ``Client`` is never cancelled from outside (a cancelled client task
+group would be left open). Its whole life runs in a shielded scope, and it is
+ended cooperatively: a watchdog closes the session when the startup deadline
+passes or a restart or stop is asked for during startup (the pending requests
+fail at once and the client unwinds normally); once ready, the actor is poked
+and leaves ``async with client`` by itself.
+
+The loop around attempts::
+
+    disabled ──────────────────────────────► wait for a config change or restart()
+    attempt ─► ready ─► connection lost ───► RESTARTING, backoff, attempt
+           └─► could not start ────────────► FAILED, backoff, attempt (RESTARTING)
+           └─► could not spawn at all ─────► FAILED, wait (retrying cannot help)
+    5 losses/failures within 60 s ─────────► FAILED "crash loop", wait
+
+Backoff doubles from ``initial_backoff`` up to ``max_backoff`` with the number
+of losses in the crash-loop window, with +-``jitter`` so servers that fail
+together do not retry in lockstep. A call that finds the connection dead asks
+for a reconnection *now* (``hurry``): the backoff is skipped, once, and the
+call waits for that one attempt. A manual ``restart()`` also clears a crash-loop
+suspension. Every error goes into the server's history (last 100, each cut to
+1,000 characters) with its time and, for a child process, its stderr tail.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import math
+import sys
+import time
+from collections.abc import Callable
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+
+from ._errors import ConnectionClosed, JSONRPCError, MCPWireError
+from ._hub_config import ServerConfig
+from ._hub_connect import NoTransport, make_client
+from ._hub_errors import HubError, ToolCallRefused
+from ._hub_events import ServerState
+from ._hub_status import Discovery, ErrorEntry, ServerStatus
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]
+
+if TYPE_CHECKING:
+    from ._client import Client
+    from ._hub import Hub
+    from ._transport import Transport
+    from .sansio._json import JSONObject
+
+__all__ = ("Supervisor",)
+
+logger = logging.getLogger("mcpwire.hub")
+
+#: Error history kept per server, and the length each entry is cut to.
+MAX_ERRORS = 100
+MAX_ERROR_LENGTH = 1000
+_REFRESH_ON = frozenset(
+    {
+        "notifications/tools/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/prompts/list_changed",
+    }
+)
+
+
+class _Outcome(Enum):
+    RESTART = "restart"  # restart() or a config change: go again now
+    LOST = "lost"  # was ready, connection ended
+    START_FAILED = "start failed"  # retry with backoff
+    BLOCKED = "blocked"  # retrying cannot help (spawn failure, no transport)
+
+
+class Supervisor:
+    """The actor for one server; created and driven by ``Hub``."""
+
+    def __init__(self, hub: Hub, config: ServerConfig) -> None:
+        self.hub = hub
+        self.config = config
+        self.name = config.name
+        self.state: ServerState | None = None
+        self.errors: collections.deque[ErrorEntry] = collections.deque(maxlen=MAX_ERRORS)
+        self.client: Client | None = None
+        self.pid: int | None = None
+        self.discovery: Discovery | None = None
+        self.restarts = 0
+        self.reason = ""
+        #: Why this server can never run under this hub (a name it cannot expose).
+        self.invalid: str | None = None
+        #: Attempts that ended, ready or not, and those that did not reach ready.
+        self.settled = 0
+        self.failures = 0
+        self.done = anyio.Event()
+        self._crashes: collections.deque[float] = collections.deque()
+        self._suspended = False
+        self._blocked = False
+        self._stopping = False
+        self._restart_requested = False
+        self._hurry = False
+        self._refresh = False
+        self._ready = False
+        self._timed_out = False
+        self._spawn_error: BaseException | None = None
+        self._spawned: Transport | None = None
+        self._queue_scope: anyio.CancelScope | None = None
+        self._abort = anyio.Event()
+        self._wake = anyio.Event()
+        self._changed = anyio.Event()
+        self._poke = anyio.Event()
+
+    # -- what others call ------------------------------------------------------------
+
+    def status(self, tools: int) -> ServerStatus:
+        d = self.discovery
+        return ServerStatus(
+            name=self.name,
+            state=self.state or ServerState.STARTING,
+            transport=self.config.transport,
+            config=self.config,
+            tools=tools,
+            last_error=self.errors[-1].message if self.errors else None,
+            error_history=tuple(self.errors),
+            pid=self.pid,
+            restarts=self.restarts,
+            reason=self.reason,
+            server_info=dict(d.server_info) if d else {},
+            protocol_version=d.protocol_version if d else "",
+        )
+
+    def live_client(self) -> Client | None:
+        """The connection calls may use now (not one that is being replaced)."""
+        client = self.client
+        if (
+            self.state is ServerState.READY
+            and client is not None
+            and not client.session.closed
+            and not (self._restart_requested or self._stopping)
+        ):
+            return client
+        return None
+
+    async def connection(self) -> Client:
+        """The live client, reconnecting once (without backoff) if the connection is dead."""
+        client = self.live_client()
+        if client is not None:
+            return client
+        self._check_usable()
+        failures = self.failures
+        self.hurry()
+        with anyio.move_on_after(self.startup_timeout + 1.0):
+            while True:
+                changed = self._changed
+                client = self.live_client()
+                if client is not None:
+                    return client
+                self._check_usable()
+                if self.failures > failures:
+                    break
+                await changed.wait()
+        last = self.errors[-1].message if self.errors else "no connection"
+        raise HubError(f"server {self.name!r} is not available ({self.state}): {last}")
+
+    async def restart(self) -> ServerState:
+        """Restart now (clearing a crash-loop suspension); returns the state it settles in."""
+        if self.config.disabled:
+            raise ToolCallRefused(
+                f"server {self.name!r} is disabled ({self.config.disabled_reason})"
+            )
+        if self._stopping or self.state is ServerState.STOPPED:
+            raise HubError(f"server {self.name!r} is stopped")
+        settled = self.settled
+        self.restart_soon()
+        with anyio.move_on_after(self.startup_timeout + 5.0):
+            while self.settled == settled and not self._stopping:
+                await self._changed.wait()
+        assert self.state is not None
+        return self.state
+
+    def restart_soon(self) -> None:
+        """Restart without waiting, clearing a crash-loop suspension."""
+        self._suspended = self._blocked = False
+        self._crashes.clear()
+        self._request_restart()
+
+    def update(self, config: ServerConfig) -> bool:
+        """Take a new config for this server; returns whether it restarts because of it."""
+        old, self.config = self.config, config
+        if old.connection_key() == config.connection_key() and old.disabled == config.disabled:
+            return False
+        self.restart_soon()
+        return True
+
+    async def stop(self) -> None:
+        """Close the connection (and its child process) and end the actor."""
+        self._stopping = True
+        self._interrupt()
+        await self.done.wait()
+
+    def hurry(self) -> None:
+        """Skip the backoff before the next attempt (a caller is waiting for it)."""
+        self._hurry = True
+        self._nudge()
+
+    @property
+    def startup_timeout(self) -> float:
+        return self.config.startup_timeout or self.hub.startup_timeout
+
+    def _check_usable(self) -> None:
+        if self.config.disabled:
+            raise ToolCallRefused(
+                f"server {self.name!r} is disabled ({self.config.disabled_reason})"
+            )
+        if self._stopping or self.state is ServerState.STOPPED:
+            raise HubError(f"server {self.name!r} is stopped")
+        if self._suspended or self._blocked or self.invalid:
+            last = self.errors[-1].message if self.errors else self.reason
+            raise HubError(
+                f"server {self.name!r} is {self.state} ({self.reason}): {last}; "
+                f"fix it and call restart({self.name!r})"
+            )
+
+    def _request_restart(self) -> None:
+        self._restart_requested = True
+        self._interrupt()
+
+    def _interrupt(self) -> None:
+        """End what the actor is doing: queueing, starting (closes the session), serving."""
+        self._abort.set()
+        if self._queue_scope is not None:
+            self._queue_scope.cancel()
+        self._nudge()
+
+    def _nudge(self) -> None:
+        self._wake.set()
+        self._poke.set()
+
+    # -- the actor -------------------------------------------------------------------
+    #
+    # A live Client is never cancelled from outside: its session is closed
+    # instead (startup deadline, restart, stop) or the actor is poked and leaves
+    # ``async with client`` by itself. The client's whole life runs in a
+    # shielded scope, so cancelling the hub's task group cannot reach into it.
+
+    async def run(self) -> None:
+        try:
+            await self._loop()
+        except Exception as exc:  # a bug here must not take the hub down
+            logger.exception("supervisor of %r failed", self.name)
+            self._record(f"internal error: {exc!r}")
+        finally:
+            self.client = None
+            self.pid = None
+            self._set(ServerState.STOPPED)
+            self.done.set()
+
+    async def _loop(self) -> None:
+        first = True
+        while not self._stopping:
+            if self.invalid:
+                self.reason = self.invalid
+                self._record(self.invalid)
+                self._set(ServerState.FAILED, self.invalid)
+                await self._sleep(math.inf)
+                return
+            if self.config.disabled or self._suspended or self._blocked:
+                if self.config.disabled:
+                    self.reason = self.config.disabled_reason
+                    self._set(ServerState.DISABLED)
+                    self.discovery = None
+                    self.hub._forget(self)
+                # Nothing to hurry or restart until restart() or a new config clears this.
+                self._restart_requested = self._hurry = False
+                await self._sleep(math.inf)
+                continue
+            self.reason = ""
+            self._set(ServerState.STARTING if first else ServerState.RESTARTING)
+            first = False
+            outcome, error, tail = await self._attempt()
+            if self._stopping:
+                return
+            if outcome is _Outcome.RESTART:
+                self.restarts += 0 if self.config.disabled else 1
+                continue
+            assert error is not None
+            self._record(error, stderr_tail=tail)
+            if outcome is not _Outcome.LOST:
+                self.failures += 1  # attempts that did not reach ready (waiters compare)
+            if outcome is _Outcome.BLOCKED:
+                self._blocked = True
+                self.reason = "could not start"
+                self._set(ServerState.FAILED, error)
+                continue
+            count = self._count_crash()
+            policy = self.hub.restart_policy
+            if count >= policy.crash_loop_count:
+                self._suspended = True
+                window = policy.crash_loop_window
+                self.reason = f"crash loop: {count} failures within {window:g} s"
+                self._record(f"suspended after a crash loop ({count} failures within {window:g} s)")
+                self._set(ServerState.FAILED, error)
+                continue
+            if outcome is _Outcome.LOST:
+                self._set(ServerState.RESTARTING, error)
+            else:
+                self.reason = "could not start; retrying"
+                self._set(ServerState.FAILED, error)
+            self.restarts += 1
+            await self._sleep(policy.backoff(count))
+
+    def _count_crash(self) -> int:
+        now = time.monotonic()
+        self._crashes.append(now)
+        window = self.hub.restart_policy.crash_loop_window
+        while self._crashes and now - self._crashes[0] > window:
+            self._crashes.popleft()
+        return len(self._crashes)
+
+    async def _sleep(self, seconds: float) -> None:
+        """Sleep until woken (restart, config change, hurry, stop) or ``seconds`` pass."""
+        self._wake = anyio.Event()
+        if self._hurry or self._restart_requested or self._stopping:
+            return
+        with anyio.move_on_after(seconds):
+            await self._wake.wait()
+
+    async def _attempt(self) -> tuple[_Outcome, str | None, str]:
+        """One connection, start to end; returns how it ended, the error, the stderr tail."""
+        self._restart_requested = self._hurry = self._ready = self._timed_out = False
+        self._spawn_error = self._spawned = None
+        self._abort = anyio.Event()
+        limiter = self.hub._limiter
+        holding = False
+        with anyio.CancelScope() as queue:
+            self._queue_scope = queue
+            if not self._stopping:
+                await limiter.acquire()
+                holding = True
+        self._queue_scope = None
+        if not holding:
+            return _Outcome.RESTART, None, ""
+        startup = self.startup_timeout
+        error: BaseException | None = None
+        lost: ConnectionClosed | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                with anyio.CancelScope(shield=True):
+                    try:
+                        client = self._make_client()
+                        tg.start_soon(self._watchdog, client, startup)
+                        async with client, anyio.create_task_group() as connection:
+                            self.client = client
+                            self.pid = getattr(client.transport, "pid", None)
+                            if client.era == "modern":
+                                # Subscribed before listing, so no change slips between.
+                                await connection.start(self._listen, client)
+                            discovery = await self._discover(client)
+                            limiter.release()
+                            holding = False
+                            self._ready = True
+                            tg.cancel_scope.cancel()  # the watchdog's job is done
+                            if not (self._restart_requested or self._stopping):
+                                self.discovery = discovery
+                                self.settled += 1
+                                self._set(ServerState.READY)
+                                self.hub._discovered(self)
+                                await self._serve(client)
+                                lost = client.session.close_reason
+                            connection.cancel_scope.cancel()
+                    except Exception as exc:
+                        error = _unwrap(exc)
+                tg.cancel_scope.cancel()
+        finally:
+            if holding:
+                limiter.release()
+            self.client = None
+            self.pid = None
+        return self._outcome(error, lost, startup)
+
+    def _outcome(
+        self, error: BaseException | None, lost: ConnectionClosed | None, startup: float
+    ) -> tuple[_Outcome, str | None, str]:
+        if not self._ready:
+            self.settled += 1
+        if self._restart_requested or self._stopping:
+            return _Outcome.RESTART, None, ""
+        stderr = getattr(self._spawned, "stderr", None)
+        tail: str = stderr.text() if stderr is not None else ""
+        if isinstance(error, ConnectionClosed) and error.stderr_tail:
+            tail = error.stderr_tail
+        if self._spawn_error is not None:
+            return _Outcome.BLOCKED, _describe(self._spawn_error), ""
+        if isinstance(error, NoTransport):
+            return _Outcome.BLOCKED, str(error), ""
+        if self._ready:
+            reason = lost or error
+            text = _describe(reason) if reason is not None else "the connection ended"
+            if isinstance(reason, ConnectionClosed) and reason.stderr_tail:
+                tail = reason.stderr_tail
+            return _Outcome.LOST, f"connection lost: {text}", tail
+        if self._timed_out:
+            return _Outcome.START_FAILED, f"startup timed out after {startup:g} s", tail
+        text = _describe(error) if error is not None else "unknown error"
+        return _Outcome.START_FAILED, f"could not start: {text}", tail
+
+    async def _watchdog(self, client: Client, startup: float) -> None:
+        """Close the session if the server is not ready in time (or on restart/stop)."""
+        with anyio.move_on_after(startup):
+            await self._abort.wait()
+        if self._ready:
+            return
+        if not self._abort.is_set():
+            self._timed_out = True
+        while not self._ready:
+            try:
+                session = client.session
+            except MCPWireError:  # not connected yet: the transport is still opening
+                await anyio.sleep(0.01)
+                continue
+            await session.close()
+            return
+
+    async def _serve(self, client: Client) -> None:
+        """Wait until the connection ends or the actor is told to leave; refresh on request."""
+
+        async def watch_closed() -> None:
+            await client.session.wait_closed()
+            self._poke.set()
+
+        def leaving() -> bool:
+            return client.session.closed or self._restart_requested or self._stopping
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch_closed)
+            while not leaving():
+                self._poke = anyio.Event()
+                if self._refresh:
+                    self._refresh = False
+                    try:
+                        self.discovery = await self._discover(client)
+                    except (ConnectionClosed, JSONRPCError, TimeoutError) as exc:
+                        if not leaving():
+                            self._record(f"refresh failed: {_describe(exc)}", level="warning")
+                        continue
+                    self.hub._discovered(self)
+                    continue
+                if not leaving():
+                    await self._poke.wait()
+            tg.cancel_scope.cancel()
+
+    async def _listen(
+        self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Modern era: keep a ``subscriptions/listen`` open for list changes.
+
+        Reports started once the server acknowledged (or refused) it. The
+        notifications also reach ``_on_notification``, which asks for the
+        refresh; the stream only has to be open and drained.
+        """
+        caps = client.server_capabilities
+
+        def changes(kind: str) -> bool:
+            cap = caps.get(kind)
+            return isinstance(cap, dict) and cap.get("listChanged") is True
+
+        tools, prompts, resources = changes("tools"), changes("prompts"), changes("resources")
+        if not (tools or prompts or resources):
+            task_status.started()
+            return
+        started = False
+        try:
+            async with client.listen(tools=tools, prompts=prompts, resources=resources) as sub:
+                task_status.started()
+                started = True
+                async for _ in sub:
+                    pass
+        except MCPWireError as exc:
+            if not client.session.closed:
+                self._record(f"cannot listen for list changes: {exc}", level="warning")
+        if not started:
+            task_status.started()
+
+    async def _discover(self, client: Client) -> Discovery:
+        caps = client.server_capabilities
+        found = Discovery(
+            instructions=client.instructions,
+            server_info=dict(client.server_info),
+            protocol_version=client.protocol_version,
+        )
+        listings: list[tuple[str, str, Callable[..., Any]]] = [
+            ("tools", "tools", client.list_tools),
+            ("resources", "resources", client.list_resources),
+            ("resource templates", "resources", client.list_resource_templates),
+            ("prompts", "prompts", client.list_prompts),
+        ]
+        results: list[list[Any]] = []
+        for what, capability, fetch in listings:
+            if capability not in caps:
+                results.append([])
+                continue
+            try:
+                results.append(list(await fetch(cache=False)))
+            except JSONRPCError as exc:
+                self._record(f"listing {what} failed: {exc}", level="warning")
+                results.append([])
+        found.tools, found.resources, found.templates, found.prompts = results
+        return found
+
+    def _make_client(self) -> Client:
+        def spawned(transport: Transport) -> None:
+            self._spawned = transport
+            self.pid = getattr(transport, "pid", None)
+
+        def spawn_failed(exc: BaseException) -> None:
+            self._spawn_error = exc
+
+        return make_client(
+            self.config,
+            startup_timeout=self.startup_timeout,
+            options=self.hub.client_options,
+            on_notification=self._on_notification,
+            on_spawn=spawned,
+            on_spawn_error=spawn_failed,
+        )
+
+    async def _on_notification(self, method: str, params: JSONObject) -> None:
+        if method in _REFRESH_ON:
+            self._refresh = True
+            self._poke.set()
+
+    # -- bookkeeping ----------------------------------------------------------------
+
+    def _record(self, message: str, *, level: str = "error", stderr_tail: str = "") -> None:
+        if len(message) > MAX_ERROR_LENGTH:
+            message = message[:MAX_ERROR_LENGTH] + "...(truncated)"
+        if len(stderr_tail) > MAX_ERROR_LENGTH:
+            stderr_tail = "...(truncated)" + stderr_tail[-MAX_ERROR_LENGTH:]
+        self.errors.append(ErrorEntry(time.time(), message, level, stderr_tail))
+        log = logger.warning if level != "error" else logger.error
+        log("MCP server %r: %s", self.name, message)
+
+    def _set(self, state: ServerState, error: str | None = None) -> None:
+        old, self.state = self.state, state
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+        if old is not state or error is not None:
+            self.hub._state_changed(self, old, state, error)
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """The one error inside (nested) single-member exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ConnectionClosed):
+        return exc.reason
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

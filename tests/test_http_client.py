@@ -1,0 +1,1130 @@
+"""The HTTP client transports: Streamable HTTP (both eras) and the deprecated HTTP+SSE.
+
+1. Against the reference SDK (``mcp==2.3.0``) served by uvicorn in a child process
+   (``tests/http_client/ref_http_server.py``, loopback, a free port): our ``Client.http``
+   in modes ``auto`` (must land on 2026-07-28), ``legacy`` and a pinned ``2026-07-28``,
+   through tools, progress, elicitation (legacy: a server->client request on the POST's
+   event stream; modern: ``InputRequiredResult``), resources, prompts, completion,
+   ``x-mcp-header``, cancellation, subscriptions; the session lost (DELETEd, or the server
+   restarted) and re-initialized; the SDK's HTTP+SSE server, by fallback and directly.
+2. Against scripted servers (``tests/http_client/rawserver.py``, h11 on loopback) for
+   what the SDK never does: empty and ``null`` acknowledgements, media-type parameters,
+   events split byte by byte, redirects, HTTP errors, oversized bodies, event-stream
+   reconnection with ``Last-Event-ID`` and ``retry``, giving up, resumption of a POST
+   stream, header escaping, keep-alive.
+3. The command line against the SDK server, and against nothing.
+
+Everything runs on both anyio backends (``anyio_backend`` in ``conftest.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from http_client.rawserver import Reply, Seen, event, raw_server, result, self_signed
+
+from mcpwire import Client, ConnectionClosed, JSONRPCError, RequestTimeout
+from mcpwire._http_client import HTTPClientTransport, open_http_transport
+from mcpwire._http_client_conn import URL, HTTPClient, InvalidRequest, RedirectRefused
+from mcpwire._http_client_headers import encode_header_value, media_type, tool_header_map
+from mcpwire._http_client_sse import SSEClientTransport
+from mcpwire.sansio._sse import SSEDecoder
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = Path(__file__).resolve().parent / "http_client" / "ref_http_server.py"
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+START_TIMEOUT = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class SdkServer:
+    """The reference SDK server in a child process, restartable on the same port."""
+
+    def __init__(self, kind: str, tmp: Path) -> None:
+        self.kind = kind
+        self.port = free_port()
+        self.log = tmp / f"sdk-{kind}-{self.port}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}" + ("/sse" if self.kind == "sse" else "/mcp")
+
+    def start(self) -> None:
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, str(SERVER), str(self.port), self.kind],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=ROOT,
+            )
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the SDK server exited:\n{self.log.read_text()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"the SDK server did not start:\n{self.log.read_text()}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def sdk_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SdkServer]:
+    server = SdkServer("streamable-http", tmp_path_factory.mktemp("sdk"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def sdk_sse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SdkServer]:
+    server = SdkServer("sse", tmp_path_factory.mktemp("sdk"))
+    server.start()
+    yield server
+    server.stop()
+
+
+async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"name": "Ada"}}
+
+
+async def exercise(c: Client, *, progress_expected: bool = True, asks: bool = True) -> None:
+    """Tools, progress, elicitation, resources, prompts and completion, every value checked."""
+    tools = {t.name: t for t in await c.list_tools()}
+    assert {"echo", "get_weather", "slow_count", "greet", "sleepy", "locate"} <= set(tools)
+    assert tools["echo"].input_schema["properties"]["message"]["type"] == "string"
+    r = await c.call_tool("echo", {"message": "hi there ü"})
+    assert (r.text, r.structured, r.is_error) == ("hi there ü", {"result": "hi there ü"}, False)
+    r = await c.call_tool("get_weather", {"city": "Paris"})
+    assert r.structured == {"city": "Paris", "temperature": 21.5, "conditions": "sunny"}
+
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, total, message))
+
+    r = await c.call_tool("slow_count", {"n": 3}, on_progress=on_progress)
+    assert r.text == "counted 3"
+    if progress_expected:
+        assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+    if asks:
+        r = await c.call_tool("greet", {})
+        assert r.text == "Hello, Ada"
+
+    resources = await c.list_resources()
+    assert [x.uri for x in resources] == ["config://app"]
+    templates = await c.list_resource_templates()
+    assert [t.uri_template for t in templates] == ["users://{user_id}/profile"]
+    (content,) = await c.read_resource("config://app")
+    assert (content.text, content.mime_type) == ('{"debug": false}', "application/json")
+    (content,) = await c.read_resource("users://ada/profile")
+    assert content.text == "profile of ada"
+    with pytest.raises(JSONRPCError):
+        await c.read_resource("nothing://here")
+
+    prompts = await c.list_prompts()
+    assert [p.name for p in prompts] == ["review"]
+    prompt = await c.get_prompt("review", {"code": "x = 1", "language": "rust"})
+    assert prompt.messages[0]["content"]["text"] == "Please review this rust code:\nx = 1"
+    done = await c.complete({"type": "ref/prompt", "name": "review"}, "language", "r")
+    assert done.values == ["rust"]
+
+
+# =================================================================================================
+# 1. The reference SDK server
+# =================================================================================================
+
+
+@pytest.mark.parametrize(
+    ("mode", "version"), [("auto", MODERN), ("legacy", LEGACY), (MODERN, MODERN)]
+)
+async def test_sdk_streamable_http(sdk_http: SdkServer, mode: str, version: str) -> None:
+    async with Client.http(sdk_http.url, mode=mode, elicitation=elicit) as c:
+        assert (c.era, c.protocol_version) == ("modern" if version == MODERN else "legacy", version)
+        if mode != MODERN:
+            assert c.server_info == {"name": "ref-server", "version": "1.2.3"}
+            assert c.instructions == "reference server"
+        transport = c.transport
+        assert isinstance(transport, HTTPClientTransport)
+        if version == LEGACY:
+            assert transport.session_id and transport.protocol_version == LEGACY
+        else:
+            assert transport.session_id is None and transport.protocol_version is None
+        await exercise(c)
+        # A handful of sockets however many exchanges: keep-alive works.
+        assert transport.http.connections_opened <= 4
+
+
+async def test_sdk_elicitation_legacy_is_a_server_request(sdk_http: SdkServer) -> None:
+    """Legacy: the ask arrives as ``elicitation/create`` on the call's own event stream."""
+    asked: list[dict[str, Any]] = []
+
+    async def record(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"action": "decline"}
+
+    async with Client.http(sdk_http.url, mode="legacy", elicitation=record) as c:
+        r = await c.call_tool("greet", {})
+        assert r.is_error
+        assert asked[0]["message"] == "What is your name?"
+
+
+async def test_sdk_cancellation_closes_the_stream(sdk_http: SdkServer) -> None:
+    for mode in ("auto", "legacy"):
+        async with Client.http(sdk_http.url, mode=mode) as c:
+            started = anyio.current_time()
+            with pytest.raises(RequestTimeout):
+                await c.call_tool("sleepy", {"seconds": 30}, timeout=0.3)
+            assert anyio.current_time() - started < 5
+            assert (await c.call_tool("echo", {"message": "still here"})).text == "still here"
+
+
+async def test_sdk_x_mcp_header(sdk_http: SdkServer) -> None:
+    async with Client.http(sdk_http.url) as c:
+        # Not listed yet: the server refuses (-32020), the client re-lists and retries.
+        r = await c.call_tool("locate", {"region": "eu west ü", "count": 3})
+        assert r.text == "eu west ü:3"
+        assert c.transport.tool_headers["locate"] == {  # type: ignore[attr-defined]
+            ("region",): "Region",
+            ("count",): "Count",
+        }
+        assert (await c.call_tool("locate", {"region": " padded "})).text == " padded :1"
+
+
+async def test_sdk_listen(sdk_http: SdkServer) -> None:
+    async with Client.http(sdk_http.url) as c, c.listen(tools=True, uris=["config://app"]) as sub:
+        assert sub.honored == {"toolsListChanged": True, "resourceSubscriptions": ["config://app"]}
+        await c.call_tool("touch", {})
+        seen = []
+        with anyio.fail_after(10):
+            async for note in sub:
+                seen.append(note.method)
+                if len(seen) == 2:
+                    break
+        assert sorted(seen) == [
+            "notifications/resources/updated",
+            "notifications/tools/list_changed",
+        ]
+
+
+async def test_sdk_session_deleted_reinitializes_once(sdk_http: SdkServer) -> None:
+    async with Client.http(sdk_http.url, mode="legacy") as c:
+        transport = c.transport
+        assert isinstance(transport, HTTPClientTransport)
+        old = transport.session_id
+        assert old is not None
+        # End the session behind the client's back.
+        response = await transport.http.request(
+            "DELETE",
+            transport.url,
+            [("Mcp-Session-Id", old), ("MCP-Protocol-Version", LEGACY)],
+        )
+        assert response.status == 200
+        await response.aclose()
+        results: list[str] = []
+
+        async def call(i: int) -> None:
+            results.append((await c.call_tool("echo", {"message": str(i)})).text)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(3):
+                tg.start_soon(call, i)
+        assert sorted(results) == ["0", "1", "2"]
+        assert transport.session_id not in (None, old)
+        assert transport._reinits == 1
+
+
+async def test_sdk_server_restart(tmp_path: Path) -> None:
+    server = SdkServer("streamable-http", tmp_path)
+    server.start()
+    try:
+        async with Client.http(server.url, mode="legacy", reconnect_delay=0.2) as c:
+            assert (await c.call_tool("echo", {"message": "before"})).text == "before"
+            old = c.transport.session_id  # type: ignore[attr-defined]
+            server.stop()
+            server.start()
+            assert (await c.call_tool("echo", {"message": "after"})).text == "after"
+            assert c.transport.session_id not in (None, old)  # type: ignore[attr-defined]
+    finally:
+        server.stop()
+
+
+async def test_sdk_sends_crlf_events(sdk_http: SdkServer) -> None:
+    """The SDK frames events with CRLF; the decoder must (and does) take them."""
+    http = HTTPClient()
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LEGACY,
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    response = await http.request(
+        "POST",
+        URL.parse(sdk_http.url),
+        [("Accept", "application/json, text/event-stream"), ("Content-Type", "application/json")],
+        json.dumps(init).encode(),
+    )
+    async with response:
+        assert response.media_type == "text/event-stream"
+        body = await response.read_body(1 << 20)
+    await http.aclose()
+    assert b"\r\n" in body
+    (message,) = SSEDecoder().feed(body)
+    assert json.loads(message.data)["result"]["protocolVersion"] == LEGACY
+
+
+@pytest.mark.parametrize("transport", ["auto", "sse"])
+async def test_sdk_http_sse(sdk_sse: SdkServer, transport: str) -> None:
+    async with Client.http(
+        sdk_sse.url, mode="legacy", transport=transport, elicitation=elicit
+    ) as c:
+        assert c.protocol_version == LEGACY
+        # "auto": by fallback, or directly once this process has seen the URL fall back.
+        assert isinstance(c.transport, SSEClientTransport) or c.transport.fell_back  # type: ignore[attr-defined]
+        await exercise(c)
+
+
+async def test_sdk_http_sse_auto_mode(sdk_sse: SdkServer) -> None:
+    """Auto mode: the discover probe and initialize are refused with 405, then HTTP+SSE."""
+    url = sdk_sse.url + f"?fresh={anyio.current_time()}"  # not yet known to be HTTP+SSE
+    async with Client.http(url, elicitation=elicit) as c:
+        assert c.transport.fell_back  # type: ignore[attr-defined]
+        assert (await c.call_tool("echo", {"message": "hi"})).text == "hi"
+    # The next client for that URL goes straight to HTTP+SSE.
+    again = open_http_transport(url)
+    assert isinstance(again, SSEClientTransport)
+    await again.aclose()
+
+
+# =================================================================================================
+# 2. Scripted servers
+# =================================================================================================
+
+INIT_RESULT = {
+    "protocolVersion": LEGACY,
+    "capabilities": {"tools": {}},
+    "serverInfo": {"name": "raw", "version": "0"},
+}
+TOOL_RESULT = {"content": [{"type": "text", "text": "done"}]}
+
+
+def rid(seen: Seen) -> Any:
+    return seen.json["id"]
+
+
+def legacy(routes: dict[str, Any], *, get: Any = None, ack: Any = None, session: str = "s1") -> Any:
+    """A legacy Streamable HTTP server: initialize, 202 for notifications, ``routes`` for the rest.
+
+    A route is a ``Reply``, or an async function of the request returning one.
+    """
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.method == "GET":
+            return await get(seen) if get is not None else Reply.empty(405)
+        if seen.method == "DELETE":
+            return Reply.empty(200)
+        message = seen.json
+        if seen.rpc_method == "initialize":
+            return Reply.json(
+                result(message["id"], INIT_RESULT), headers=[("Mcp-Session-Id", session)]
+            )
+        if "id" not in message or seen.rpc_method is None:
+            return ack if ack is not None else Reply.empty(202)
+        route = routes[seen.rpc_method]
+        return await route(seen) if callable(route) else route
+
+    return handler
+
+
+def legacy_client(url: str, **kw: Any) -> Client:
+    kw.setdefault("request_timeout", 10)
+    return Client.http(url, mode="legacy", validate_output=False, **kw)
+
+
+@pytest.mark.parametrize(
+    "ack",
+    [
+        Reply.empty(202),
+        Reply.empty(200),
+        Reply.empty(204),
+        Reply.json(None),
+        Reply([(200)][0], [("Content-Type", "application/json")], []),  # read-until-close, empty
+    ],
+    ids=["202", "200-empty", "204", "200-null", "200-json-no-length"],
+)
+async def test_notification_acknowledgements(ack: Reply) -> None:
+    """Any 2xx acknowledges a notification (pain point #23); the GET stream follows."""
+
+    async def tools_call(seen: Seen) -> Reply:
+        return Reply.sse(
+            event(result(rid(seen), TOOL_RESULT)), content_type="text/event-stream;charset=utf-8"
+        )
+
+    async with raw_server(legacy({"tools/call": tools_call}, ack=ack)) as server:
+        async with legacy_client(server.url) as c:
+            assert (await c.call_tool("t", {})).text == "done"
+            # notifications/initialized was taken as accepted: the client tries the GET stream.
+            with anyio.fail_after(5):
+                while "GET" not in [s.method for s in server.seen]:
+                    await anyio.sleep(0.01)
+        assert server.methods() == ["initialize", "notifications/initialized", "tools/call"]
+
+
+async def test_events_split_byte_by_byte() -> None:
+    async def tools_call(seen: Seen) -> Reply:
+        token = seen.json["params"]["_meta"]["progressToken"]
+        text = (
+            event(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": token, "progress": 1, "total": 2},
+                }
+            ).replace("\n", "\r\n")
+            + ": a comment\r"
+            + event(result(rid(seen), TOOL_RESULT)).replace("\n", "\r")
+        ).encode()
+        return Reply.sse(*[text[i : i + 1] for i in range(len(text))], delay=0.0005)
+
+    progress: list[float] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(value)
+
+    async with (
+        raw_server(legacy({"tools/call": tools_call})) as server,
+        legacy_client(server.url) as c,
+    ):
+        assert (await c.call_tool("t", {}, on_progress=on_progress)).text == "done"
+    assert progress == [1]
+
+
+async def test_redirects() -> None:
+    async def handler(seen: Seen) -> Reply:
+        if seen.target == "/mcp":
+            return Reply(307, [("Location", "/moved?x=1"), ("Content-Length", "0")])
+        if seen.target == "/elsewhere":
+            port = seen.headers["host"].split(":")[1]
+            return Reply(
+                308, [("Location", f"http://localhost:{port}/mcp"), ("Content-Length", "0")]
+            )
+        if seen.target == "/see-other":
+            return Reply(303, [("Location", "/moved?x=1"), ("Content-Length", "0")])
+        assert seen.target == "/moved?x=1"
+        return Reply.json(result(rid(seen), TOOL_RESULT))
+
+    async with raw_server(handler) as server:
+        base = server.url.rsplit("/", 1)[0]
+        async with Client.http(server.url, mode=MODERN, validate_output=False) as c:
+            assert (await c.call_tool("t", {})).text == "done"  # same origin: followed
+        calls = [s.target for s in server.seen if s.rpc_method == "tools/call"]
+        assert calls == ["/mcp", "/moved?x=1"]
+        for path, words in (("/elsewhere", "another origin"), ("/see-other", "only 307 and 308")):
+            async with Client.http(base + path, mode=MODERN, validate_output=False) as c:
+                with pytest.raises(JSONRPCError, match=words):
+                    await c.call_tool("t", {})
+
+
+@pytest.mark.parametrize(
+    ("reply", "code", "words"),
+    [
+        (Reply.text(503, "upstream is down"), -32603, "HTTP 503.*upstream is down"),
+        (Reply.text(500, "<html>boom</html>"), -32603, "HTTP 500"),
+        (Reply.text(400, "bad"), -32600, "HTTP 400.*bad"),
+        (
+            Reply.text(401, "no", [("WWW-Authenticate", 'Bearer realm="x"')]),
+            -32600,
+            "authorization.*Bearer",
+        ),
+        (
+            Reply.json(
+                {"jsonrpc": "2.0", "id": None, "error": {"code": -32602, "message": "nope"}}, 400
+            ),
+            -32602,
+            "nope",
+        ),
+        (
+            Reply.json(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 999,
+                    "error": {"code": -32601, "message": "no such method"},
+                },
+                404,
+            ),
+            -32601,
+            "no such method",
+        ),
+        (Reply.empty(202), -32603, "HTTP 202 and no response body"),
+        (Reply.text(200, "hello"), -32603, "text/plain"),
+        (Reply.json(None), -32603, "a null body"),
+        (Reply.sse(": just a comment\n\n"), -32603, "stream ended before the answer"),
+        (Reply.sse(": cut\n\n", cut=True), -32603, "stream ended before the answer"),
+        (Reply.json({"jsonrpc": "2.0", "method": "notifications/x"}), -32603, "no answer"),
+        (Reply.json([1, 2]), -32603, "not a JSON-RPC answer"),
+    ],
+    ids=[
+        "503",
+        "500-html",
+        "400-text",
+        "401",
+        "400-jsonrpc-id-null",
+        "404-jsonrpc-other-id",
+        "202",
+        "200-text",
+        "200-null",
+        "sse-no-answer",
+        "sse-cut",
+        "json-notification",
+        "json-garbage",
+    ],
+)
+async def test_http_errors_fail_the_request_promptly(reply: Reply, code: int, words: str) -> None:
+    async def handler(seen: Seen) -> Reply:
+        return reply
+
+    async with (
+        raw_server(handler) as server,
+        Client.http(server.url, mode=MODERN, validate_output=False, request_timeout=20) as c,
+    ):
+        with anyio.fail_after(5), pytest.raises(JSONRPCError, match=words) as info:
+            await c.call_tool("t", {})
+        assert info.value.code == code
+
+
+async def test_size_limits() -> None:
+    big = "x" * 5000
+
+    async def handler(seen: Seen) -> Reply:
+        answer = result(rid(seen), {"content": [{"type": "text", "text": big}]})
+        if seen.headers.get("mcp-name") == "json":
+            return Reply.json(answer)
+        return Reply.sse(event(answer))
+
+    async with raw_server(handler) as server:
+        async with Client.http(
+            server.url, mode=MODERN, validate_output=False, max_body_size=1000, max_event_size=1000
+        ) as c:
+            with pytest.raises(JSONRPCError, match="exceeds the limit of 1000 bytes"):
+                await c.call_tool("json", {})
+            with pytest.raises(JSONRPCError, match="SSE event exceeds the limit of 1000"):
+                await c.call_tool("sse", {})
+        async with Client.http(server.url, mode=MODERN, validate_output=False) as c:
+            assert (await c.call_tool("json", {})).text == big
+
+
+async def test_get_stream_reconnects_with_last_event_id_and_retry() -> None:
+    gets: list[tuple[float, Seen]] = []
+    answered = anyio.Event()
+    notes: list[tuple[str, dict[str, Any]]] = []
+
+    async def get(seen: Seen) -> Reply:
+        gets.append((anyio.current_time(), seen))
+        if len(gets) == 1:
+            log = {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": "info", "data": "one"},
+            }
+            return Reply.sse("retry: 50\n\n", event(log, id="7"))  # then a clean end
+        ping = {"jsonrpc": "2.0", "id": "srv-1", "method": "ping"}
+        return Reply.sse(event(ping, id="8"), hold=anyio.Event())
+
+    async def on_note(method: str, params: dict[str, Any]) -> None:
+        notes.append((method, params))
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.method == "POST" and seen.json.get("id") == "srv-1":
+            answered.set()
+        return await legacy({}, get=get)(seen)
+
+    async with raw_server(handler) as server:
+        # The default backoff would wait >= 3.75 s: the server's retry (50 ms) is honoured.
+        async with legacy_client(server.url, reconnect_delay=5.0, on_notification=on_note):
+            with anyio.fail_after(3):
+                await answered.wait()
+        reply = next(s for s in server.seen if s.method == "POST" and s.json.get("id") == "srv-1")
+    assert reply.json == {"jsonrpc": "2.0", "id": "srv-1", "result": {}}
+    assert notes == [("notifications/message", {"level": "info", "data": "one"})]
+    first, second = gets[0][1], gets[1][1]
+    assert "last-event-id" not in first.headers
+    assert second.headers["last-event-id"] == "7"
+    for seen in (first, second):
+        assert seen.headers["accept"] == "text/event-stream"
+        assert seen.headers["mcp-session-id"] == "s1"
+        assert seen.headers["mcp-protocol-version"] == LEGACY
+
+
+@pytest.mark.parametrize("failure", ["503", "clean-end", "refused"])
+async def test_get_stream_gives_up_and_fails_pending_requests(failure: str) -> None:
+    async def get(seen: Seen) -> Reply:
+        if failure == "503":
+            return Reply.text(503, "busy")
+        if failure == "clean-end":
+            return Reply.sse(": nothing\n\n")
+        return Reply(drop=True)  # the connection drops before the head
+
+    handler = legacy({"tools/call": Reply.sse(hold=anyio.Event())}, get=get)
+    async with (
+        raw_server(handler) as server,
+        legacy_client(
+            server.url, reconnect_attempts=2, reconnect_delay=0.05, request_timeout=30
+        ) as c,
+    ):
+        with (
+            anyio.fail_after(5),
+            pytest.raises(ConnectionClosed, match="lost the event stream") as info,
+        ):
+            await c.call_tool("t", {})
+        assert "2 reconnection attempts failed" in str(info.value)
+        with pytest.raises(ConnectionClosed):  # and later calls fail at once
+            await c.call_tool("t", {})
+
+
+async def test_post_stream_resumes_with_get() -> None:
+    """2025-11-25 polling: a POST stream that closes after a priming event is resumed."""
+
+    call: dict[str, Any] = {}
+
+    async def tools_call(seen: Seen) -> Reply:
+        call["id"] = rid(seen)
+        return Reply.sse("id: p1\nretry: 20\ndata:\n\n")  # priming event, then the server closes
+
+    async def get(seen: Seen) -> Reply:
+        if seen.headers.get("last-event-id") == "p1":
+            progress = {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": "info", "data": "x"},
+            }
+            return Reply.sse(
+                event(progress, id="x"), event(result(call["id"], TOOL_RESULT), id="p2")
+            )
+        return Reply.empty(405)
+
+    async with raw_server(legacy({"tools/call": tools_call}, get=get)) as server:
+        async with legacy_client(server.url, get_stream=False) as c:
+            assert (await c.call_tool("t", {})).text == "done"
+        resumed = [s for s in server.seen if s.method == "GET"]
+        assert [s.headers["last-event-id"] for s in resumed] == ["p1"]
+
+
+async def test_modern_headers_and_cancellation() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "n": {"type": "integer", "x-mcp-header": "N"},
+            "flag": {"type": "boolean", "x-mcp-header": "Flag"},
+            "deep": {
+                "type": "object",
+                "properties": {"id": {"type": "string", "x-mcp-header": "Deep"}},
+            },
+        },
+    }
+    bad = {"type": "object", "properties": {"x": {"type": "number", "x-mcp-header": "X"}}}
+    tools = [
+        {"name": "tool ü", "inputSchema": schema},
+        {"name": "bad", "inputSchema": bad},
+        {"name": "slow", "inputSchema": {"type": "object"}},
+    ]
+
+    async def handler(seen: Seen) -> Reply:
+        method = seen.rpc_method
+        if method == "tools/list":
+            return Reply.json(
+                result(
+                    rid(seen),
+                    {"tools": tools, "resultType": "complete", "ttlMs": 0, "cacheScope": "private"},
+                )
+            )
+        if method == "tools/call" and seen.json["params"]["name"] == "slow":
+            return Reply.sse(": working\n\n", hold=anyio.Event())
+        if method == "resources/read":
+            contents = [{"uri": seen.json["params"]["uri"], "text": "r"}]
+            return Reply.json(
+                result(rid(seen), {"contents": contents, "ttlMs": 0, "cacheScope": "private"})
+            )
+        if method == "tools/call":
+            return Reply.json(result(rid(seen), TOOL_RESULT))
+        return Reply.empty(202)
+
+    async with raw_server(handler) as server:
+        async with Client.http(
+            server.url, mode=MODERN, headers={"Authorization": "Bearer t0k"}
+        ) as c:
+            assert [t.name for t in await c.list_tools()] == ["tool ü", "slow"]  # "bad" dropped
+            arguments = {
+                "region": " eu\u2028",
+                "n": 7,
+                "flag": False,
+                "deep": {"id": "=?base64?x?="},
+            }
+            await c.call_tool("tool ü", arguments)
+            await c.read_resource("file:///a b.txt")
+            with pytest.raises(RequestTimeout):
+                await c.call_tool("slow", {}, timeout=0.2)
+        call = next(s for s in server.seen if s.rpc_method == "tools/call")
+        assert call.headers["mcp-method"] == "tools/call"
+        assert call.headers["mcp-protocol-version"] == MODERN
+        assert (
+            call.headers["mcp-name"] == encode_header_value("tool ü") == "=?base64?dG9vbCDDvA==?="
+        )
+        assert call.headers["mcp-param-region"] == encode_header_value(" eu\u2028")
+        assert call.headers["mcp-param-n"] == "7"
+        assert call.headers["mcp-param-flag"] == "false"
+        assert call.headers["mcp-param-deep"].startswith("=?base64?")
+        read = next(s for s in server.seen if s.rpc_method == "resources/read")
+        assert read.headers["mcp-name"] == "file:///a b.txt"
+        for seen in server.seen:
+            assert seen.headers["authorization"] == "Bearer t0k"
+            assert "mcp-session-id" not in seen.headers
+        # Modern cancellation is closing the stream: no notifications/cancelled, no DELETE.
+        assert "notifications/cancelled" not in server.methods()
+        assert {s.method for s in server.seen} == {"POST"}
+
+
+async def test_legacy_headers_cancellation_and_delete() -> None:
+    async def tools_call(seen: Seen) -> Reply:
+        if seen.json["params"]["name"] == "slow":
+            return Reply.sse(hold=anyio.Event())
+        return Reply.json(result(rid(seen), TOOL_RESULT))
+
+    async with raw_server(legacy({"tools/call": tools_call})) as server:
+        async with legacy_client(server.url, headers={"Authorization": "Bearer t0k"}) as c:
+            assert c.protocol_version == LEGACY
+            await c.call_tool("quick", {})
+            with pytest.raises(RequestTimeout):
+                await c.call_tool("slow", {}, timeout=0.2)
+        init, *rest = server.seen
+        assert init.rpc_method == "initialize"
+        assert "mcp-session-id" not in init.headers and "mcp-protocol-version" not in init.headers
+        assert init.headers["accept"] == "application/json, text/event-stream"
+        assert init.headers["content-type"] == "application/json"
+        for seen in rest:
+            assert seen.headers["mcp-session-id"] == "s1"
+            assert seen.headers["mcp-protocol-version"] == LEGACY
+        for seen in server.seen:
+            assert seen.headers["authorization"] == "Bearer t0k"
+        cancel = next(s for s in server.seen if s.rpc_method == "notifications/cancelled")
+        assert cancel.json["params"]["requestId"] == 3
+        assert server.seen[-1].method == "DELETE"
+
+
+async def test_session_expiry_reinitializes_except_for_cursors() -> None:
+    sessions = iter(["s1", "s2", "s3"])
+    current = {"id": next(sessions)}
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.method in ("GET", "DELETE"):
+            return Reply.empty(405)
+        message = seen.json
+        if seen.rpc_method == "initialize":
+            current["id"] = next(sessions)
+            return Reply.json(
+                result(message["id"], INIT_RESULT), headers=[("Mcp-Session-Id", current["id"])]
+            )
+        if seen.headers.get("mcp-session-id") != current["id"]:
+            return Reply.json(
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": -32600, "message": "Session not found"},
+                },
+                404,
+            )
+        if "id" not in message:
+            return Reply.empty(202)
+        if seen.rpc_method == "tools/list":
+            cursor = message.get("params", {}).get("cursor")
+            if cursor is None:
+                current["id"] = "expired-by-the-server"  # the session ends between the pages
+                return Reply.json(result(rid(seen), {"tools": [], "nextCursor": "page2"}))
+        return Reply.json(result(rid(seen), TOOL_RESULT))
+
+    async with raw_server(handler) as server:
+        async with legacy_client(server.url) as c:
+            assert c.transport.session_id == "s2"  # type: ignore[attr-defined]
+            current["id"] = "gone"
+            assert (await c.call_tool("t", {})).text == "done"
+            assert c.transport.session_id == "s3"  # type: ignore[attr-defined]
+            with pytest.raises(JSONRPCError, match="cursor belonged to the old session"):
+                await c.list_tools()
+        replays = [s for s in server.seen if s.rpc_method == "initialize"]
+        assert [r.json["id"] for r in replays] == [1, "mcpwire-reinit-1"]
+        assert replays[0].json["params"] == replays[1].json["params"]
+
+
+async def test_keepalive_reuse_and_stale_sockets() -> None:
+    async def handler(seen: Seen) -> Reply:
+        reply = Reply.json(result(rid(seen), TOOL_RESULT))
+        reply.close_after = seen.headers.get("mcp-name") == "stale"
+        return reply
+
+    async with (
+        raw_server(handler) as server,
+        Client.http(server.url, mode=MODERN, validate_output=False) as c,
+    ):
+        for _ in range(5):
+            await c.call_tool("t", {})
+        assert server.connections == 1
+        for _ in range(5):  # the server drops every socket after answering on it
+            assert (await c.call_tool("stale", {})).text == "done"
+
+
+async def test_connection_refused_is_connection_closed() -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    with anyio.fail_after(5), pytest.raises(ConnectionClosed, match="cannot reach the MCP server"):
+        async with Client.http(url):
+            pass
+
+
+async def test_http_sse_endpoint_resolution_and_override() -> None:
+    """The endpoint is resolved against the SSE URL (RFC 3986); other origins need message_url."""
+    endpoint = {"data": "messages/?session_id=abc"}
+    streams: list[Any] = []  # the send side of each GET's event stream
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.method == "GET":
+            send, receive = anyio.create_memory_object_stream[bytes](16)
+            streams.append(send)
+            return Reply.sse(f"event: endpoint\ndata: {endpoint['data']}\n\n", feed=receive)
+        assert seen.target.startswith("/prefix/messages/?session_id=abc"), seen.target
+        message = seen.json
+        if message.get("method") == "initialize":
+            await streams[-1].send(event(result(message["id"], INIT_RESULT)).encode())
+        elif message.get("method") == "tools/call":
+            await streams[-1].send(event(result(message["id"], TOOL_RESULT)).encode())
+        return Reply.text(202, "Accepted")
+
+    async with raw_server(handler) as server:
+        sse_url = server.url.replace("/mcp", "/prefix/sse")
+        async with legacy_client(sse_url, transport="sse") as c:
+            assert (await c.call_tool("t", {})).text == "done"
+        endpoint["data"] = "http://internal.example:9/prefix/messages/?session_id=abc"
+        with pytest.raises(ConnectionClosed, match="another origin"):
+            async with legacy_client(sse_url, transport="sse"):
+                pass
+        async with legacy_client(sse_url, transport="sse", message_url="/prefix/messages/") as c:
+            assert (await c.call_tool("t", {})).text == "done"
+        for send in streams:
+            send.close()
+
+
+def test_helpers() -> None:
+    assert media_type("Text/Event-Stream; charset=utf-8") == "text/event-stream"
+    assert media_type(None) == ""
+    assert encode_header_value("plain value") == "plain value"
+    for odd in (" lead", "trail ", "tab\there", "ü", "=?base64?abc?=", "\x7f"):
+        assert encode_header_value(odd).startswith("=?base64?"), odd
+    assert encode_header_value("=?Base64?abc?=") == "=?Base64?abc?="  # markers are case-sensitive
+    good = {"type": "object", "properties": {"a": {"type": "integer", "x-mcp-header": "A"}}}
+    assert tool_header_map(good) == {("a",): "A"}
+    assert tool_header_map({"type": "object"}) == {}
+    bad = [
+        {"properties": {"a": {"type": "number", "x-mcp-header": "A"}}},
+        {"properties": {"a": {"type": "string", "x-mcp-header": "not a token"}}},
+        {"properties": {"a": {"type": "string", "x-mcp-header": ""}}},
+        {
+            "properties": {
+                "a": {"type": "string", "x-mcp-header": "A"},
+                "b": {"type": "string", "x-mcp-header": "a"},
+            }
+        },
+        {"anyOf": [{"properties": {"a": {"type": "string", "x-mcp-header": "A"}}}]},
+        {"x-mcp-header": "Root", "type": "string"},
+    ]
+    for schema in bad:
+        assert tool_header_map(schema) is None, schema
+    url = URL.parse("https://Example.com:8443/a/b/sse?x=1")
+    assert (url.host, url.port, url.target, url.authority) == (
+        "example.com",
+        8443,
+        "/a/b/sse?x=1",
+        "example.com:8443",
+    )
+    assert url.join("../messages?s=1").target == "/a/messages?s=1"
+    assert url.join("//other.example/x").origin == ("https", "other.example", 443)
+    assert URL.parse("http://[::1]/mcp").authority == "[::1]"
+    for wrong in (
+        "ftp://x/",
+        "http:///nohost",
+        "http://u:p@host/",
+        "http://host:99999/",
+        "http://h/a b",
+    ):
+        with pytest.raises(ValueError):
+            URL.parse(wrong)
+    with pytest.raises(ValueError):
+        Client.http("http://h/", headers={"Bad Name": "x"})
+    with pytest.raises(ValueError):
+        Client.http("http://h/", headers={"X": "a\r\nInjected: 1"})
+    with pytest.raises(ValueError):
+        Client.http("http://h/", headers={"X": "é"})
+    with pytest.raises(TypeError, match="no_such_option"):
+        Client.http("http://h/", no_such_option=1)
+    with pytest.raises(ValueError):
+        Client.http("http://h/", transport="carrier-pigeon")
+
+
+async def test_http_client_refusals() -> None:
+    async def handler(seen: Seen) -> Reply:
+        return Reply(302, [("Location", "/x"), ("Content-Length", "0")])
+
+    async with raw_server(handler) as server:
+        http = HTTPClient()
+        with pytest.raises(RedirectRefused, match="302"):
+            await http.request("GET", URL.parse(server.url))
+        with pytest.raises(InvalidRequest):
+            await http.request("GET", URL.parse(server.url), [("Last-Event-ID", "é")])
+        await http.aclose()
+
+
+# =================================================================================================
+# 3. The command line
+# =================================================================================================
+
+
+def mcpwire(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpwire", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+
+
+def test_cli_inspect_json(sdk_http: SdkServer) -> None:
+    proc = mcpwire("inspect", sdk_http.url, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    text = json.dumps(report)
+    assert MODERN in text and "ref-server" in text
+    for name in ("echo", "greet", "config://app", "review"):
+        assert name in text
+
+
+def test_cli_call_read_prompt(sdk_http: SdkServer, sdk_sse: SdkServer) -> None:
+    proc = mcpwire(
+        "call", sdk_http.url, "echo", "--args", '{"message": "hi ü"}', "--mode", "legacy"
+    )
+    assert (proc.returncode, proc.stdout.strip()) == (0, "hi ü"), proc.stderr
+    proc = mcpwire("read", sdk_http.url, "config://app", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["contents"][0]["text"] == '{"debug": false}'
+    proc = mcpwire("prompt", sdk_sse.url, "review", "--args", '{"code": "x"}', "--transport", "sse")
+    assert proc.returncode == 0, proc.stderr
+    assert "Please review this python code:" in proc.stdout
+    proc = mcpwire(
+        "call", sdk_http.url, "echo", "--args", '{"message": "h"}', "--header", "X-Test: 1"
+    )
+    assert proc.returncode == 0, proc.stderr
+    proc = mcpwire("call", sdk_http.url, "echo", "--header", "no colon")
+    assert proc.returncode == 2
+
+
+def test_cli_config_url_entry(sdk_http: SdkServer, sdk_sse: SdkServer, tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    servers = {
+        "http": {"url": sdk_http.url, "headers": {"X-Test": "1"}},
+        "old": {"type": "sse", "serverUrl": sdk_sse.url},
+    }
+    config.write_text(json.dumps({"mcpServers": servers}))
+    for name in ("http", "old"):
+        proc = mcpwire(
+            "call",
+            "echo",
+            "--args",
+            '{"message": "cfg"}',
+            "--config",
+            str(config),
+            "--server",
+            name,
+        )
+        assert (proc.returncode, proc.stdout.strip()) == (0, "cfg"), proc.stderr
+
+
+def test_cli_unreachable_exits_3() -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    proc = mcpwire("inspect", url, "--json")
+    assert proc.returncode == 3
+    error = json.loads(proc.stdout)["error"]
+    assert "Connection refused" in error["message"] and url in error["message"]
+    proc = mcpwire("call", url, "echo")
+    assert proc.returncode == 3
+    assert "cannot reach the MCP server" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def sdk_resumable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SdkServer]:
+    server = SdkServer("resumable", tmp_path_factory.mktemp("sdk"))
+    server.start()
+    yield server
+    server.stop()
+
+
+async def test_sdk_resumes_a_closed_post_stream(sdk_resumable: SdkServer) -> None:
+    """The SDK closes a call's stream mid-way (with an event store): resumed via GET."""
+    progress: list[str | None] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append(message)
+
+    async with Client.http(sdk_resumable.url, mode="legacy", reconnect_delay=0.05) as c:
+        r = await c.call_tool("poll_me", {}, on_progress=on_progress)
+        assert r.text == "resumed"
+        assert progress == ["before", "after"]
+
+
+async def test_sdk_standalone_stream_reconnects(sdk_resumable: SdkServer) -> None:
+    """The SDK drops the GET stream; the client reopens it and keeps receiving."""
+    changed = anyio.Event()
+
+    async def on_note(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/tools/list_changed":
+            changed.set()
+
+    async with Client.http(
+        sdk_resumable.url, mode="legacy", reconnect_delay=0.05, on_notification=on_note
+    ) as c:
+        with anyio.fail_after(10):
+            while not changed.is_set():  # until the GET stream is up
+                await c.call_tool("announce", {})
+                with anyio.move_on_after(0.1):
+                    await changed.wait()
+        changed = anyio.Event()
+        assert (await c.call_tool("drop_standalone", {})).text == "dropped"
+        with anyio.fail_after(10):
+            while not changed.is_set():
+                await c.call_tool("announce", {})
+                with anyio.move_on_after(0.1):
+                    await changed.wait()
+        assert c.transport._get_running  # type: ignore[attr-defined]
+
+
+async def test_https(tmp_path: Path) -> None:
+    server_tls, trusting = self_signed(tmp_path)
+
+    async def handler(seen: Seen) -> Reply:
+        return Reply.json(result(rid(seen), TOOL_RESULT))
+
+    async with raw_server(handler, tls=server_tls) as server:
+        for verify in (trusting, False):
+            async with Client.http(
+                server.url, mode=MODERN, validate_output=False, verify=verify
+            ) as c:
+                for _ in range(3):
+                    assert (await c.call_tool("t", {})).text == "done"
+                assert c.transport.http.connections_opened == 1  # type: ignore[attr-defined]
+        # The default context verifies the certificate: a self-signed one is refused.
+        with pytest.raises(ConnectionClosed, match=r"TLS: .*self.signed certificate"):
+            async with Client.http(server.url, mode=MODERN):
+                pass
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        Reply.json({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "no"}}, 400),
+        Reply.text(400, "Bad Request: Missing session ID"),
+        Reply.text(404, "Not Found"),
+    ],
+    ids=["400-jsonrpc", "400-text", "404-text"],
+)
+async def test_auto_mode_falls_back_to_initialize(refusal: Reply) -> None:
+    """A legacy-only server refuses the discover probe; initialize follows on the same URL
+    (only a refused initialize would mean HTTP+SSE)."""
+    routes = {"server/discover": refusal, "tools/call": Reply.json(result(3, TOOL_RESULT))}
+    async with raw_server(legacy(routes)) as server:
+        async with Client.http(server.url + f"?{refusal.status}", validate_output=False) as c:
+            assert (c.era, c.protocol_version) == ("legacy", LEGACY)
+            assert not c.transport.fell_back  # type: ignore[attr-defined]
+            assert (await c.call_tool("t", {})).text == "done"
+        assert server.methods()[:2] == ["server/discover", "initialize"]
+        probe = server.seen[0]
+        assert probe.headers["mcp-protocol-version"] == MODERN
+        assert probe.headers["mcp-method"] == "server/discover"
+
+
+async def test_stale_socket_is_retried_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Even when the idle check misses a closed socket, the request goes out again, once."""
+    from mcpwire import _http_client_conn
+
+    monkeypatch.setattr(_http_client_conn._Socket, "looks_dead", lambda self: False)
+
+    async def handler(seen: Seen) -> Reply:
+        reply = Reply.json(result(rid(seen), TOOL_RESULT))
+        reply.close_after = True
+        return reply
+
+    async with (
+        raw_server(handler) as server,
+        Client.http(server.url, mode=MODERN, validate_output=False) as c,
+    ):
+        for _ in range(3):
+            await anyio.sleep(0.02)  # let the FIN arrive before the socket is reused
+            assert (await c.call_tool("t", {})).text == "done"
+        assert server.connections == 4  # discover + 3 calls, each on a fresh socket
+        assert len([s for s in server.seen if s.rpc_method == "tools/call"]) == 3
+
+
+@pytest.fixture(scope="module")
+def sdk_json(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SdkServer]:
+    server = SdkServer("json", tmp_path_factory.mktemp("sdk"))
+    server.start()
+    yield server
+    server.stop()
+
+
+async def test_sdk_json_responses(sdk_json: SdkServer) -> None:
+    """JSON answers only (``json_response=True``), both eras.
+
+    SDK behaviour: progress notifications are dropped in both eras, and in the legacy
+    era a server->client request fails at the server ("no back-channel") instead of
+    going out on the standalone GET stream, which the client has open.
+    """
+    for mode in ("legacy", "auto"):
+        async with Client.http(sdk_json.url, mode=mode, elicitation=elicit) as c:
+            legacy = mode == "legacy"
+            await exercise(c, progress_expected=False, asks=not legacy)
+            if legacy:
+                assert c.transport._get_running  # type: ignore[attr-defined]
+                with pytest.raises(JSONRPCError, match="no back-channel"):
+                    await c.call_tool("greet", {})

@@ -1,0 +1,153 @@
+"""Exposed tool names (pain point 11) and tool selection (pain point 10), without I/O.
+
+The scheme ``{server}{sep}{tool}`` must be injective, fit a provider's rule,
+be stable (independent of connection order), refuse server names containing
+the separator, and refuse collisions loudly instead of overwriting.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcpwire import NameRule
+from mcpwire._hub_names import (
+    NAME_PROFILES,
+    NameTable,
+    crossed_thresholds,
+    expose,
+    resolve_rule,
+    tool_selected,
+)
+
+OPENAI = NAME_PROFILES["openai"]
+GEMINI = NAME_PROFILES["gemini"]
+
+
+def test_a_name_that_fits_is_used_as_is() -> None:
+    assert expose("github", "search_repos", "__", OPENAI) == "github__search_repos"
+    assert expose("my-server", "get-file", "__", OPENAI) == "my-server__get-file"
+
+
+def test_disallowed_characters_are_replaced_and_a_stable_hash_added() -> None:
+    name = expose("my.server", "read file", "__", OPENAI)
+    assert re.fullmatch(r"my_server__read_file_[0-9a-f]{8}", name)
+    assert name == expose("my.server", "read file", "__", OPENAI)  # stable
+    # Sanitizing alone is not injective; the hash (of the original names) is.
+    assert expose("my_server", "read_file", "__", OPENAI) == "my_server__read_file"
+    assert expose("my.server", "read.file", "__", OPENAI) != name
+
+
+def test_long_names_are_cut_to_64_with_the_hash() -> None:
+    tool = "list_all_the_repositories_of_an_organization_including_archived_ones"
+    name = expose("github-enterprise", tool, "__", OPENAI)
+    assert len(name) == 64 and OPENAI.matches(name)
+    assert name.startswith("github-enterprise__list_all_the_repositories")
+    other = expose("github-enterprise", tool + "_and_forks", "__", OPENAI)
+    assert other != name and len(other) == 64
+
+
+def test_gemini_profile_first_character_and_extra_characters() -> None:
+    assert expose("docs", "search.v2", "__", GEMINI) == "docs__search.v2"  # dots allowed
+    name = expose("1password", "get", "__", GEMINI)
+    assert name.startswith("_1password__get_") and GEMINI.matches(name)
+    assert not OPENAI.matches("docs__search.v2")
+
+
+def test_profiles_and_patterns() -> None:
+    assert resolve_rule("anthropic").pattern == r"^[a-zA-Z0-9_-]{1,64}$"
+    assert resolve_rule("default") is NAME_PROFILES["default"]
+    rule = resolve_rule(r"^[a-z_][a-z0-9_]{0,31}$")
+    assert (rule.first, rule.allowed, rule.max_length) == ("a-z_", "a-z0-9_", 32)
+    name = expose("GitHub", "Search", "__", rule)
+    assert rule.matches(name) and len(name) <= 32
+    with pytest.raises(ValueError, match="cannot derive a name rule"):
+        resolve_rule(r"^\w+$")
+    custom = NameRule(r"^[A-Z]{1,10}$", "A-Z")
+    with pytest.raises(ValueError, match="allows none of"):
+        expose("a", "b", "__", custom)
+
+
+def test_server_names_with_the_separator_are_refused() -> None:
+    table = NameTable("__", OPENAI)
+    assert table.check_server_name("ok-server") is None
+    reason = table.check_server_name("my__server")
+    assert reason is not None and "separator '__'" in reason and "ambiguous" in reason
+    assert table.check_server_name("") is not None
+    assert NameTable(".", GEMINI).check_server_name("a.b") is not None
+
+
+def test_collisions_are_refused_and_name_both_sides() -> None:
+    table = NameTable("__", OPENAI)
+    hashed = expose("s.x", "echo", "__", OPENAI)
+    got, refused = table.assign("s.x", ["echo"])
+    assert got == {"echo": hashed} and refused == []
+    # A server whose raw name equals that hashed name:
+    literal_tool = hashed[len("s_x__") :]
+    got, refused = table.assign("s_x", [literal_tool, "other"])
+    assert got == {"other": "s_x__other"}
+    (clash,) = refused
+    assert (clash.server, clash.tool, clash.other_server, clash.other_tool) == (
+        "s_x",
+        literal_tool,
+        "s.x",
+        "echo",
+    )
+    assert "is not exposed" in str(clash) and "'s.x'" in str(clash)
+    assert table.lookup(hashed) == ("s.x", "echo")  # the first keeps its name
+    assert table.lookup("s_x__other") == ("s_x", "other")
+    table.remove("s.x")
+    got, refused = table.assign("s_x", [literal_tool])
+    assert refused == [] and table.lookup(hashed) == ("s_x", literal_tool)
+
+
+def test_reassigning_a_server_replaces_only_its_entries() -> None:
+    table = NameTable("__", OPENAI)
+    table.assign("a", ["x", "y"])
+    table.assign("b", ["x"])
+    table.assign("a", ["z"])
+    assert table.lookup("a__x") is None and table.lookup("a__z") == ("a", "z")
+    assert table.lookup("b__x") == ("b", "x")
+    assert table.names_of("a") == {"z": "a__z"}
+
+
+names = st.text(
+    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=80
+)
+
+
+@given(st.lists(st.tuples(names, names), min_size=2, max_size=12, unique=True))
+def test_exposed_names_are_injective_and_fit_the_rule(pairs: list[tuple[str, str]]) -> None:
+    for rule in (OPENAI, GEMINI):
+        pairs_ok = [(s, t) for s, t in pairs if "__" not in s]
+        exposed = {expose(s, t, "__", rule) for s, t in pairs_ok}
+        assert len(exposed) == len(pairs_ok)
+        assert all(rule.matches(n) for n in exposed)
+
+
+@pytest.mark.parametrize(
+    ("tool", "include", "exclude", "selected"),
+    [
+        ("search", None, (), True),
+        ("search", None, ("sea*",), False),
+        ("delete", ("get_*", "search"), (), False),
+        ("get_file", ("get_*",), (), True),
+        ("get_file", ("get_*",), ("get_file",), True),  # the allowlist wins
+        ("search", (), (), False),  # an empty allowlist exposes nothing
+    ],
+)
+def test_include_and_exclude_globs(
+    tool: str, include: tuple[str, ...] | None, exclude: tuple[str, ...], selected: bool
+) -> None:
+    assert tool_selected(tool, include, exclude) is selected
+
+
+def test_thresholds_crossed_upwards_only() -> None:
+    assert crossed_thresholds(10, 50, (40, 128)) == [40]
+    assert crossed_thresholds(30, 200, (40, 128)) == [40, 128]
+    assert crossed_thresholds(50, 60, (40, 128)) == []
+    assert crossed_thresholds(60, 30, (40, 128)) == []
+    assert crossed_thresholds(40, 41, (40,)) == [40]
