@@ -128,9 +128,7 @@ async def test_tool_with_progress(ctx: Context) -> str:
 async def test_reconnection(ctx: Context) -> str:
     """Tests SSE polling by closing stream mid-call (SEP-1699)"""
     await ctx.info("Before disconnect")
-    close = getattr(ctx, "close_sse_stream", None)
-    if close is not None:
-        await close()
+    await ctx.close_sse_stream()
     await anyio.sleep(0.2)
     await ctx.info("After reconnect")
     return "Reconnection test completed"

@@ -282,6 +282,17 @@ class Context:
             "elicitation/create", params, {"elicitation": {}}, "elicitation", mode="form", key=key
         )
 
+    async def close_sse_stream(self) -> None:
+        """Close this request's SSE response stream now (HTTP, 2025-11-25 polling).
+
+        The client reconnects with ``Last-Event-ID`` and the rest of the reply
+        (progress, the result) reaches it on the resumed stream (SEP-1699). On
+        transports without per-request streams (stdio) this does nothing.
+        """
+        close = getattr(self._rctx.session.transport, "close_sse_stream", None)
+        if close is not None:
+            await close(self.request_id)
+
     async def notify_elicitation_complete(self, elicitation_id: str) -> None:
         """Tell a legacy client that an out-of-band URL elicitation finished (2025-11-25)."""
         if self.era == "legacy":

@@ -47,6 +47,8 @@ from hypothesis import strategies as st
 from mcpwire import Context, HTTPServer, HTTPServerOptions, MemoryEventStore, Server
 from mcpwire.examples.everything import server as everything
 from mcpwire.sansio import (
+    SSEDecoder,
+    SSEEvent,
     accepts,
     decode_header_value,
     encode_header_value,
@@ -61,7 +63,6 @@ from mcpwire.sansio import (
     routing_header_mismatch,
     split_host,
 )
-from mcpwire.sansio._sse import SSEDecoder, SSEEvent
 
 pytestmark = pytest.mark.anyio
 

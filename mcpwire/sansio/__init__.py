@@ -73,6 +73,14 @@ from ._rpc import InState as InState
 from ._rpc import Outgoing as Outgoing
 from ._rpc import OutState as OutState
 from ._rpc import RPCState as RPCState
+from ._sse import DEFAULT_MAX_EVENT_SIZE as DEFAULT_MAX_EVENT_SIZE
+from ._sse import SSEDecoder as SSEDecoder
+from ._sse import SSEEvent as SSEEvent
+from ._sse import SSEEventTooLarge as SSEEventTooLarge
+from ._sse import encode_comment as encode_comment
+from ._sse import encode_event as encode_event
+from ._sse import encode_priming as encode_priming
+from ._sse import encode_retry as encode_retry
 from ._state import REQUEST_GATE as REQUEST_GATE
 from ._state import Lifecycle as Lifecycle
 from ._state import LifecycleInput as LifecycleInput
@@ -81,6 +89,7 @@ from ._state import RequestKind as RequestKind
 
 __all__ = (
     "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_EVENT_SIZE",
     "DEFAULT_MAX_LINE",
     "DEFAULT_MAX_MESSAGE_SIZE",
     "LAST_EVENT_ID",
@@ -126,12 +135,19 @@ __all__ = (
     "RequestId",
     "RequestKind",
     "Response",
+    "SSEDecoder",
+    "SSEEvent",
+    "SSEEventTooLarge",
     "accepts",
     "classify",
     "decode_header_value",
     "dumps",
     "duplicated_headers",
+    "encode_comment",
+    "encode_event",
     "encode_header_value",
+    "encode_priming",
+    "encode_retry",
     "error_response",
     "frame",
     "host_allowed",
