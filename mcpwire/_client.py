@@ -39,6 +39,7 @@ import anyio
 import anyio.abc
 
 from . import _schema
+from ._asks import answer, run_rounds
 from ._errors import JSONRPCError, MCPWireError
 from ._handshake import DEFAULT_PROBE_TIMEOUT, connect
 from ._listen import Listen, ListenState, Subscription
@@ -391,38 +392,7 @@ class Client:
         on_progress: ProgressCallback | None = None,
     ) -> tuple[JSONObject, int]:
         """Send, answering ``InputRequiredResult``s; returns the result and the rounds taken."""
-        current = params
-        for rounds in range(self.max_input_rounds + 1):
-            result = await self.request(method, current, timeout=timeout, on_progress=on_progress)
-            kind = result.get("resultType", "complete")
-            if kind == "complete":
-                return result, rounds
-            if kind != "input_required":
-                # Clients MUST treat an unrecognised resultType as invalid (basic/index.mdx).
-                raise MCPWireError(f"{method}: the server returned unknown resultType {kind!r}")
-            current = await self._answer_round(params, result)
-        raise MCPWireError(
-            f"{method}: the server asked for input more than {self.max_input_rounds} times"
-        )
-
-    async def _answer_round(self, params: JSONObject, result: JSONObject) -> JSONObject:
-        """The retry of an ``InputRequiredResult``: original params, answers, exact state."""
-        asks = result.get("inputRequests")
-        retry = dict(params)
-        if isinstance(asks, dict) and asks:
-            answers: JSONObject = {}
-            for key, ask in asks.items():
-                if isinstance(ask, dict) and isinstance(ask.get("method"), str):
-                    ask_params = ask.get("params")
-                    answers[key] = await self._answer(
-                        str(ask["method"]), ask_params if isinstance(ask_params, dict) else {}
-                    )
-            retry["inputResponses"] = answers
-        else:
-            await anyio.sleep(0.05)  # state-only result (load shedding): retry, gently
-        if "requestState" in result:
-            retry["requestState"] = result["requestState"]
-        return retry
+        return await run_rounds(self, method, params, timeout=timeout, on_progress=on_progress)
 
     async def _pages(
         self, method: str, key: str, cursor_kind: str, use_cache: bool
@@ -589,16 +559,7 @@ class Client:
     # -- from the server -----------------------------------------------------------------
 
     async def _answer(self, method: str, params: JSONObject) -> JSONObject:
-        if method == "ping":
-            return {}
-        if method == "sampling/createMessage" and self.sampling is not None:
-            return await self.sampling(params)
-        if method == "elicitation/create" and self.elicitation is not None:
-            return await self.elicitation(params)
-        if method == "roots/list" and self.roots is not None:
-            roots = self.roots if isinstance(self.roots, list) else await self.roots()
-            return {"roots": list(roots)}
-        raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
+        return await answer(self, method, params)
 
     async def _on_request(self, request: Request, rctx: RequestContext) -> JSONObject:
         return await self._answer(request.method, request.params or {})

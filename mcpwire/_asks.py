@@ -1,0 +1,85 @@
+"""The client's side of server asks: answering them, in both eras.
+
+A legacy server asks with a server-to-client request; a modern one returns an
+``InputRequiredResult`` (mrtr.mdx). Both reach the same callbacks through
+``answer``. ``run_rounds`` drives the modern loop: retry with a fresh id, the
+original params, the answers under the server's keys, and ``requestState``
+echoed exactly; bounded by ``Client.max_input_rounds``. A result type the
+client does not know is refused, as ``basic/index.mdx`` requires.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ._errors import JSONRPCError, MCPWireError
+from .sansio._json import JSONObject
+from .sansio._messages import ErrorCode
+
+if TYPE_CHECKING:
+    from ._client import Client
+    from ._session import ProgressCallback
+
+__all__ = ("answer", "run_rounds")
+
+#: Pause before retrying a state-only ``InputRequiredResult`` (load shedding).
+_SHED_PAUSE = 0.05
+
+
+async def run_rounds(
+    client: Client,
+    method: str,
+    params: JSONObject,
+    *,
+    timeout: float | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> tuple[JSONObject, int]:
+    """Send ``method``, answering asks; returns the final result and the rounds taken."""
+    current = params
+    for rounds in range(client.max_input_rounds + 1):
+        result = await client.request(method, current, timeout=timeout, on_progress=on_progress)
+        kind = result.get("resultType", "complete")
+        if kind == "complete":
+            return result, rounds
+        if kind != "input_required":
+            raise MCPWireError(f"{method}: the server returned unknown resultType {kind!r}")
+        current = await _answer_round(client, params, result)
+    raise MCPWireError(
+        f"{method}: the server asked for input more than {client.max_input_rounds} times"
+    )
+
+
+async def _answer_round(client: Client, params: JSONObject, result: JSONObject) -> JSONObject:
+    """The retry of an ``InputRequiredResult``: original params, answers, exact state."""
+    asks = result.get("inputRequests")
+    retry = dict(params)
+    if isinstance(asks, dict) and asks:
+        answers: JSONObject = {}
+        for key, ask in asks.items():
+            if isinstance(ask, dict) and isinstance(ask.get("method"), str):
+                ask_params = ask.get("params")
+                answers[key] = await answer(
+                    client, str(ask["method"]), ask_params if isinstance(ask_params, dict) else {}
+                )
+        retry["inputResponses"] = answers
+    else:
+        await anyio.sleep(_SHED_PAUSE)
+    if "requestState" in result:
+        retry["requestState"] = result["requestState"]
+    return retry
+
+
+async def answer(client: Client, method: str, params: JSONObject) -> JSONObject:
+    """The client's answer to one ask, from its callbacks (-32601 when it has none)."""
+    if method == "ping":
+        return {}
+    if method == "sampling/createMessage" and client.sampling is not None:
+        return await client.sampling(params)
+    if method == "elicitation/create" and client.elicitation is not None:
+        return await client.elicitation(params)
+    if method == "roots/list" and client.roots is not None:
+        roots = client.roots if isinstance(client.roots, list) else await client.roots()
+        return {"roots": list(roots)}
+    raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
