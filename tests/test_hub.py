@@ -11,6 +11,7 @@ Every server here is a real process: the bundled example server, the script in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -436,6 +437,26 @@ async def test_http_servers_connect_through_client_http_or_fail_clearly(tmp_path
         assert status.state is ServerState.FAILED and status.transport == "http"
         if not hasattr(Client, "http"):
             assert status.last_error == "HTTP transport not available"
+
+
+async def test_close_does_not_hang_when_stdout_stays_open(
+    scripts: tuple[str, str], tmp_path: Path
+) -> None:
+    """A grandchild that escaped the process group keeps the server's stdout open
+    after the server is gone: closing must still end the connection (on asyncio
+    the stdio transport's reader used to spin and freeze the event loop)."""
+    script, _ = scripts
+    pid_file = tmp_path / "escaped.pid"
+    try:
+        with anyio.fail_after(WAIT):
+            async with Hub(servers=[server("s", script, "--escape", str(pid_file))]) as hub:
+                await ready(hub)
+                assert await hub.restart("s") is ServerState.READY
+        assert hub.status("s").state is ServerState.STOPPED
+    finally:
+        for line in pid_file.read_text().split() if pid_file.exists() else []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(line), signal.SIGKILL)
 
 
 @pytest.mark.skipif(not hasattr(Client, "http"), reason="no HTTP client transport")

@@ -10,6 +10,7 @@ line, so one script plays every kind of server a hub meets (pain points 1, 5, 6,
 * ``--exit-at-start``: writes to stderr and exits 7 before serving;
 * ``--die-after S``: serves, then exits 5 after S seconds (a crash after ready);
 * ``--grandchild FILE``: starts a sleeping grandchild and writes its pid to FILE;
+* ``--escape FILE``: the same, in its own session (it keeps our stdout open);
 * ``--tag T``, ``--extra-tool NAME``, ``--many N``: distinguishes servers, adds tools.
 
 Its tools: ``echo``, ``pid``, ``tag``, ``crash`` (``os._exit`` mid-call after
@@ -66,6 +67,13 @@ SERVER = textwrap.dedent(
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
         with open(opt("--grandchild"), "w") as f:
             f.write(str(child.pid))
+    if opt("--escape"):
+        # A grandchild in its own session: it survives the group kill and keeps stdout open.
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True
+        )
+        with open(opt("--escape"), "a") as f:
+            f.write(f"{child.pid}\\n")
     if opt("--die-after"):
         def die():
             time.sleep(float(opt("--die-after")))
