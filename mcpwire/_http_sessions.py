@@ -54,7 +54,7 @@ from .sansio._messages import (
     error_response,
 )
 
-__all__ = ("HTTPSession", "SessionTable", "SessionTransport", "new_session_id")
+__all__ = ("HTTPSession", "Inbox", "SessionTable", "SessionTransport", "new_session_id")
 
 #: POSTed messages queued for a session's reader before the next POST waits.
 INBOUND_BUFFER = 64
@@ -151,12 +151,13 @@ class HTTPSession:
         await self.store.forget(self.id)
 
 
-class SessionTransport:
-    """The ``Transport`` of one legacy session (see the module docstring)."""
+class Inbox:
+    """The receiving half of a server-side HTTP transport: POST handlers ``feed``
+    parsed messages in (bounded: a full inbox makes them wait), the session's
+    reader ``receive``s them, ``end_input`` ends the connection."""
 
-    def __init__(self, session: HTTPSession) -> None:
-        self.session = session
-        send, receive = anyio.create_memory_object_stream[Incoming](INBOUND_BUFFER)
+    def __init__(self, size: int = INBOUND_BUFFER) -> None:
+        send, receive = anyio.create_memory_object_stream[Incoming](size)
         self._in: MemoryObjectSendStream[Incoming] = send
         self._out: MemoryObjectReceiveStream[Incoming] = receive
 
@@ -176,6 +177,14 @@ class SessionTransport:
             return await self._out.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise anyio.EndOfStream from None
+
+
+class SessionTransport(Inbox):
+    """The ``Transport`` of one legacy session (see the module docstring)."""
+
+    def __init__(self, session: HTTPSession) -> None:
+        super().__init__()
+        self.session = session
 
     async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
         if isinstance(message, list):

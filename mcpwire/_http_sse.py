@@ -30,14 +30,14 @@ import urllib.parse
 from typing import TYPE_CHECKING
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ._errors import ConnectionClosed
+from ._http_sessions import Inbox
 from ._http_streams import SSE_HEADERS, Frame, ResponseStream
 from ._http_wire import BodyTooLarge, HTTPConnection, ReadTimeout, RequestHead
 from ._transport import Outbound
 from .sansio._http import accepts, is_json_media_type
-from .sansio._messages import Incoming, Invalid, RequestId, parse, serialize_batch
+from .sansio._messages import Invalid, RequestId, parse, serialize_batch
 from .sansio._sse import encode_event
 
 if TYPE_CHECKING:
@@ -50,30 +50,12 @@ _SESSION_ID = re.compile(r"[0-9a-f]{32}")
 _INBOUND_BUFFER = 64
 
 
-class SSEServerTransport:
+class SSEServerTransport(Inbox):
     """The ``Transport`` of one HTTP+SSE connection: POSTs in, one SSE stream out."""
 
     def __init__(self, stream: ResponseStream) -> None:
+        super().__init__(_INBOUND_BUFFER)
         self.stream = stream
-        send, receive = anyio.create_memory_object_stream[Incoming](_INBOUND_BUFFER)
-        self._in: MemoryObjectSendStream[Incoming] = send
-        self._out: MemoryObjectReceiveStream[Incoming] = receive
-
-    async def feed(self, item: Incoming) -> bool:
-        try:
-            await self._in.send(item)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            return False
-        return True
-
-    def end_input(self) -> None:
-        self._in.close()
-
-    async def receive(self) -> Incoming:
-        try:
-            return await self._out.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise anyio.EndOfStream from None
 
     async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
         if not self.stream.attached:
