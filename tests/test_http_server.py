@@ -1199,7 +1199,6 @@ def rss_kib() -> int:
     raise AssertionError("no VmRSS")  # pragma: no cover
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc")
 async def test_soak_sessions_created_and_deleted_leave_nothing(anyio_backend: str) -> None:
     store = MemoryEventStore()
     http = HTTPServer(everything, HTTPServerOptions(), event_store=store)

@@ -459,7 +459,6 @@ async def test_close_does_not_hang_when_stdout_stays_open(
                 os.kill(int(line), signal.SIGKILL)
 
 
-@pytest.mark.skipif(not hasattr(Client, "http"), reason="no HTTP client transport")
 async def test_http_and_sse_servers_from_config(tmp_path: Path) -> None:
     """``url`` servers: streamable HTTP (``type: http``) and the deprecated HTTP+SSE."""
     with socket.socket() as probe:
