@@ -266,12 +266,16 @@ class Client:
         # no shielding scope wraps these exits; Session.close shields its own I/O.
         tg, self._tg = self._tg, None
         session, self._session_entered = self._session, False
-        if session is not None and session is not self._closed_session:
-            self._closed_session = session
-            await session.__aexit__(None, None, None)
-        if tg is not None:
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
+        try:
+            if session is not None and session is not self._closed_session:
+                self._closed_session = session
+                await session.__aexit__(None, None, None)
+        finally:
+            # Even when the session's exit raised (the holder was cancelled), our
+            # task group must be exited, or the cancel-scope stack is corrupted.
+            if tg is not None:
+                tg.cancel_scope.cancel()
+                await tg.__aexit__(None, None, None)
 
     def _open_transport(self) -> Transport:
         from ._server import Server

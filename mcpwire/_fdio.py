@@ -208,9 +208,13 @@ class FDReader(_FD):
             waiter.set_result(None)
 
     def close(self) -> None:
-        if not self._closed and self._loop is not None:
+        if not self._closed:
             self._unwatch()
+            already_ended = self._eof
             self._eof = True
+            if self.sink is not None and not already_ended:
+                # Push mode: the consumer must see the end too, or it waits forever.
+                self.sink(b"")
             waiter = self._waiter
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)

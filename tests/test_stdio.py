@@ -708,3 +708,28 @@ async def test_progress_in_the_same_read_as_the_response_is_not_lost(tmp_path: P
                 result = await session.request("work", {}, on_progress=on_progress)
             assert result == {"ok": True}
             assert seen == [1.0]
+
+
+@pytest.mark.anyio
+async def test_close_ends_a_pending_receive_even_when_stdout_stays_open() -> None:
+    # A grandchild in its own session keeps the server's stdout open, so no end of
+    # output ever arrives: closing must still end the reader's receive().
+    child = (
+        "import subprocess, sys, time; "
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(5)'], "
+        "start_new_session=True); time.sleep(60)"
+    )
+    transport = StdioClientTransport(sys.executable, ["-c", child], shutdown_timeout=0.2)
+    ended = anyio.Event()
+
+    async def reader() -> None:
+        with pytest.raises(anyio.EndOfStream):
+            await transport.receive()
+        ended.set()
+
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader)
+            await anyio.sleep(0.3)
+            await transport.aclose()
+            await ended.wait()
