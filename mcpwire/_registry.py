@@ -207,84 +207,52 @@ def tool_exception_result(exc: BaseException) -> JSONObject:
     return error_result(f"Error executing tool: {type(exc).__name__}: {exc}")
 
 
-@dataclass(slots=True)
-class ResourceDef:
-    uri: str
+@dataclass(slots=True, kw_only=True)
+class _Listed:
+    """What resources and resource templates share: how they are described."""
+
     name: str
     fn: Handler
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
-    size: int | None = None
     annotations: JSONObject | None = None
     icons: list[JSONValue] | None = None
     meta: JSONObject | None = None
     context_param: str | None = None
 
+    def _describe(self, out: JSONObject) -> JSONObject:
+        for key, value in (
+            ("title", self.title),
+            ("description", self.description),
+            ("mimeType", self.mime_type),
+            ("annotations", self.annotations),
+            ("icons", self.icons),
+            ("_meta", self.meta),
+        ):
+            if value is not None:
+                out[key] = value
+        return out
+
+
+@dataclass(slots=True, kw_only=True)
+class ResourceDef(_Listed):
+    uri: str
+    size: int | None = None
+
     def to_json(self) -> JSONObject:
-        out: JSONObject = {"uri": self.uri, "name": self.name}
-        _describe(
-            out,
-            self.title,
-            self.description,
-            self.mime_type,
-            self.annotations,
-            self.icons,
-            self.meta,
-        )
+        out = self._describe({"uri": self.uri, "name": self.name})
         if self.size is not None:
             out["size"] = self.size
         return out
 
 
-@dataclass(slots=True)
-class TemplateDef:
+@dataclass(slots=True, kw_only=True)
+class TemplateDef(_Listed):
     template: UriTemplate
-    name: str
-    fn: Handler
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    annotations: JSONObject | None = None
-    icons: list[JSONValue] | None = None
-    meta: JSONObject | None = None
-    context_param: str | None = None
 
     def to_json(self) -> JSONObject:
-        out: JSONObject = {"uriTemplate": self.template.template, "name": self.name}
-        _describe(
-            out,
-            self.title,
-            self.description,
-            self.mime_type,
-            self.annotations,
-            self.icons,
-            self.meta,
-        )
-        return out
-
-
-def _describe(
-    out: JSONObject,
-    title: str | None,
-    description: str | None,
-    mime_type: str | None,
-    annotations: JSONObject | None,
-    icons: list[JSONValue] | None,
-    meta: JSONObject | None,
-) -> None:
-    if title is not None:
-        out["title"] = title
-    if description is not None:
-        out["description"] = description
-    if mime_type is not None:
-        out["mimeType"] = mime_type
-    if annotations is not None:
-        out["annotations"] = annotations
-    if icons is not None:
-        out["icons"] = icons
-    if meta is not None:
-        out["_meta"] = meta
+        return self._describe({"uriTemplate": self.template.template, "name": self.name})
 
 
 def resource_contents(uri: str, mime_type: str | None, value: object) -> list[JSONValue]:

@@ -247,34 +247,22 @@ class Server:
 
         desc = description if description is not None else docstring_summary(fn)
         ctx = _context_param(fn)
+        common: dict[str, Any] = {
+            "name": name or fn.__name__,
+            "fn": fn,
+            "title": title,
+            "description": desc,
+            "mime_type": mime_type,
+            "annotations": annotations,
+            "icons": icons,
+            "meta": meta,
+            "context_param": ctx,
+        }
         if "{" in uri:
-            tdef = TemplateDef(
-                _template(uri),
-                name or fn.__name__,
-                fn,
-                title,
-                desc,
-                mime_type,
-                annotations,
-                icons,
-                meta,
-                ctx,
-            )
+            tdef = TemplateDef(template=_template(uri), **common)
             self.templates.append(tdef)
             return tdef
-        rdef = ResourceDef(
-            uri,
-            name or fn.__name__,
-            fn,
-            title,
-            desc,
-            mime_type,
-            size,
-            annotations,
-            icons,
-            meta,
-            ctx,
-        )
+        rdef = ResourceDef(uri=uri, size=size, **common)
         self.resources[uri] = rdef
         return rdef
 
