@@ -137,9 +137,7 @@ async def _dispatch_legacy(
     lifecycle = conn.lifecycle
     if not lifecycle.allows(method):
         raise JSONRPCError(ErrorCode.INVALID_REQUEST, lifecycle.refusal(method))
-    handler = LEGACY_METHODS.get(method)
-    if handler is None or not _capable(server, method):
-        raise _not_found(method)
+    handler = _find(LEGACY_METHODS, server, method)
     call = Call(
         server,
         conn,
@@ -223,9 +221,7 @@ async def _dispatch_modern(
     level = meta.get(META_LOG_LEVEL)
     if level is not None and level not in LOG_LEVELS:
         raise invalid_params(f"{META_LOG_LEVEL} must be one of {', '.join(LOG_LEVELS)}")
-    handler = MODERN_METHODS.get(method)
-    if handler is None or not _capable(server, method):
-        raise _not_found(method)
+    handler = _find(MODERN_METHODS, server, method)
     call = Call(
         server,
         conn,
@@ -294,6 +290,14 @@ def _missing_capability(exc: CapabilityMissing) -> JSONRPCError:
 
 
 # -- capability gating ------------------------------------------------------------------------
+
+
+def _find(table: dict[str, Method], server: Server, method: str) -> Method:
+    """The era's handler for ``method``; -32601 when unknown or not advertised."""
+    handler = table.get(method)
+    if handler is None or not _capable(server, method):
+        raise _not_found(method)
+    return handler
 
 
 def _capable(server: Server, method: str) -> bool:
