@@ -40,6 +40,7 @@ def make_client(
 ) -> Client:
     """A client for ``config`` (not yet connected). Raises ``NoTransport``."""
     from ._client import Client
+    from ._stdio import StdioClientTransport
 
     kwargs: dict[str, Any] = dict(options)
     kwargs.setdefault("request_timeout", config.timeout)
@@ -51,7 +52,7 @@ def make_client(
 
         def spawn() -> Transport:
             try:
-                made = _stdio_transport(command, args, env=env or None, cwd=cwd)
+                made = StdioClientTransport(command, args, env=env or None, cwd=cwd)
             except BaseException as exc:
                 on_spawn_error(exc)
                 raise
@@ -85,30 +86,3 @@ def _parameters(factory: Callable[..., Any]) -> set[str]:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         names.add("**")
     return names
-
-
-def _stdio_transport(
-    command: str, args: tuple[str, ...], *, env: dict[str, str] | None, cwd: str | None
-) -> Transport:
-    """A ``StdioClientTransport`` whose close always ends a parked reader.
-
-    Workaround: on asyncio, ``StdioClientTransport.aclose()`` closes its stdout
-    reader without feeding end-of-input to the framer when the child's EOF has
-    not been read yet (a grandchild still holds the pipe, or the child exited in
-    the same loop turn); the session's reader then loops in ``_Framed.receive()``
-    without ever suspending and the event loop freezes. Feeding the EOF after
-    the close ends that loop. Remove once the transport does this itself.
-    """
-    from ._stdio import StdioClientTransport
-
-    class _Transport(StdioClientTransport):
-        async def aclose(self) -> None:
-            await super().aclose()
-            framed = getattr(self, "_framed", None)
-            reader = getattr(framed, "_reader", None)
-            # Only once the reader is really closed: a second, concurrent aclose()
-            # returns at once while the first is still shutting the child down.
-            if framed is not None and getattr(reader, "closed", False) and not framed._eof:
-                framed._on_data(b"")
-
-    return _Transport(command, args, env=env, cwd=cwd)
