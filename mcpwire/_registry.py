@@ -10,6 +10,7 @@ and shape the result, so the per-call cost stays small.
 from __future__ import annotations
 
 import base64
+import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -56,8 +57,19 @@ def is_quick(fn: Handler, *, thread: bool = False) -> bool:
     """Whether calling ``fn`` never waits: a plain function run in the loop's thread."""
     if thread:
         return False
+    try:
+        return _quick_cache(fn)
+    except TypeError:  # an unhashable callable object
+        return _is_plain(fn)
+
+
+def _is_plain(fn: Handler) -> bool:
     call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects too
     return not (inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call))
+
+
+# Asked on every tools/call; the answer for a function never changes.
+_quick_cache = functools.lru_cache(maxsize=4096)(_is_plain)
 
 
 async def call_handler(fn: Handler, kwargs: dict[str, object], *, thread: bool) -> object:
