@@ -101,13 +101,15 @@ def http_error(
 def backoff_delay(attempt: int, base: float, retry_ms: int | None) -> float:
     """Seconds before reconnection ``attempt`` (1-based).
 
-    The server's ``retry`` if it gave one, jittered upward only (up to +25 %):
-    the client MUST NOT reconnect sooner than it asked. Otherwise exponential
-    from ``base``, jittered by +-25 %.
+    The server's ``retry`` if it gave one, jittered upward only, by at most
+    10 % and 50 ms: the client MUST NOT reconnect sooner than it was asked
+    (SEP-1699), and a server that names a delay expects it to be kept, not
+    stretched; the little jitter only spreads many clients of one server.
+    Otherwise exponential from ``base``, jittered by +-25 %.
     """
     if retry_ms is not None:
-        upward: float = random.uniform(1.0, 1.25)
-        return retry_ms / 1000.0 * upward
+        asked = retry_ms / 1000.0
+        return asked + random.uniform(0.0, min(asked * 0.1, 0.05))
     delay: float = min(base * 2.0 ** max(attempt - 1, 0), MAX_BACKOFF)
     jitter: float = random.uniform(0.75, 1.25)
     return delay * jitter

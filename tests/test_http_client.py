@@ -31,9 +31,12 @@ from typing import Any
 import anyio
 import pytest
 from http_client.rawserver import Reply, Seen, event, raw_server, result, self_signed
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcpwire import Client, ConnectionClosed, JSONRPCError, RequestTimeout
 from mcpwire._http_client import HTTPClientTransport, open_http_transport
+from mcpwire._http_client_base import MAX_BACKOFF, backoff_delay
 from mcpwire._http_client_conn import URL, HTTPClient, InvalidRequest, RedirectRefused
 from mcpwire._http_client_headers import encode_header_value, media_type, tool_header_map
 from mcpwire._http_client_sse import SSEClientTransport
@@ -1128,3 +1131,24 @@ async def test_sdk_json_responses(sdk_json: SdkServer) -> None:
                 assert c.transport._get_running  # type: ignore[attr-defined]
                 with pytest.raises(JSONRPCError, match="no back-channel"):
                     await c.call_tool("greet", {})
+
+
+@given(
+    retry_ms=st.integers(min_value=0, max_value=600_000),
+    attempt=st.integers(min_value=1, max_value=50),
+)
+def test_backoff_keeps_the_servers_retry_within_a_small_upward_jitter(
+    retry_ms: int, attempt: int
+) -> None:
+    # SEP-1699: never sooner than the server's retry; the conformance suite warns
+    # beyond +200 ms, so the jitter stays within 10 % and 50 ms.
+    delay = backoff_delay(attempt, 1.0, retry_ms)
+    asked = retry_ms / 1000.0
+    assert asked <= delay <= asked + min(asked * 0.1, 0.05)
+
+
+@given(attempt=st.integers(min_value=1, max_value=50))
+def test_backoff_without_retry_is_exponential_jittered_and_capped(attempt: int) -> None:
+    delay = backoff_delay(attempt, 0.5, None)
+    expected = min(0.5 * 2.0 ** (attempt - 1), MAX_BACKOFF)
+    assert expected * 0.75 <= delay <= expected * 1.25
