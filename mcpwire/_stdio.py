@@ -297,6 +297,7 @@ class StdioClientTransport:
         self._stderr_thread.start()
         self._closed_locally = False
         self._closed = False
+        self._stopped: anyio.Event | None = None
 
     @property
     def pid(self) -> int:
@@ -348,20 +349,32 @@ class StdioClientTransport:
         return ConnectionClosed(reason, exit_code=code, stderr_tail=self.stderr.text())
 
     async def aclose(self) -> None:
-        """Shut the child down (stdin close, wait, SIGTERM, wait, SIGKILL). Idempotent."""
+        """Shut the child down (stdin close, wait, SIGTERM, wait, SIGKILL).
+
+        Idempotent: a call made while another is shutting the child down
+        returns when that one has finished, so every caller may rely on the
+        child being gone.
+        """
         if self._closed:
+            if self._stopped is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._stopped.wait()
             return
         self._closed = True
+        self._stopped = anyio.Event()
         self._closed_locally = self.process.poll() is None
-        with anyio.CancelScope(shield=True):
-            self._sender.writer.close()
-            if not await self._wait_exit(self.shutdown_timeout):
-                self._signal_group(signal.SIGTERM)
+        try:
+            with anyio.CancelScope(shield=True):
+                self._sender.writer.close()
                 if not await self._wait_exit(self.shutdown_timeout):
-                    self._signal_group(_SIGKILL)
-                    await self._wait_exit(self.shutdown_timeout)
-            await self._sweep_group()
-            self._framed._reader.close()
+                    self._signal_group(signal.SIGTERM)
+                    if not await self._wait_exit(self.shutdown_timeout):
+                        self._signal_group(_SIGKILL)
+                        await self._wait_exit(self.shutdown_timeout)
+                await self._sweep_group()
+                self._framed._reader.close()
+        finally:
+            self._stopped.set()
 
     async def _wait_exit(self, seconds: float) -> bool:
         deadline = time.monotonic() + seconds

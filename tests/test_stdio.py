@@ -579,6 +579,28 @@ async def test_client_aclose_is_idempotent(scripts: dict[str, str], anyio_backen
 
 
 @pytest.mark.anyio
+async def test_concurrent_aclose_calls_all_wait_for_the_child_to_be_gone(
+    scripts: dict[str, str], anyio_backend: str
+) -> None:
+    # A stubborn child takes the whole SIGTERM -> SIGKILL sequence; every
+    # concurrent aclose() returns only once it is dead.
+    transport = child(scripts, "stubborn", shutdown_timeout=0.2)
+    seen: list[int | None] = []
+
+    async def close() -> None:
+        await transport.aclose()
+        seen.append(transport.process.poll())
+
+    async with Session(transport) as session:
+        with anyio.fail_after(WAIT):
+            await session.request("spawn")  # the child is up and ignores SIGTERM
+            async with anyio.create_task_group() as tg:
+                for _ in range(3):
+                    tg.start_soon(close)
+    assert seen == [-signal.SIGKILL] * 3
+
+
+@pytest.mark.anyio
 async def test_client_env_is_merged(scripts: dict[str, str], anyio_backend: str) -> None:
     os.environ.setdefault("MCPWIRE_TEST_INHERITED", "inherited")
     try:
