@@ -27,9 +27,7 @@ is refused with -32602 before the handler runs.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
-import secrets
+import os
 import time
 from typing import TYPE_CHECKING
 
@@ -105,14 +103,14 @@ class StateSealer:
     """
 
     def __init__(self, secret: bytes | None = None, ttl: float = DEFAULT_STATE_TTL) -> None:
-        self._key = secret if secret is not None else secrets.token_bytes(32)
+        self._key = secret if secret is not None else os.urandom(32)
         self.ttl = ttl
 
     def seal(self, payload: JSONObject) -> str:
         body = dict(payload)
         body["exp"] = int(time.time() + self.ttl)
         raw = _codec.dumps(body)
-        mac = hmac.new(self._key, raw, hashlib.sha256).digest()
+        mac = _mac(self._key, raw)
         return "v1." + _b64(raw) + "." + _b64(mac)
 
     def open(self, token: str) -> JSONObject:
@@ -125,7 +123,9 @@ class StateSealer:
             mac = _unb64(parts[2])
         except ValueError:
             raise _bad_state("malformed") from None
-        if not hmac.compare_digest(mac, hmac.new(self._key, raw, hashlib.sha256).digest()):
+        import hmac
+
+        if not hmac.compare_digest(mac, _mac(self._key, raw)):
             raise _bad_state("its signature does not match")
         try:
             body = _codec.loads(raw)
@@ -137,6 +137,15 @@ class StateSealer:
         if not isinstance(exp, int) or exp < time.time():
             raise _bad_state("it has expired")
         return body
+
+
+# hashlib and hmac load OpenSSL's digests (about 1 MB resident); a server that
+# never seals a requestState (stdio, legacy era) never pays for them.
+def _mac(key: bytes, raw: bytes) -> bytes:
+    import hashlib
+    import hmac
+
+    return hmac.new(key, raw, hashlib.sha256).digest()
 
 
 def _bad_state(why: str) -> JSONRPCError:
@@ -160,6 +169,8 @@ def request_digest(method: str, params: JSONObject) -> str:
         k: v for k, v in params.items() if k not in ("_meta", "inputResponses", "requestState")
     }
     raw = _codec.dumps({"m": method, "p": subject})
+    import hashlib
+
     return hashlib.sha256(raw).hexdigest()[:32]
 
 
@@ -308,7 +319,7 @@ class Context:
         """Ask the user to visit ``url`` (URL mode, 2025-11-25 and later)."""
         params: JSONObject = {"mode": "url", "message": message, "url": url}
         if self.era == "legacy":
-            params["elicitationId"] = elicitation_id or secrets.token_hex(16)
+            params["elicitationId"] = elicitation_id or os.urandom(16).hex()
         return await self._ask(
             "elicitation/create",
             params,

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import collections
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -250,6 +249,10 @@ class StdioClientTransport:
                 merged.pop(key, None)
             else:
                 merged[key] = value
+        # shutil is imported here, not at the top: it pulls in the compression
+        # modules (over 1 MB resident), which a stdio server never needs.
+        import shutil
+
         resolved = shutil.which(command, path=merged.get("PATH")) or (
             command if os.path.sep in command or (os.altsep and os.altsep in command) else None
         )
