@@ -81,6 +81,8 @@ NotificationCallback = Callable[[str, JSONObject], Awaitable[None]]
 
 #: Bound on multi-round-trip retries of one request.
 DEFAULT_MAX_INPUT_ROUNDS = 10
+#: What ``Client.stdio`` passes on to ``StdioClientTransport``.
+_STDIO_OPTIONS = frozenset({"limits", "stderr_log", "shutdown_timeout"})
 _CACHEABLE = frozenset(
     {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
 )
@@ -180,13 +182,17 @@ class Client:
     ) -> Client:
         """A client for a server started as a child process (no shell).
 
-        ``options`` are those of ``Client``. The process starts when the
+        ``options`` are those of ``Client`` plus the transport's
+        (``StdioClientTransport``: ``limits`` on message size and depth,
+        ``stderr_log``, ``shutdown_timeout``). The process starts when the
         client is entered, not here.
         """
         from ._stdio import StdioClientTransport
 
+        wire = {k: options.pop(k) for k in list(options) if k in _STDIO_OPTIONS}
+
         def spawn() -> Transport:
-            return StdioClientTransport(command, args, env=env, cwd=cwd)
+            return StdioClientTransport(command, args, env=env, cwd=cwd, **wire)
 
         options.setdefault("era_key", ("stdio", command, tuple(args), cwd))
         return cls(spawn, **options)

@@ -49,6 +49,7 @@ from .sansio import _messages as m
 from .sansio._codec import DEFAULT_LIMITS, Limits
 from .sansio._messages import RequestId
 from .sansio._ndjson import LineTooLong, NDJSONReader, NonJSONLine
+from .sansio._oversized import oversized
 
 __all__ = (
     "STDERR_TAIL_BYTES",
@@ -175,7 +176,7 @@ class _Framed:
             if type(item) is bytes:
                 parsed = m.parse(item, limits)
             elif type(item) is LineTooLong:
-                parsed = m.Invalid(m.ErrorObject(m.ErrorCode.INVALID_REQUEST, item.message))
+                parsed = oversized(item.head, item.limit)
             else:
                 assert type(item) is NonJSONLine
                 self.non_json_count += 1

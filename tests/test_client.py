@@ -45,7 +45,7 @@ from mcpwire import (
     memory_pair,
 )
 from mcpwire.examples import everything
-from mcpwire.sansio import Notification, Request
+from mcpwire.sansio import Limits, Notification, Request
 
 pytestmark = pytest.mark.anyio
 
@@ -841,6 +841,26 @@ async def test_stdio_example_server(mode: str) -> None:
             assert result.text == "over stdio"
             (readme,) = await client.read_resource("demo://readme")
             assert readme.text is not None and "mcpwire" in readme.text
+
+
+async def test_stdio_passes_limits_and_an_oversized_reply_fails_its_call(tmp_path: Path) -> None:
+    # A 3 MB echo answers with the text twice (content + structuredContent):
+    # over a 1 MiB limit the client refuses the reply; with 8 MiB it fits.
+    text = "x" * 3_000_000
+    log = tmp_path / "stderr.log"
+    with anyio.fail_after(WAIT), open(log, "wb") as sink:
+        async with Client.stdio(
+            sys.executable, EVERYTHING, limits=Limits(max_size=1 << 20), stderr_log=sink
+        ) as client:
+            # Its first bytes name the call it answers: the call fails at once.
+            with pytest.raises(JSONRPCError, match="exceeds the message size limit of 1048576"):
+                await client.call_tool("echo", {"message": text})
+            assert (await client.call_tool("echo", {"message": "still here"})).text == "still here"
+        async with Client.stdio(
+            sys.executable, EVERYTHING, limits=Limits(max_size=8 << 20), shutdown_timeout=0.5
+        ) as client:
+            result = await client.call_tool("echo", {"message": text})
+            assert result.text == text
 
 
 DYING_SERVER = textwrap.dedent(

@@ -295,7 +295,21 @@ BAD_INPUT: list[tuple[str, bytes, int | None, Any]] = [
     ("params-array", b'{"jsonrpc":"2.0","id":5,"method":"echo","params":[1]}', -32602, 5),
     ("unknown-method", b'{"jsonrpc":"2.0","id":7,"method":"nope"}', -32601, 7),
     ("unknown-method-string-id", b'{"jsonrpc":"2.0","id":"7","method":"nope"}', -32601, "7"),
-    ("oversized-line", _big(2000), -32600, None),
+    # The id of an oversized request is read from its first bytes (JSON-RPC 2.0
+    # §5: echo the id when it can be determined): its caller fails at once.
+    ("oversized-line", _big(2000), -32600, 9),
+    (
+        "oversized-id-last",
+        b'{"jsonrpc":"2.0","method":"echo","params":{"x":"' + b"y" * 2000 + b'"},"id":9}',
+        -32600,
+        None,
+    ),
+    (
+        "oversized-nested-id",
+        b'{"jsonrpc":"2.0","params":{"id":3,"x":"' + b"y" * 2000 + b'"}}',
+        -32600,
+        None,
+    ),
     ("oversized-junk", b"z" * 5000, -32600, None),
     ("deeply-nested", b"[" * 500 + b"]" * 500, -32600, None),
     ("deeply-nested-unbalanced", b"[" * 1000, -32700, None),
@@ -330,8 +344,8 @@ def test_server_answers_bad_input_exactly(
 
 
 def test_server_oversized_line_message_names_the_limit(served: RawClient) -> None:
-    reply = served.exchange(_big(3000) + b"\n", None)
-    error_reply(reply, -32600, None)
+    reply = served.exchange(_big(3000) + b"\n", 9)
+    error_reply(reply, -32600, 9)
     assert reply is not None and "1024" in reply["error"]["message"]
 
 
@@ -368,7 +382,7 @@ def test_server_size_limit_boundary(served: RawClient) -> None:
     assert len(ok) == 1024
     served.write(ok + b"\n")
     assert served.reply()["result"]["echo"]["x"] == "y" * (1024 - len(base))
-    error_reply(served.exchange(_big(1025 - len(base)) + b"\n", None), -32600, None)
+    error_reply(served.exchange(_big(1025 - len(base)) + b"\n", 9), -32600, 9)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -68,6 +68,7 @@ from ._ndjson import NDJSONItem as NDJSONItem
 from ._ndjson import NDJSONReader as NDJSONReader
 from ._ndjson import NonJSONLine as NonJSONLine
 from ._ndjson import frame as frame
+from ._oversized import oversized as oversized
 from ._rpc import Counters as Counters
 from ._rpc import InState as InState
 from ._rpc import Outgoing as Outgoing
@@ -156,6 +157,7 @@ __all__ = (
     "is_json_media_type",
     "is_loopback",
     "is_request_id",
+    "oversized",
     "is_token",
     "loads",
     "origin_allowed",

@@ -48,12 +48,21 @@ DEFAULT_MAX_LINE = 16 * 1024 * 1024
 
 _WHITESPACE = b" \t\r\n\f\v"
 
+#: How much of an oversized line ``LineTooLong.head`` keeps.
+HEAD_BYTES = 512
+
 
 @dataclass(frozen=True, slots=True)
 class LineTooLong:
-    """A line longer than the limit was discarded."""
+    """A line longer than the limit was discarded.
+
+    ``head`` keeps its first ``HEAD_BYTES`` bytes, from which
+    ``sansio.oversized()`` recovers the envelope's id, so the request it
+    carried (or the call it answered) can fail at once instead of waiting.
+    """
 
     limit: int
+    head: bytes = b""
 
     @property
     def message(self) -> str:
@@ -79,13 +88,24 @@ class NDJSONReader:
             ``NonJSONLine`` instead of returning them for parsing.
     """
 
-    __slots__ = ("_buf", "_discarding", "_eof", "_scan_from", "max_line", "tolerant")
+    __slots__ = (
+        "_buf",
+        "_discarding",
+        "_eof",
+        "_head_size",
+        "_scan_from",
+        "max_line",
+        "tolerant",
+    )
 
     def __init__(self, *, max_line: int = DEFAULT_MAX_LINE, tolerant: bool = False) -> None:
         if max_line < 1:
             raise ValueError("max_line must be positive")
         self.max_line = max_line
         self.tolerant = tolerant
+        # Every oversized line has more than max_line bytes when it is caught,
+        # however it was split, so its head is the same for any chunking.
+        self._head_size = min(HEAD_BYTES, max_line)
         self._buf = bytearray()
         self._scan_from = 0
         self._discarding = False
@@ -138,7 +158,7 @@ class NDJSONReader:
             buf.clear()
             self._scan_from = 0
         elif len(buf) > self.max_line + 1:  # +1: room for a trailing '\r'
-            self._start_discarding(out)
+            self._start_discarding(out, buf)
         return out
 
     def feed_eof(self) -> list[NDJSONItem]:
@@ -155,13 +175,13 @@ class NDJSONReader:
 
     def _hold(self, rest: bytes, out: list[NDJSONItem]) -> None:
         if len(rest) > self.max_line + 1:
-            self._start_discarding(out)
+            self._start_discarding(out, rest)
         else:
             self._buf += rest
             self._scan_from = len(self._buf)
 
-    def _start_discarding(self, out: list[NDJSONItem]) -> None:
-        out.append(LineTooLong(self.max_line))
+    def _start_discarding(self, out: list[NDJSONItem], line: bytes | bytearray) -> None:
+        out.append(LineTooLong(self.max_line, bytes(line[: self._head_size])))
         self._buf.clear()
         self._scan_from = 0
         self._discarding = True
@@ -170,7 +190,7 @@ class NDJSONReader:
         if line.endswith(b"\r"):
             line = line[:-1]
         if len(line) > self.max_line:
-            out.append(LineTooLong(self.max_line))
+            out.append(LineTooLong(self.max_line, line[: self._head_size]))
             return
         stripped = line.lstrip(_WHITESPACE)
         if not stripped:

@@ -23,8 +23,14 @@ from mcpwire.sansio import (
     NonJSONLine,
     frame,
 )
+from mcpwire.sansio._ndjson import HEAD_BYTES
 
 WS = b" \t\r\n\f\v"
+
+
+def too_long(line: bytes, max_line: int) -> LineTooLong:
+    """The item for an oversized line: the limit and the line's first bytes."""
+    return LineTooLong(max_line, line[: min(HEAD_BYTES, max_line)])
 
 
 def model(raw_lines: list[bytes], *, max_line: int, tolerant: bool) -> list[NDJSONItem]:
@@ -33,7 +39,7 @@ def model(raw_lines: list[bytes], *, max_line: int, tolerant: bool) -> list[NDJS
     for raw in raw_lines:
         line = raw[:-1] if raw.endswith(b"\r") else raw
         if len(line) > max_line:
-            out.append(LineTooLong(max_line))
+            out.append(too_long(line, max_line))
             continue
         stripped = line.lstrip(WS)
         if not stripped:
@@ -146,7 +152,7 @@ def test_oversized_lines_are_reported_once_and_framing_resumes(
 def test_oversized_line_then_good_line_every_split() -> None:
     good = b'{"jsonrpc":"2.0","method":"m"}'
     data = b"{" + b"a" * 99 + b"\n" + good + b"\n"
-    expected = [LineTooLong(50), good]
+    expected = [too_long(data, 50), good]
     for i in range(len(data) + 1):
         for j in range(i, len(data) + 1, 7):
             chunks = [data[:i], data[i:j], data[j:]]
@@ -159,13 +165,13 @@ def test_line_exactly_at_the_limit() -> None:
     assert run([line + b"\r\n"], max_line=10)[0] == [line]
     assert run(byte_by_byte(line + b"\r\n"), max_line=10)[0] == [line]
     over = line + b"z"
-    assert run([over + b"\n"], max_line=10)[0] == [LineTooLong(10)]
-    assert run(byte_by_byte(over + b"\n"), max_line=10)[0] == [LineTooLong(10)]
-    assert run(byte_by_byte(over + b"\r\n"), max_line=10)[0] == [LineTooLong(10)]
+    assert run([over + b"\n"], max_line=10)[0] == [too_long(over, 10)]
+    assert run(byte_by_byte(over + b"\n"), max_line=10)[0] == [too_long(over, 10)]
+    assert run(byte_by_byte(over + b"\r\n"), max_line=10)[0] == [too_long(over, 10)]
     # At EOF, unterminated.
     assert run([line], max_line=10)[0] == [line]
-    assert run([over], max_line=10)[0] == [LineTooLong(10)]
-    assert run(byte_by_byte(over + b"zzzz"), max_line=10)[0] == [LineTooLong(10)]
+    assert run([over], max_line=10)[0] == [too_long(over, 10)]
+    assert run(byte_by_byte(over + b"zzzz"), max_line=10)[0] == [too_long(over, 10)]
 
 
 def test_line_too_long_message_names_the_limit() -> None:
@@ -244,7 +250,7 @@ def test_feed_after_feed_eof_raises() -> None:
 
 def test_feed_eof_while_discarding_reports_nothing_more() -> None:
     reader = NDJSONReader(max_line=4)
-    assert reader.feed(b"{xxxxxxxx") == [LineTooLong(4)]
+    assert reader.feed(b"{xxxxxxxx") == [LineTooLong(4, b"{xxx")]
     assert reader.feed(b"xxxx") == []
     assert reader.feed_eof() == []
 
@@ -314,7 +320,7 @@ def test_oversized_stream_in_small_chunks_stays_bounded() -> None:
         items += reader.feed(chunk)
         assert reader.buffered <= 1001
     items += reader.feed(b"\n{}\n")
-    assert items == [LineTooLong(1000), b"{}"]
+    assert items == [too_long(b"{" + chunk, 1000), b"{}"]
 
 
 def test_many_small_lines_in_one_chunk() -> None:

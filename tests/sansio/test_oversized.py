@@ -1,0 +1,116 @@
+"""Oversized messages: what their first bytes tell (``sansio.oversized``).
+
+Properties: for every message and every place its bytes could be cut, the
+id read from the head is either the message's own top-level id or nothing
+(never an id from inside ``params``/``result``, never a different one); with
+the whole envelope in the head the id and the kind are always recovered;
+and the framing gives every oversized line the same head however the line
+was split.
+"""
+
+from __future__ import annotations
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import error_responses, json_objects, notifications, requests, responses, split
+
+from mcpwire.sansio import (
+    ErrorCode,
+    ErrorResponse,
+    Invalid,
+    LineTooLong,
+    Message,
+    NDJSONReader,
+    Notification,
+    Request,
+    Response,
+    oversized,
+    serialize,
+)
+from mcpwire.sansio._ndjson import HEAD_BYTES
+
+messages = st.one_of(requests, notifications, responses, error_responses)
+
+
+def true_id(message: Message) -> object:
+    return None if isinstance(message, Notification) else message.id
+
+
+@given(message=messages, cut=st.integers(min_value=0, max_value=10_000))
+def test_a_recovered_id_is_always_the_messages_own(message: Message, cut: int) -> None:
+    head = serialize(message)[:cut]
+    item = oversized(head, 100)
+    if isinstance(item, ErrorResponse):
+        assert isinstance(message, (Response, ErrorResponse))
+        assert item.id == true_id(message) and type(item.id) is type(true_id(message))
+        assert item.error.code == ErrorCode.INVALID_REQUEST
+    else:
+        assert isinstance(item, Invalid)
+        assert item.id is None or (isinstance(message, Request) and item.id == message.id)
+        assert item.reply
+
+
+@given(
+    rid=st.one_of(st.integers(min_value=-(2**63), max_value=2**63 - 1), st.text(max_size=40)),
+    method=st.text(max_size=40),
+    params=json_objects,
+    pad=st.integers(min_value=0, max_value=3000),
+)
+def test_a_request_whose_envelope_fits_the_head_gets_its_id_back(
+    rid: int | str, method: str, params: dict[str, object], pad: int
+) -> None:
+    # Our serializer writes jsonrpc, id and method first; whatever follows may be huge.
+    data = serialize(Request(rid, method, {"pad": "y" * pad, **params}))
+    prefix = orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": method})[:-1]
+    if len(prefix) >= HEAD_BYTES:
+        return
+    item = oversized(data[:HEAD_BYTES], 1000)
+    assert isinstance(item, Invalid)
+    assert item.id == rid and type(item.id) is type(rid)
+    assert item.method == method
+    assert "1000 bytes" in item.error.message
+
+
+@given(rid=st.integers(min_value=0, max_value=10**6), pad=st.integers(min_value=0, max_value=3000))
+def test_a_response_becomes_a_local_error_for_the_pending_call(rid: int, pad: int) -> None:
+    data = serialize(Response(rid, {"content": [{"type": "text", "text": "x" * pad}]}))
+    item = oversized(data[:HEAD_BYTES], 4096)
+    assert isinstance(item, ErrorResponse)
+    assert item.id == rid
+    assert f"request {rid}" in item.error.message and "4096" in item.error.message
+
+
+def test_ids_inside_params_or_after_the_head_are_not_taken() -> None:
+    nested = b'{"jsonrpc":"2.0","method":"m","params":{"id":3,"x":"' + b"y" * 600 + b'"}}'
+    assert oversized(nested[:HEAD_BYTES], 10).id is None  # type: ignore[union-attr]
+    late = b'{"jsonrpc":"2.0","method":"m","params":{"x":"' + b"y" * 600 + b'"},"id":4}'
+    assert oversized(late[:HEAD_BYTES], 10).id is None  # type: ignore[union-attr]
+    escaped = b'{"jsonrpc":"2.0","method":"a\\"id\\":5","id":6,"params":{}}'
+    item = oversized(escaped, 10)
+    assert isinstance(item, Invalid) and item.id == 6 and item.method == 'a"id":5'
+
+
+def test_non_objects_and_junk_give_id_null() -> None:
+    for head in (b"", b"zzzz", b"[1,2,3", b'{"id":1.5,"method":"m"', b'{"id":true,"method":"m"'):
+        item = oversized(head, 10)
+        assert isinstance(item, Invalid) and item.id is None and item.reply
+
+
+@given(
+    message=st.one_of(requests, responses),
+    limit=st.integers(min_value=1, max_value=700),
+    points=st.lists(st.integers(min_value=0, max_value=5000), max_size=6),
+)
+def test_the_head_of_an_oversized_line_does_not_depend_on_chunking(
+    message: Message, limit: int, points: list[int]
+) -> None:
+    line = serialize(message) + b"x" * 800  # always over the limit
+    whole = NDJSONReader(max_line=limit).feed(line + b"\n")
+    reader = NDJSONReader(max_line=limit)
+    chunks = split(line + b"\n", sorted(points))
+    pieces = [item for chunk in chunks if chunk for item in reader.feed(chunk)]
+    assert pieces == whole
+    (item,) = whole
+    assert isinstance(item, LineTooLong)
+    assert item.head == line[: min(HEAD_BYTES, limit)]
