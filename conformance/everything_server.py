@@ -402,12 +402,13 @@ async def test_logging_tool(ctx: Context) -> str:
     return "logged"
 
 
-# -- tasks extension fixtures (SEP-2663), served as plain synchronous tools ----------------
+# -- tasks extension fixtures (SEP-2663, io.modelcontextprotocol/tasks) -------------------
 #
-# mcpwire has no tasks extension yet: these make the checks that need only the
-# tools themselves (a sync call, the immediate-result path) mean something, and
-# the task checks fail as expected. A long ``slow_compute`` is capped at one
-# second so that, served synchronously, it does not stall the suite.
+# ``task=`` is the tool's task support: "optional" tools answer a request that
+# declares the extension with a CreateTaskResult and run in the background
+# (polled with tasks/get), and answer in place otherwise; "required" ones
+# refuse non-declaring requests with -32021. Asks made inside a task park it
+# in input_required until tasks/update answers them.
 
 
 @server.tool(structured=False)
@@ -416,26 +417,26 @@ def greet(name: str) -> str:
     return f"Hello, {name}!"
 
 
-@server.tool(structured=False)
+@server.tool(structured=False, task="optional")
 async def slow_compute(seconds: float = 0, label: str = "") -> str:
-    """Sleeps for a while (at most one second here), then answers"""
-    await anyio.sleep(min(max(seconds, 0), 1))
+    """Sleeps for `seconds`, then answers (a task when the client takes tasks)"""
+    await anyio.sleep(max(seconds, 0))
     return f"computed {label}".strip()
 
 
-@server.tool(structured=False)
+@server.tool(structured=False, task="required")
 async def failing_job() -> str:
-    """Always ends with a tool execution error"""
+    """Always ends with a tool execution error (needs the tasks extension)"""
     raise ToolError("failing_job failed on purpose")
 
 
-@server.tool(structured=False)
+@server.tool(structured=False, task="optional")
 async def protocol_error_job() -> str:
     """Always ends with a protocol-level error"""
     raise JSONRPCError(-32603, "protocol_error_job failed on purpose")
 
 
-@server.tool(structured=False)
+@server.tool(structured=False, task="optional")
 async def confirm_delete(ctx: Context, filename: str) -> str:
     """Asks the user to confirm, then 'deletes' the file"""
     answer = await ctx.elicit(f"Delete {filename}?", CONFIRM_SCHEMA)
@@ -443,19 +444,25 @@ async def confirm_delete(ctx: Context, filename: str) -> str:
     return f"deleted {filename}" if confirmed else f"kept {filename}"
 
 
-@server.tool(structured=False)
+@server.tool(structured=False, task="optional")
 async def multi_input(ctx: Context) -> str:
-    """Asks two questions"""
-    name = await ctx.elicit("What is your name?", NAME_SCHEMA)
-    confirm = await ctx.elicit("Please confirm", CONFIRM_SCHEMA)
-    return f"name={_content_field(name, 'name')}, confirmed={confirm.get('action') == 'accept'}"
+    """Asks two questions at once (two inputRequests pending together)"""
+    answers = await ctx.ask_all(
+        {
+            "name": _elicit_request("What is your name?", NAME_SCHEMA),
+            "confirm": _elicit_request("Please confirm", CONFIRM_SCHEMA),
+        }
+    )
+    name = _content_field(answers["name"], "name")
+    return f"name={name}, confirmed={answers['confirm'].get('action') == 'accept'}"
 
 
-@server.tool(structured=False)
+@server.tool(structured=False, task="required", task_start="manual")
 async def test_tool_with_task(ctx: Context) -> str:
-    """Asks for input before any work starts"""
-    answer = await ctx.elicit("Please confirm", CONFIRM_SCHEMA)
-    return _elicit_summary("Confirmed", answer)
+    """Asks for a name (multi-round-trip), then continues as a task"""
+    answer = await ask(ctx, "user_name", _elicit_request("What is your name?", NAME_SCHEMA))
+    await ctx.start_task()
+    return f"Hello, {_content_field(answer, 'name') or 'stranger'}, from a task!"
 
 
 # -- schemas and headers -------------------------------------------------------------------

@@ -209,8 +209,17 @@ async def check_era(connect: Connect, mode: str) -> None:
         async def tasks_fixtures() -> None:
             result = await client.call_tool("greet", {"name": "World"})
             expect_equal(f"{era}/greet", (result.text, result.is_error), ("Hello, World!", False))
-            result = await client.call_tool("failing_job", {})
-            expect_equal(f"{era}/failing_job/isError", result.is_error, True)
+            if era == "modern":
+                # task="required": a client without the tasks extension gets -32021.
+                try:
+                    await client.call_tool("failing_job", {})
+                except JSONRPCError as exc:
+                    expect_equal(f"{era}/failing_job/code", exc.code, -32021)
+                else:
+                    report(f"{era}/failing_job/code", False, "no -32021 error")
+            else:
+                result = await client.call_tool("failing_job", {})
+                expect_equal(f"{era}/failing_job/isError", result.is_error, True)
             try:
                 await client.call_tool("protocol_error_job", {})
             except JSONRPCError as exc:

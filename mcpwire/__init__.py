@@ -20,6 +20,8 @@ from ._errors import RequestTimeout as RequestTimeout
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
+    from ._asgi import ASGIApp as ASGIApp
+    from ._asgi import asgi_app as asgi_app
     from ._client import Client as Client
     from ._client import OutputValidationError as OutputValidationError
     from ._client import Subscription as Subscription
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
     from ._session import Session as Session
     from ._stdio import StdioClientTransport as StdioClientTransport
     from ._stdio import StdioServerTransport as StdioServerTransport
+    from ._tasks import TaskStore as TaskStore
     from ._transport import MemoryTransport as MemoryTransport
     from ._transport import Transport as Transport
     from ._transport import memory_pair as memory_pair
@@ -85,6 +88,7 @@ if TYPE_CHECKING:
     from ._types import Tool as Tool
 
 __all__ = (
+    "ASGIApp",
     "Audio",
     "CallToolResult",
     "Client",
@@ -128,6 +132,7 @@ __all__ = (
     "ServerStateChanged",
     "ServerStatus",
     "Subscription",
+    "TaskStore",
     "Text",
     "Tool",
     "ToolCallRefused",
@@ -152,6 +157,7 @@ __all__ = (
     "StdioServerTransport",
     "Transport",
     "__version__",
+    "asgi_app",
     "load_config",
     "load_configs",
     "memory_pair",
@@ -160,6 +166,8 @@ __all__ = (
 
 # name -> private module that defines it; imported on first attribute access.
 _LAZY = {
+    "ASGIApp": "._asgi",
+    "asgi_app": "._asgi",
     "Client": "._client",
     "OutputValidationError": "._client",
     "Subscription": "._client",
@@ -203,6 +211,7 @@ _LAZY = {
     "HTTPServerOptions": "._http_server",
     "Connection": "._server",
     "Server": "._server",
+    "TaskStore": "._tasks",
     "CallToolResult": "._types",
     "Completion": "._types",
     "Content": "._types",

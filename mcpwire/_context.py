@@ -42,6 +42,7 @@ from .sansio._messages import ErrorCode, RequestId
 if TYPE_CHECKING:
     from ._server import Connection, Server
     from ._session import RequestContext
+    from ._tasks import TaskRun
 
 __all__ = (
     "CapabilityMissing",
@@ -215,6 +216,34 @@ class Context:
         self._log_threshold = LOG_LEVELS.index(log_level) if log_level in LOG_LEVELS else None
         self._answers: dict[str, JSONValue] = answers or {}
         self._asks = 0
+        #: Set by the tasks extension for a tools/call that may run as a task.
+        self.task_run: TaskRun | None = None
+
+    # -- the tasks extension (SEP-2663) ---------------------------------------------
+
+    @property
+    def _in_task(self) -> bool:
+        return self.task_run is not None and self.task_run.task is not None
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this call runs as, once it is one (tasks extension)."""
+        task = self.task_run.task if self.task_run is not None else None
+        return task.task_id if task is not None else None
+
+    async def start_task(self) -> bool:
+        """Continue as a task: the client gets a ``CreateTaskResult`` now (tasks extension).
+
+        For tools registered with ``task_start="manual"``: asks made before are
+        multi-round-trip asks of the request; after, they park the task
+        (``input_required``) until ``tasks/update`` answers. Returns False, and
+        the call simply goes on synchronously, when it cannot be a task (the
+        legacy era, a tool without task support, a request that did not
+        declare the extension, an optional task while the store is full).
+        """
+        if self.task_run is None:
+            return False
+        return await self.task_run.start()
 
     # -- facts -----------------------------------------------------------------
 
@@ -228,12 +257,14 @@ class Context:
 
     @property
     def cancelled(self) -> bool:
-        """True once the client cancelled this request."""
+        """True once the client cancelled this request (or, as a task, the task)."""
+        if self.task_run is not None and self.task_run.task is not None:
+            return self.task_run.cancelled
         return self._rctx.cancelled
 
     def check_cancelled(self) -> None:
         """Raise the backend's cancellation exception if the request was cancelled."""
-        if self._rctx.cancelled:
+        if self.cancelled:
             raise anyio.get_cancelled_exc_class()()
 
     # -- notifications ---------------------------------------------------------
@@ -241,7 +272,15 @@ class Context:
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send progress if the client asked for it (a progress token was given)."""
+        """Send progress if the client asked for it (a progress token was given).
+
+        In a task, where notifications are not supported (SEP-2663), the
+        message becomes the task's ``statusMessage`` instead.
+        """
+        if self.task_run is not None and self.task_run.task is not None:
+            if message is not None:
+                await self.task_run.note(message)
+            return
         await self._rctx.report_progress(progress, total, message)
 
     async def log(self, level: str, data: JSONValue, *, logger: str | None = None) -> None:
@@ -252,6 +291,8 @@ class Context:
         """
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}")
+        if self._in_task:  # not supported on tasks (SEP-2663): dropped
+            return
         if self.era == "modern":
             if self._log_threshold is None or LOG_LEVELS.index(level) < self._log_threshold:
                 return
@@ -301,7 +342,7 @@ class Context:
         transports without per-request streams (stdio) this does nothing.
         """
         close = getattr(self._rctx.session.transport, "close_sse_stream", None)
-        if close is not None:
+        if close is not None and not self._in_task:
             await close(self.request_id)
 
     async def notify_elicitation_complete(self, elicitation_id: str) -> None:
@@ -382,7 +423,11 @@ class Context:
                 )
             return answers
         missing: dict[str, JSONValue] = {k: a for k, a in asks.items() if k not in self._answers}
-        if missing:
+        if missing and self.task_run is not None and self.task_run.task is not None:
+            # A task asks through inputRequests on tasks/get, answered by tasks/update.
+            asked = {k: a for k, a in asks.items() if k not in self._answers}
+            self._answers.update(await self.task_run.ask(asked))
+        elif missing:
             raise InputRequired(missing)
         out: dict[str, JSONObject] = {}
         for key in asks:

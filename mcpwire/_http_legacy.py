@@ -39,7 +39,7 @@ import anyio
 
 from ._http_sessions import STANDALONE, HTTPSession, SessionTable
 from ._http_streams import SSE_HEADERS, PumpResult, ResponseStream, encode_sse
-from ._http_wire import BodyTooLarge, HTTPConnection, PeerGone, RequestHead
+from ._http_wire import BodyTooLarge, HTTPExchange, PeerGone, RequestHead
 from ._versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from .sansio._http import LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, accepts
 from .sansio._messages import (
@@ -106,7 +106,7 @@ class LegacyEndpoint:
         session.closed = True
         session.transport.end_input()
 
-    async def _session_for(self, http: HTTPConnection, head: RequestHead) -> HTTPSession | None:
+    async def _session_for(self, http: HTTPExchange, head: RequestHead) -> HTTPSession | None:
         sid = head.headers.get(MCP_SESSION_ID)
         if sid is None:
             await self.app.json_error(
@@ -143,7 +143,7 @@ class LegacyEndpoint:
     # -- POST -------------------------------------------------------------------------------
 
     async def request(
-        self, http: HTTPConnection, head: RequestHead, req: Request, can_json: bool, can_sse: bool
+        self, http: HTTPExchange, head: RequestHead, req: Request, can_json: bool, can_sse: bool
     ) -> None:
         if req.method == "initialize":
             await self._initialize(http, req, can_json)
@@ -164,7 +164,18 @@ class LegacyEndpoint:
         stream = session.open_stream(req.id, sse_ok or not can_json)
         await self._answer(http, session, stream, req, force_sse=not can_json)
 
-    async def _initialize(self, http: HTTPConnection, req: Request, can_json: bool) -> None:
+    async def _initialize(self, http: HTTPExchange, req: Request, can_json: bool) -> None:
+        if not self.app.hosted:
+            # A session outlives the request that starts it, so it needs a task
+            # group that does too (under ASGI: the lifespan protocol).
+            await self.app.json_error(
+                http,
+                500,
+                req.id,
+                ErrorCode.INTERNAL_ERROR,
+                "Legacy sessions are unavailable: " + self.app.unhosted_reason,
+            )
+            return
         session = self._new_session()
         if session is None:
             await self.app.json_error(
@@ -186,7 +197,7 @@ class LegacyEndpoint:
 
     async def _answer(
         self,
-        http: HTTPConnection,
+        http: HTTPExchange,
         session: HTTPSession,
         stream: ResponseStream,
         req: Request,
@@ -214,9 +225,7 @@ class LegacyEndpoint:
         if result != "gone" and stream.sse:
             await session.forget(stream)  # delivered (or cancelled): nothing to resume
 
-    async def notification(
-        self, http: HTTPConnection, head: RequestHead, note: Notification
-    ) -> None:
+    async def notification(self, http: HTTPExchange, head: RequestHead, note: Notification) -> None:
         session = await self._session_for(http, head)
         if session is None:
             return
@@ -233,7 +242,7 @@ class LegacyEndpoint:
         await http.respond(202, [("content-type", "application/json")])
 
     async def other(
-        self, http: HTTPConnection, head: RequestHead, item: Response | ErrorResponse | Batch
+        self, http: HTTPExchange, head: RequestHead, item: Response | ErrorResponse | Batch
     ) -> None:
         session = await self._session_for(http, head)
         if session is None:
@@ -248,7 +257,7 @@ class LegacyEndpoint:
             return
         await http.respond(202, [("content-type", "application/json")])
 
-    async def _batch(self, http: HTTPConnection, session: HTTPSession, batch: Batch) -> None:
+    async def _batch(self, http: HTTPExchange, session: HTTPSession, batch: Batch) -> None:
         if session.version != _BATCH_VERSION:
             await self.app.json_error(
                 http,
@@ -301,7 +310,7 @@ class LegacyEndpoint:
 
     # -- GET and DELETE -------------------------------------------------------------------------
 
-    async def _preamble(self, http: HTTPConnection, head: RequestHead) -> HTTPSession | None:
+    async def _preamble(self, http: HTTPExchange, head: RequestHead) -> HTTPSession | None:
         """What GET and DELETE share: no body, legacy only, a live session."""
         try:
             await http.read_body(4096)
@@ -317,14 +326,14 @@ class LegacyEndpoint:
             return None
         return await self._session_for(http, head)
 
-    async def delete(self, http: HTTPConnection, head: RequestHead) -> None:
+    async def delete(self, http: HTTPExchange, head: RequestHead) -> None:
         session = await self._preamble(http, head)
         if session is None:
             return
         self.terminate(session)
         await http.respond(200, [])
 
-    async def get(self, http: HTTPConnection, head: RequestHead) -> None:
+    async def get(self, http: HTTPExchange, head: RequestHead) -> None:
         session = await self._preamble(http, head)
         if session is None:
             return
@@ -345,7 +354,7 @@ class LegacyEndpoint:
         await self._stream_out(http, session, stream, last)
 
     async def _stream_out(
-        self, http: HTTPConnection, session: HTTPSession, stream: ResponseStream, last: str | None
+        self, http: HTTPExchange, session: HTTPSession, stream: ResponseStream, last: str | None
     ) -> None:
         """Serve ``stream`` on a GET: replay after ``last``, then follow it live."""
         store = self.app.event_store

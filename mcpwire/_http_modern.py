@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ._http_streams import JSON_HEADERS, OneShotTransport, ResponseStream
-from ._http_wire import HTTPConnection, RequestHead
+from ._http_wire import HTTPExchange, RequestHead
 from ._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSIONS
 from .sansio._http import http_status_for_error, param_header_mismatch, routing_header_mismatch
 from .sansio._json import JSONValue
@@ -59,7 +59,7 @@ class ModernEndpoint:
             if session is not None and session.transport in self._oneshots and conn.stop_listening:
                 conn.stop_listening.set()
 
-    async def notification(self, http: HTTPConnection, version: str | None) -> None:
+    async def notification(self, http: HTTPExchange, version: str | None) -> None:
         # No client->server notification means anything on this wire: cancelling
         # is closing the response stream. Accept and drop (streamable-http.mdx).
         if version is not None and version not in MODERN_VERSIONS:
@@ -121,7 +121,7 @@ class ModernEndpoint:
         return None
 
     async def request(
-        self, http: HTTPConnection, head: RequestHead, req: Request, can_json: bool, can_sse: bool
+        self, http: HTTPExchange, head: RequestHead, req: Request, can_json: bool, can_sse: bool
     ) -> None:
         problem = self._problem(req, head)
         if problem is not None:

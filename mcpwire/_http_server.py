@@ -41,15 +41,20 @@ accepting, closes idle keep-alive connections, ends GET and listen streams,
 lets requests in flight finish for up to ``shutdown_timeout`` seconds, and
 only then cancels what is left. Entry points for programs (signals, exit
 status) are in ``_http_run``.
+
+The same routing serves requests that arrive through an ASGI host
+(``_asgi``): ``handle`` answers one request given as an ``HTTPExchange`` and
+a ``RequestHead``, and ``hosting`` owns the long-lived tasks (legacy
+sessions, the idle reaper) and the graceful shutdown for as long as the
+host keeps the app running (the ASGI lifespan protocol).
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Union
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -58,15 +63,22 @@ import h11
 from ._http_events import EventStore, MemoryEventStore
 from ._http_legacy import LegacyEndpoint
 from ._http_modern import ModernEndpoint
+from ._http_options import HostList, HTTPServerOptions, http_options
 from ._http_sse import SSEEndpoint
 from ._http_streams import JSON_HEADERS, PumpResult, ResponseStream, pump
-from ._http_wire import BodyTooLarge, HTTPConnection, PeerGone, ReadTimeout, RequestHead
+from ._http_wire import (
+    BodyTooLarge,
+    HTTPConnection,
+    HTTPExchange,
+    PeerGone,
+    ReadTimeout,
+    RequestHead,
+)
 from ._versions import (
     LEGACY_VERSIONS,
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
 )
-from .sansio._codec import DEFAULT_MAX_MESSAGE_SIZE
 from .sansio._http import (
     LOOPBACK_HOSTS,
     LOOPBACK_ORIGINS,
@@ -96,41 +108,12 @@ from .sansio._messages import (
 if TYPE_CHECKING:
     from ._server import Server
 
-__all__ = ("HTTPServer", "HTTPServerOptions", "serve_http")
+__all__ = ("HTTPServer", "HTTPServerOptions", "http_options", "serve_http")
 
 logger = logging.getLogger("mcpwire.http")
 
 #: Methods that exist only in the modern era (a request for one is modern).
 _MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
-
-HostList = Union[Sequence[str], None, Literal["auto"]]
-
-
-@dataclass(frozen=True)
-class HTTPServerOptions:
-    """Settings of an ``HTTPServer`` (see ``serve_http`` for each one)."""
-
-    path: str = "/mcp"
-    #: Also serve the deprecated HTTP+SSE transport (2024-11-05) at these paths.
-    legacy_sse: bool = False
-    sse_path: str = "/sse"
-    message_path: str = "/messages"
-    #: "auto": the loopback hosts when bound to loopback, else no check.
-    allowed_hosts: tuple[str, ...] | None | Literal["auto"] = "auto"
-    #: "auto": the loopback origins.
-    allowed_origins: tuple[str, ...] | None | Literal["auto"] = "auto"
-    json_response: bool = False
-    session_idle_timeout: float | None = 30 * 60.0
-    max_sessions: int = 10_000
-    max_body_size: int = DEFAULT_MAX_MESSAGE_SIZE
-    max_header_size: int = 16 * 1024
-    max_connections: int = 1000
-    read_timeout: float = 30.0
-    keep_alive_timeout: float = 30.0
-    write_timeout: float = 30.0
-    sse_keepalive: float = 15.0
-    retry_ms: int = 1000
-    shutdown_timeout: float = 5.0
 
 
 class HTTPServer:
@@ -157,6 +140,8 @@ class HTTPServer:
         self.connections = 0
         self.busy = 0
         self.modern_requests = 0
+        #: Why a legacy session cannot start while no task group hosts them.
+        self.unhosted_reason = "the server is not running"
         self._tg: anyio.abc.TaskGroup | None = None
         self._scopes: set[anyio.CancelScope] = set()
         self._idle: dict[anyio.CancelScope, bool] = {}
@@ -188,24 +173,54 @@ class HTTPServer:
         task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Listen and serve until cancelled, then shut down gracefully."""
-        opts = self.options
-        hosts = opts.allowed_hosts
-        if hosts == "auto":
-            hosts = LOOPBACK_HOSTS if is_loopback(host) else None
-        self.allowed_hosts = hosts
-        origins = opts.allowed_origins
-        self.allowed_origins = LOOPBACK_ORIGINS if origins == "auto" else origins
+        self.resolve_allow_lists(host)
         listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
         self.port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
         logger.info("serving MCP at http://%s:%d%s", host, self.port, self.options.path)
+        async with self.hosting(listener) as tg:
+            task_status.started(self.port)
+            await listener.serve(self._on_connection, task_group=tg)
+
+    def resolve_allow_lists(self, host: str | None) -> None:
+        """Settle "auto" allow-lists for a server bound to ``host`` (None: not TCP).
+
+        "auto" checks ``Host`` against the loopback names only when bound to
+        loopback: DNS-rebinding protection for a local server (transports.mdx,
+        "Security Warning"); a public bind or a Unix socket behind a proxy
+        gets no ``Host`` check unless one is configured.
+        """
+        hosts = self.options.allowed_hosts
+        if hosts == "auto":
+            hosts = LOOPBACK_HOSTS if host is not None and is_loopback(host) else None
+        self.allowed_hosts = hosts
+        origins = self.options.allowed_origins
+        self.allowed_origins = LOOPBACK_ORIGINS if origins == "auto" else origins
+
+    @property
+    def hosted(self) -> bool:
+        """Whether a task group is running that legacy sessions can live in."""
+        return self._tg is not None
+
+    @asynccontextmanager
+    async def hosting(
+        self, listener: anyio.abc.Listener[Any] | None = None
+    ) -> AsyncIterator[anyio.abc.TaskGroup]:
+        """Own the server's long-lived tasks while the body runs; then shut down.
+
+        Legacy sessions and the idle-session reaper run in the task group
+        given out; leaving drains gracefully (see the module docstring),
+        closing ``listener`` first when there is one.
+        """
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
                 try:
                     if self.options.session_idle_timeout is not None:
                         self.spawn(self._reap)
-                    task_status.started(self.port)
-                    await listener.serve(self._on_connection, task_group=tg)
+                    # Tasks-extension handlers outlive the modern request that
+                    # started them: host them for as long as the server runs.
+                    async with self.server.tasks.running():
+                        yield tg
                 finally:
                     with anyio.CancelScope(shield=True):
                         await self._drain(listener)
@@ -230,9 +245,10 @@ class HTTPServer:
         self._tg.start_soon(run)
         return scope
 
-    async def _drain(self, listener: anyio.abc.Listener[Any]) -> None:
+    async def _drain(self, listener: anyio.abc.Listener[Any] | None) -> None:
         self.draining = True
-        await listener.aclose()
+        if listener is not None:
+            await listener.aclose()
         for scope, idle in list(self._idle.items()):
             if idle:
                 scope.cancel()
@@ -317,12 +333,40 @@ class HTTPServer:
                 await self._protocol_error(http, exc)
                 return
             finally:
-                self.busy -= 1
-                if self._quiet is not None and not self.busy:
-                    self._quiet.set()
+                self._request_done()
             if not http.reusable:
                 return
             http.next_cycle()
+
+    def _request_done(self) -> None:
+        self.busy -= 1
+        if self._quiet is not None and not self.busy:
+            self._quiet.set()
+
+    async def handle(self, http: HTTPExchange, head: RequestHead) -> None:
+        """Answer one request that a host other than ``serve`` received (ASGI).
+
+        The request counts as in flight for a graceful shutdown, which
+        cancels it when ``shutdown_timeout`` has passed; during shutdown new
+        requests get 503.
+        """
+        close = [("connection", "close")]
+        scope = anyio.CancelScope()
+        self._scopes.add(scope)
+        self.busy += 1
+        try:
+            with scope:
+                if self.draining:
+                    await http.respond_text(503, "Service Unavailable: shutting down", close)
+                elif head.size > self.options.max_header_size:
+                    await http.respond_text(431, "Request Header Fields Too Large", close)
+                else:
+                    await self._request(http, head)
+        except PeerGone:
+            pass
+        finally:
+            self._scopes.discard(scope)
+            self._request_done()
 
     async def _protocol_error(self, http: HTTPConnection, exc: h11.RemoteProtocolError) -> None:
         if http.h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
@@ -331,7 +375,7 @@ class HTTPServer:
 
     # -- requests -------------------------------------------------------------------------
 
-    async def _request(self, http: HTTPConnection, head: RequestHead) -> None:
+    async def _request(self, http: HTTPExchange, head: RequestHead) -> None:
         opts = self.options
         close = [("connection", "close")]
         path = head.path
@@ -372,7 +416,7 @@ class HTTPServer:
                 405, "Method Not Allowed", [("allow", "GET, POST, DELETE"), *close]
             )
 
-    async def _post(self, http: HTTPConnection, head: RequestHead) -> None:
+    async def _post(self, http: HTTPExchange, head: RequestHead) -> None:
         headers = head.headers
         length = headers.get("content-length")
         try:
@@ -446,7 +490,7 @@ class HTTPServer:
 
     async def json_error(
         self,
-        http: HTTPConnection,
+        http: HTTPExchange,
         status: int,
         rid: RequestId | None,
         code: int,
@@ -460,7 +504,7 @@ class HTTPServer:
     # -- shared -----------------------------------------------------------------------------
 
     async def exchange(
-        self, http: HTTPConnection, stream: ResponseStream, *, started: bool = False
+        self, http: HTTPExchange, stream: ResponseStream, *, started: bool = False
     ) -> PumpResult:
         """Write ``stream`` to the client, watching for it to hang up meanwhile."""
         result: PumpResult = "gone"
@@ -513,24 +557,14 @@ async def serve_http(
             (default: a bounded ``MemoryEventStore``).
         options: further ``HTTPServerOptions`` fields (limits and timeouts).
     """
-    hosts = _host_list(allowed_hosts)
-    origins = _host_list(allowed_origins)
-    opts = HTTPServerOptions(
+    opts = http_options(
         path=path,
-        allowed_hosts=hosts,
-        allowed_origins=origins,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
         json_response=json_response,
         session_idle_timeout=session_idle_timeout,
         max_sessions=max_sessions,
         **options,
     )
-    if opts.session_idle_timeout is not None and not (0 < opts.session_idle_timeout < math.inf):
-        raise ValueError("session_idle_timeout must be a positive number of seconds or None")
     http_server = HTTPServer(server, opts, event_store=event_store)
     await http_server.serve(host, port, task_status=task_status)
-
-
-def _host_list(value: HostList) -> tuple[str, ...] | None | Literal["auto"]:
-    if value is None or isinstance(value, str):
-        return None if value is None else "auto"
-    return tuple(value)

@@ -34,7 +34,7 @@ import anyio
 from ._errors import ConnectionClosed
 from ._http_sessions import Inbox
 from ._http_streams import SSE_HEADERS, Frame, ResponseStream
-from ._http_wire import BodyTooLarge, HTTPConnection, ReadTimeout, RequestHead
+from ._http_wire import BodyTooLarge, HTTPExchange, ReadTimeout, RequestHead
 from ._transport import Outbound
 from .sansio._http import accepts, is_json_media_type
 from .sansio._messages import Invalid, RequestId, parse, serialize_batch
@@ -86,7 +86,7 @@ class SSEEndpoint:
         for transport in list(self.connections.values()):
             transport.stream.end()
 
-    async def get(self, http: HTTPConnection, head: RequestHead) -> None:
+    async def get(self, http: HTTPExchange, head: RequestHead) -> None:
         try:
             await http.read_body(4096)
         except BodyTooLarge:
@@ -122,7 +122,7 @@ class SSEEndpoint:
         finally:
             self.connections.pop(session_id, None)
 
-    async def post(self, http: HTTPConnection, head: RequestHead) -> None:
+    async def post(self, http: HTTPExchange, head: RequestHead) -> None:
         length = head.headers.get("content-length")
         try:
             body = await http.read_body(

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Literal
 import anyio
 
 from ._errors import ConnectionClosed, JSONRPCError
-from ._http_wire import HTTPConnection, PeerGone
+from ._http_wire import HTTPExchange, PeerGone
 from ._transport import Outbound
 from .sansio._http import http_status_for_error
 from .sansio._messages import (
@@ -274,7 +274,7 @@ class ResponseStream:
 
 
 async def pump(
-    http: HTTPConnection,
+    http: HTTPExchange,
     stream: ResponseStream,
     *,
     keepalive: float,

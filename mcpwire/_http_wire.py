@@ -22,17 +22,32 @@ input means the client went away (the caller cancels the work it was doing
 for it); bytes that arrive instead are a pipelined next request and are kept
 in h11's buffer, bounded. ``reusable`` says whether the connection may serve
 another request (keep-alive) once a response is complete.
+
+The request handlers (``_http_server``, ``_http_modern``, ``_http_legacy``,
+``_http_sse``) see only ``HTTPExchange``, the part of this interface that
+concerns one request and its response, and a ``RequestHead``; the ASGI
+adapter (``_asgi``) provides the same two from an ASGI scope and its
+``receive``/``send``, so both ways in share every rule.
 """
 
 from __future__ import annotations
 
-from typing import Union
+from collections.abc import Iterable
+from typing import Protocol, Union
 
 import anyio
 import anyio.abc
 import h11
 
-__all__ = ("BodyTooLarge", "HTTPConnection", "PeerGone", "ReadTimeout", "RequestHead")
+__all__ = (
+    "BodyTooLarge",
+    "HTTPConnection",
+    "HTTPExchange",
+    "PeerGone",
+    "ReadTimeout",
+    "RequestHead",
+    "text_body",
+)
 
 _RECEIVE_SIZE = 65536
 #: Lingering close after an error response: how long and how much to drain.
@@ -55,24 +70,40 @@ class BodyTooLarge(Exception):
 
 
 class RequestHead:
-    """The parts of an ``h11.Request`` the server looks at, decoded once."""
+    """The parts of a request's head the server looks at, decoded once.
+
+    Built from an ``h11.Request`` (``from_h11``) or from an ASGI scope
+    (``_asgi.request_head``): header names are lower case either way (h11
+    and ASGI both normalise them), values are latin-1 decoded.
+    """
 
     __slots__ = ("duplicated", "headers", "method", "path", "query", "raw_headers", "size")
 
-    def __init__(self, event: h11.Request) -> None:
-        self.method = event.method.decode("ascii", "replace").upper()
-        target = event.target.decode("latin-1")
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        raw_headers: Iterable[tuple[bytes, bytes]],
+        *,
+        size: int | None = None,
+    ) -> None:
+        self.method = method.upper()
+        self.path = path
+        self.query = query
+        self.raw_headers: list[tuple[str, str]] = [
+            (name.decode("latin-1"), value.decode("latin-1")) for name, value in raw_headers
+        ]
         #: About the size of the head on the wire (h11 only bounds heads that
         #: arrive in pieces; one that arrives whole is measured here).
         self.size = (
-            len(event.method)
-            + len(target)
-            + sum(len(name) + len(value) + 4 for name, value in event.headers)
+            size
+            if size is not None
+            else len(method)
+            + len(path)
+            + len(query)
+            + sum(len(name) + len(value) + 4 for name, value in self.raw_headers)
         )
-        self.path, _, self.query = target.partition("?")
-        self.raw_headers: list[tuple[str, str]] = [
-            (name.decode("latin-1"), value.decode("latin-1")) for name, value in event.headers
-        ]
         # Repeated fields are combined with ", " (RFC 9110 section 5.3); the
         # names seen more than once are kept for the checks that forbid that.
         headers: dict[str, str] = {}
@@ -85,6 +116,48 @@ class RequestHead:
                 headers[name] = value
         self.headers = headers
         self.duplicated = duplicated
+
+    @classmethod
+    def from_h11(cls, event: h11.Request) -> RequestHead:
+        target = event.target.decode("latin-1")
+        path, _, query = target.partition("?")
+        return cls(event.method.decode("ascii", "replace"), path, query, event.headers)
+
+
+class HTTPExchange(Protocol):
+    """One request's body and its response, whatever carries them.
+
+    ``HTTPConnection`` (h11 on a socket) and ``_asgi.ASGIExchange`` (an ASGI
+    host) implement it. A response is whole (``respond``) or streamed
+    (``start``, ``write``..., ``finish``); ``watch_disconnect`` returns when
+    the client goes away, for use beside a streamed response. Writing to a
+    client that is gone raises ``PeerGone``.
+    """
+
+    async def read_body(self, limit: int, declared: int | None = None) -> bytes: ...
+
+    async def start(self, status: int, headers: list[tuple[str, str]]) -> None: ...
+
+    async def write(self, data: bytes) -> None: ...
+
+    async def finish(self) -> None: ...
+
+    async def respond(
+        self, status: int, headers: list[tuple[str, str]], body: bytes = b""
+    ) -> None: ...
+
+    async def respond_text(
+        self, status: int, text: str, headers: list[tuple[str, str]] | None = None
+    ) -> None: ...
+
+    async def watch_disconnect(self) -> None: ...
+
+
+def text_body(
+    text: str, headers: list[tuple[str, str]] | None
+) -> tuple[list[tuple[str, str]], bytes]:
+    """The headers and body of a short plain-text response (``respond_text``)."""
+    return [("content-type", "text/plain; charset=utf-8"), *(headers or [])], (text + "\n").encode()
 
 
 class HTTPConnection:
@@ -143,7 +216,7 @@ class HTTPConnection:
             event = self.h11.next_event()
             if event is not h11.NEED_DATA:
                 if isinstance(event, h11.Request):
-                    return RequestHead(event)
+                    return RequestHead.from_h11(event)
                 return None  # ConnectionClosed
             if self.peer_closed:
                 return None
@@ -221,10 +294,7 @@ class HTTPConnection:
     async def respond_text(
         self, status: int, text: str, headers: list[tuple[str, str]] | None = None
     ) -> None:
-        body = (text + "\n").encode()
-        await self.respond(
-            status, [("content-type", "text/plain; charset=utf-8"), *(headers or [])], body
-        )
+        await self.respond(status, *text_body(text, headers))
 
     async def watch_disconnect(self) -> None:
         """Return when the client closes its end (for use beside a streamed response).

@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from . import _tasks
 from ._compat import shape_legacy_result, shape_server_info
 from ._context import CapabilityMissing, Context, InputRequired, request_digest
 from ._errors import JSONRPCError
 from ._registry import (
+    ToolDef,
     call_handler,
     error_result,
     prompt_result,
@@ -310,6 +312,8 @@ def _capable(server: Server, method: str) -> bool:
         return bool(server.prompts)
     if prefix == "completion":
         return bool(server.completions or server.prompts or server.templates)
+    if prefix == "tasks":
+        return server.offers_tasks
     return True
 
 
@@ -322,10 +326,10 @@ async def _ping(call: Call) -> JSONObject:
 
 async def _discover(call: Call) -> JSONObject:
     server = call.server
-    result: JSONObject = {
-        "supportedVersions": server.supported_versions,
-        "capabilities": server.capabilities(),
-    }
+    caps = server.capabilities()
+    if server.offers_tasks:  # extensions are modern-era capabilities (SEP-2663)
+        caps["extensions"] = {_tasks.TASKS_EXTENSION: {}}
+    result: JSONObject = {"supportedVersions": server.supported_versions, "capabilities": caps}
     if server.instructions is not None:
         result["instructions"] = server.instructions
     return result
@@ -375,10 +379,20 @@ async def _tools_call(call: Call) -> JSONObject:
     if problems:
         # Input validation failures are tool execution errors the model can fix.
         return error_result(f"Invalid arguments for tool {name}: " + "; ".join(problems))
+
+    async def invoke(ctx: Context) -> JSONObject:
+        return await _invoke_tool(call, tool, args, ctx)
+
+    if tool.task != "forbidden" and call.era == "modern":
+        return await _tasks.call_tool(call, tool.task, tool.task_start == "manual", invoke)
+    return await invoke(call.context())
+
+
+async def _invoke_tool(call: Call, tool: ToolDef, args: JSONObject, ctx: Context) -> JSONObject:
     try:
         kwargs = convert_arguments(tool.params, args)
         if tool.context_param is not None:
-            kwargs[tool.context_param] = call.context()
+            kwargs[tool.context_param] = ctx
         value = await call_handler(tool.fn, kwargs, thread=tool.thread)
         # Shaping the value may fail too (a type with no JSON form): still the tool's error.
         return tool_result(tool, value)
@@ -500,6 +514,9 @@ async def _listen(call: Call) -> JSONObject:
         kept = [u for u in uris if isinstance(u, str)]
         if kept:
             honored["resourceSubscriptions"] = list(kept)
+    task_ids = _tasks.listen_task_ids(call, wanted) if call.server.offers_tasks else []
+    if task_ids:
+        honored["taskIds"] = list(task_ids)
     rid = call.request.id
     listener = Listener(
         rid,
@@ -511,6 +528,7 @@ async def _listen(call: Call) -> JSONObject:
             for u in honored.get("resourceSubscriptions", [])  # type: ignore[union-attr]
             if isinstance(u, str)
         ),
+        task_ids=frozenset(task_ids),
     )
     session = call.rctx.session
     # The acknowledgement MUST be the first message of the subscription.
@@ -553,4 +571,7 @@ MODERN_METHODS: dict[str, Method] = {
     "prompts/get": _prompts_get,
     "completion/complete": _complete,
     "subscriptions/listen": _listen,
+    "tasks/get": _tasks.tasks_get,
+    "tasks/update": _tasks.tasks_update,
+    "tasks/cancel": _tasks.tasks_cancel,
 }

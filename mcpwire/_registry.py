@@ -104,6 +104,10 @@ class ToolDef:
     context_param: str | None = None
     params: dict[str, _schema.ParamInfo] = field(default_factory=dict)
     validator: _schema.Validator | None = None
+    #: Tasks extension (SEP-2663): "forbidden" | "optional" | "required", and
+    #: whether the task starts before the handler ("auto") or at ctx.start_task().
+    task: str = "forbidden"
+    task_start: str = "auto"
 
     @classmethod
     def from_function(
@@ -120,7 +124,13 @@ class ToolDef:
         output_schema: JSONObject | None = None,
         structured: bool | None = None,
         thread: bool = False,
+        task: str = "forbidden",
+        task_start: str = "auto",
     ) -> ToolDef:
+        if task not in ("forbidden", "optional", "required"):
+            raise ValueError(f"task must be 'forbidden', 'optional' or 'required', not {task!r}")
+        if task_start not in ("auto", "manual"):
+            raise ValueError(f"task_start must be 'auto' or 'manual', not {task_start!r}")
         ctx = _context_param(fn)
         skip = (ctx,) if ctx else ()
         derived, params = _schema.function_input_schema(fn, skip=skip, skip_types=(Context,))
@@ -145,6 +155,8 @@ class ToolDef:
             context_param=ctx,
             params=params,
             validator=_schema.compile(schema),
+            task=task,
+            task_start=task_start,
         )
 
     def to_json(self) -> JSONObject:

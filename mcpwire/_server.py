@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
+import anyio.abc
 
 from . import _methods
 from ._context import StateSealer
 from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef, is_quick
 from ._session import RequestContext, Session
+from ._tasks import Task, TaskStore
 from ._transport import Transport
 from ._versions import ALL_VERSIONS, LOG_LEVELS
 from .sansio._json import JSONObject, JSONValue
@@ -78,6 +80,7 @@ class Listener:
     prompts: bool = False
     resources: bool = False
     uris: frozenset[str] = frozenset()
+    task_ids: frozenset[str] = frozenset()
 
 
 @dataclass(eq=False, slots=True)
@@ -94,6 +97,8 @@ class Connection:
     subscriptions: set[str] = field(default_factory=set)
     listeners: dict[RequestId, Listener] = field(default_factory=dict)
     stop_listening: anyio.Event | None = None
+    #: Where this connection's task handlers run when the server hosts none.
+    task_host: anyio.abc.TaskGroup | None = None
 
     async def server_stopping(self, rid: RequestId) -> None:
         """Wait until the server ends its subscription streams (``close_subscriptions``)."""
@@ -123,6 +128,8 @@ class Server:
         cache_ttl_ms, cache_scope: modern-era caching hints for cacheable results.
         state_secret: key that seals multi-round ``requestState`` (share it
             across processes that serve one deployment).
+        tasks: where tasks-extension tasks are kept (default: an in-memory
+            ``TaskStore()``); see ``add_tool``'s ``task`` option.
     """
 
     def __init__(
@@ -139,6 +146,7 @@ class Server:
         cache_ttl_ms: int = 0,
         cache_scope: Literal["public", "private"] = "private",
         state_secret: bytes | None = None,
+        tasks: TaskStore | None = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -151,6 +159,8 @@ class Server:
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
         self.sealer = StateSealer(state_secret)
+        self.tasks = tasks if tasks is not None else TaskStore()
+        self.tasks.on_change = self.notify_task
         self.tools: dict[str, ToolDef] = {}
         self.resources: dict[str, ResourceDef] = {}
         self.templates: list[TemplateDef] = []
@@ -187,6 +197,11 @@ class Server:
         return caps
 
     @property
+    def offers_tasks(self) -> bool:
+        """Whether any tool may run as a task (the tasks extension is advertised)."""
+        return any(tool.task != "forbidden" for tool in self.tools.values())
+
+    @property
     def supported_versions(self) -> list[JSONValue]:
         """Every protocol version served, newest first (both eras)."""
         newest_first: list[JSONValue] = [*reversed(ALL_VERSIONS)]
@@ -210,7 +225,12 @@ class Server:
         ``annotations``, ``icons``, ``meta``, ``input_schema`` (served verbatim
         instead of the derived one), ``output_schema``, ``structured`` (False
         disables structured output), ``thread`` (run a sync function in a
-        worker thread).
+        worker thread), ``task`` (tasks extension, modern era: ``"forbidden"``,
+        the default, always answers in place; ``"optional"`` runs as a task
+        when the request declares the extension; ``"required"`` also refuses
+        requests that do not, with -32021) and ``task_start`` (``"auto"``: the
+        task starts before the handler; ``"manual"``: at ``ctx.start_task()``,
+        after any multi-round-trip asks).
         """
         tool = ToolDef.from_function(fn, name=name, **options)
         self.tools[tool.name] = tool
@@ -312,6 +332,22 @@ class Server:
     async def notify_resource_updated(self, uri: str) -> None:
         await self._broadcast("notifications/resources/updated", "updated", uri)
 
+    async def notify_task(self, task: Task) -> None:
+        """Send ``notifications/tasks`` (the DetailedTask) to listen streams that asked for it."""
+        for conn in list(self.connections):
+            session = conn.session
+            if session is None or session.closed:
+                continue
+            for listener in list(conn.listeners.values()):
+                if task.task_id not in listener.task_ids:
+                    continue
+                params = task.to_json(detailed=True)
+                params["_meta"] = {_methods.META_SUBSCRIPTION_ID: listener.id}
+                try:
+                    await session.notify("notifications/tasks", params, related=listener.id)
+                except Exception:  # the connection is going away; it will be dropped
+                    break
+
     async def _broadcast(self, method: str, kind: str, uri: str | None = None) -> None:
         for conn in list(self.connections):
             session = conn.session
@@ -355,7 +391,11 @@ class Server:
             conn.session = session
             self.connections.add(conn)
             try:
-                await session.wait_closed()
+                # Tasks outlive their request: the server-wide host when one
+                # runs (HTTP), else this connection's, ended with it.
+                async with self.tasks.connection_host() as host:
+                    conn.task_host = host
+                    await session.wait_closed()
             finally:
                 self.connections.discard(conn)
 
@@ -438,7 +478,11 @@ class Server:
         params = request.params or {}
         if method == "tools/call":
             tool = self.tools.get(params.get("name"))  # type: ignore[arg-type]
-            return tool is not None and is_quick(tool.fn, thread=tool.thread)
+            return (
+                tool is not None
+                and tool.task == "forbidden"
+                and is_quick(tool.fn, thread=tool.thread)
+            )
         if method == "prompts/get":
             prompt = self.prompts.get(params.get("name"))  # type: ignore[arg-type]
             return prompt is not None and is_quick(prompt.fn)

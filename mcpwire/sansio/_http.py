@@ -91,6 +91,10 @@ NAME_BEARING_METHODS: Final[Mapping[str, str]] = {
     "tools/call": "name",
     "prompts/get": "name",
     "resources/read": "uri",
+    # SEP-2663 "Streamable HTTP: Routing Headers": Mcp-Name carries the task id.
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
 }
 
 #: Hosts a server bound to loopback accepts by default (any port).
