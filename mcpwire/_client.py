@@ -421,7 +421,8 @@ class Client:
             cursor = nxt
 
     async def ping(self) -> None:
-        await self.request("ping")
+        """Check that the server answers (2026-07-28 has no ping: ``server/discover``)."""
+        await self.request("ping" if self.era == "legacy" else "server/discover")
 
     async def list_tools(self, *, cache: bool = True) -> list[Tool]:
         """Every tool, across all pages."""
