@@ -7,11 +7,14 @@ Usage::
     python benchmarks/profile_echo.py stdio-client  # client process, mcpwire -> mcpwire, stdio
     python benchmarks/profile_echo.py stdio-server  # mcpwire server process, raw client driving
     python benchmarks/profile_echo.py codec         # mcpwire.sansio serialize/parse, req+resp
+    python benchmarks/profile_echo.py http-client   # client process, mcpwire -> mcpwire, HTTP
+    python benchmarks/profile_echo.py http-server   # mcpwire HTTP server, raw HTTP client driving
 
 Options: ``-n CALLS`` (default 20000), ``--top N`` (default 15), ``--sort`` (a pstats key,
 default ``cumulative``), ``--match REGEX`` (which entries to list; default ``mcpwire|anyio``,
-use ``.`` for all), ``--legacy`` (stdio cases: the legacy era), ``--save FILE`` (keep the
-raw profile for snakeviz, pstats, ...).
+use ``.`` for all), ``--legacy`` (stdio and HTTP cases: the legacy era), ``--payload BYTES``
+(stdio-client, http-client: echo a string of that size instead of "hello"; use a small
+``-n``), ``--save FILE`` (keep the raw profile for snakeviz, pstats, ...).
 
 cProfile adds a roughly constant cost per Python call, so it overstates code that makes
 many small calls; read the numbers as "where the calls go", and confirm a suspected win
@@ -48,30 +51,70 @@ def _print(stats: pstats.Stats, sort: str, match: str, top: int, title: str, n: 
     print(stream.getvalue())
 
 
-async def _client_loop(mode: str, n: int, stdio: bool) -> cProfile.Profile:
+async def _client_loop(mode: str, n: int, where: str, payload: int = 0) -> cProfile.Profile:
     from servers.mcpwire_echo import server
 
-    from mcpwire import Client
+    from mcpwire import Client, StdioClientTransport
+    from mcpwire.sansio import Limits
 
-    if stdio:
-        target = Client.stdio(
-            sys.executable, [workloads.MCPWIRE_SERVER], env=workloads.child_env(), mode=mode
-        )  # type: ignore[arg-type]
+    limits = Limits(max_size=workloads.MAX_SIZE)
+    args = {"message": workloads.payload_text(payload)} if payload else ARGS
+    http = None
+    if where == "stdio":
+        target = Client(
+            lambda: StdioClientTransport(
+                sys.executable,
+                [workloads.MCPWIRE_SERVER],
+                env=workloads.child_env(),  # type: ignore[arg-type]
+                limits=limits,
+            ),
+            mode=mode,
+        )
+    elif where == "http":
+        http = workloads.HTTPChild([sys.executable, workloads.MCPWIRE_SERVER, "http"])
+        http.wait_ready()
+        url = f"http://127.0.0.1:{http.port}/mcp"
+        big = workloads.MAX_SIZE
+        target = Client.http(url, mode=mode, max_body_size=big, max_event_size=big, limits=limits)
     else:
         target = Client(server, mode=mode)
     profiler = cProfile.Profile()
-    async with target as client:
-        await client.list_tools()
-        for _ in range(200):
-            await client.call_tool("echo", ARGS)
-        t0 = time.perf_counter()
-        profiler.enable()
-        for _ in range(n):
-            await client.call_tool("echo", ARGS)
-        profiler.disable()
-        elapsed = time.perf_counter() - t0
-    print(f"{n / elapsed:,.0f} calls/s under the profiler ({client.protocol_version})")
+    try:
+        async with target as client:
+            await client.list_tools()
+            for _ in range(2 if payload else 200):
+                await client.call_tool("echo", args)
+            t0 = time.perf_counter()
+            profiler.enable()
+            for _ in range(n):
+                await client.call_tool("echo", args)
+            profiler.disable()
+            elapsed = time.perf_counter() - t0
+    finally:
+        if http is not None:
+            http.close()
+    print(f"{n / elapsed:,.1f} calls/s under the profiler ({client.protocol_version})")
     return profiler
+
+
+def profile_http_server(n: int, legacy: bool, save: str | None) -> pstats.Stats:
+    out = save or os.path.join(tempfile.mkdtemp(), "http-server.prof")
+    child = workloads.HTTPChild(
+        [sys.executable, "-m", "cProfile", "-o", out, workloads.MCPWIRE_SERVER, "http"]
+    )
+    child.wait_ready()
+    raw = workloads.RawHTTP(child.port)
+    era = "legacy" if legacy else "modern"
+    head = raw.head(workloads.http_handshake(raw, era))
+    tail = workloads.LEGACY_TAIL if legacy else workloads.MODERN_TAIL
+    t0 = time.perf_counter()
+    for i in range(1, n + 1):
+        raw.post(head, [workloads.CALL_HEAD % i, b"hello", tail])
+    elapsed = time.perf_counter() - t0
+    raw.close()
+    child.close()  # SIGTERM: the server shuts down and cProfile writes its file
+    print(f"{n / elapsed:,.0f} calls/s with the HTTP server under the profiler")
+    return pstats.Stats(out)
 
 
 def profile_server(n: int, legacy: bool, save: str | None) -> pstats.Stats:
@@ -110,27 +153,39 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "what", choices=("inmem", "inmem-legacy", "stdio-client", "stdio-server", "codec")
+        "what",
+        choices=(
+            "inmem",
+            "inmem-legacy",
+            "stdio-client",
+            "stdio-server",
+            "codec",
+            "http-client",
+            "http-server",
+        ),
     )
     parser.add_argument("-n", type=int, default=20000)
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--sort", default="cumulative")
     parser.add_argument("--match", default="mcpwire|anyio")
     parser.add_argument("--legacy", action="store_true")
+    parser.add_argument("--payload", type=int, default=0)
     parser.add_argument("--save")
     args = parser.parse_args()
     import anyio
 
     if args.what == "stdio-server":
         stats = profile_server(args.n, args.legacy, args.save)
+    elif args.what == "http-server":
+        stats = profile_http_server(args.n, args.legacy, args.save)
     else:
         if args.what == "codec":
             profiler = profile_codec(args.n)
         else:
             legacy = args.what == "inmem-legacy" or args.legacy
-            profiler = anyio.run(
-                _client_loop, "legacy" if legacy else "auto", args.n, args.what == "stdio-client"
-            )
+            where = args.what.split("-")[0]
+            mode = "legacy" if legacy else "auto"
+            profiler = anyio.run(_client_loop, mode, args.n, where, args.payload)
         if args.save:
             profiler.dump_stats(args.save)
         stats = pstats.Stats(profiler)

@@ -12,8 +12,10 @@ median of the rounds and their spread, ratios to the reference SDK and to the
 pipe-echo limit, then cold start and import times.
 
 The report is printed and written to ``benchmarks/results/latest.md`` (and
-``--out``), with the raw numbers next to it as JSON. Nothing is installed
-here: run ``python -m pip install -e '.[test]'`` first.
+``--out``), with the raw numbers next to it as JSON. What the benchmarks need
+beyond mcpwire is installed on first use: the reference SDK (``requirements.txt``)
+into this interpreter if it is missing, FastMCP into a venv of its own under
+``benchmarks/.venvs/`` (``requirements-fastmcp.txt``); ``--no-install`` turns that off.
 """
 
 from __future__ import annotations
@@ -56,9 +58,12 @@ class Profile:
     calibrate: float
     #: Repetitions of each cold start and import measurement.
     startup_reps: int
+    #: Repetitions of each idle-memory measurement, and seconds idle before reading it.
+    rss_reps: int = 3
+    rss_settle: float = 1.0
 
 
-QUICK = Profile(rounds=3, target=0.15, calibrate=0.3, startup_reps=5)
+QUICK = Profile(rounds=3, target=0.15, calibrate=0.3, startup_reps=5, rss_reps=1, rss_settle=0.5)
 DEFAULT = Profile(rounds=7, target=1.0, calibrate=0.6, startup_reps=15)
 
 
@@ -86,8 +91,11 @@ class Worker:
     def start(self) -> None:
         env = dict(os.environ)
         env.update(workloads.child_env())
+        python = workloads.python_for(self.case.venv)
+        if not Path(python).exists():
+            raise WorkerError(f"{python} is missing (run without --no-install to create it)")
         self.proc = subprocess.Popen(
-            [sys.executable, str(HERE / "workloads.py"), "--worker", self.case.id],
+            [python, str(HERE / "workloads.py"), "--worker", self.case.id],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
@@ -151,8 +159,15 @@ def start_workers(workers: list[Worker], parallel: int) -> None:
     while pending or running:
         while pending and len(running) < parallel:
             w = pending.pop(0)
-            w.start()
+            try:
+                w.start()
+            except WorkerError as exc:
+                w.error = str(exc)
+                progress(f"  {w.case.id}: {w.error}")
+                continue
             running.append(w)
+        if not running:
+            continue
         w = running.pop(0)
         try:
             w.info = w.receive(180)["info"]
@@ -166,7 +181,7 @@ def calibrate(w: Worker, profile: Profile) -> None:
     w.send(f"calibrate {profile.calibrate}")
     answer = w.receive(120 + profile.calibrate * 20)
     rate = answer["n"] / max(answer["elapsed"], 1e-9)
-    step = workloads.CONCURRENCY
+    step = w.case.step
     w.n = max(2 * step, round(rate * profile.target / step) * step)
 
 
@@ -204,11 +219,11 @@ def cold_start(argv: list[str], *, echo: bool = False) -> tuple[float, float | N
         child.close()
 
 
-def import_time(statement: str) -> float:
+def import_time(statement: str, python: str = sys.executable) -> float:
     env = dict(os.environ)
     env.update(workloads.child_env())
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-c", statement], check=True, env=env)
+    subprocess.run([python, "-c", statement], check=True, env=env)
     return time.perf_counter() - t0
 
 
@@ -223,7 +238,7 @@ class Timing:
 
 
 def measure_startup(reps: int) -> list[Timing]:
-    py = sys.executable
+    py, fpy = sys.executable, workloads.python_for("fastmcp")
     cold = [
         (
             "cold-python",
@@ -244,6 +259,13 @@ def measure_startup(reps: int) -> list[Timing]:
             "spawn → initialize result",
             "SDK server",
             [py, workloads.SDK_SERVER],
+            "cold-sdk",
+        ),
+        (
+            "cold-fastmcp",
+            "spawn → initialize result",
+            "FastMCP server",
+            [fpy, workloads.FASTMCP_SERVER],
             "cold-sdk",
         ),
     ]
@@ -291,6 +313,20 @@ def measure_startup(reps: int) -> list[Timing]:
             "from mcp import Client",
             "import-mcp-client",
         ),
+        (
+            "import-fastmcp",
+            "python -c STATEMENT, wall time",
+            "from fastmcp import FastMCP (FastMCP venv)",
+            "from fastmcp import FastMCP",
+            "import-mcp-server",
+        ),
+        (
+            "import-fastmcp-client",
+            "python -c STATEMENT, wall time",
+            "from fastmcp import Client (FastMCP venv)",
+            "from fastmcp import Client",
+            "import-mcp-client",
+        ),
     ]
     timings: dict[str, Timing] = {}
     for key, measure, impl, _, ref in cold:
@@ -323,10 +359,102 @@ def measure_startup(reps: int) -> list[Timing]:
             if timings[key].error:
                 continue
             try:
-                timings[key].samples.append(import_time(statement))
+                python = fpy if "fastmcp" in key else py
+                timings[key].samples.append(import_time(statement, python))
             except Exception as exc:
                 timings[key].error = f"{type(exc).__name__}: {exc}"
     return list(timings.values())
+
+
+# -- idle memory -----------------------------------------------------------------------
+
+
+def vm_rss(pid: int) -> float:
+    """Resident set size of ``pid`` in MB (10^6 bytes), from /proc/PID/status."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024 / 1e6
+    raise RuntimeError("no VmRSS line")
+
+
+def idle_rss(transport: str, argv: list[str], settle: float) -> float:
+    """Start a server, initialize it and list its tools (raw client), let it sit for
+    ``settle`` seconds, and read its RSS."""
+    if transport == "stdio":
+        child = workloads.LineChild(argv)
+        try:
+            if argv[-1] != workloads.PIPE_ECHO:
+                workloads.raw_handshake(child, "legacy")
+                child.send(workloads.TOOLS_LIST_LINE % 1)
+                if b'"echo"' not in child.readline():
+                    raise RuntimeError("tools/list did not list echo")
+            else:
+                child.send(b"ping\n")
+                child.readline()
+            time.sleep(settle)
+            return vm_rss(child.proc.pid)
+        finally:
+            child.close()
+    http = workloads.HTTPChild(argv, stderr=subprocess.DEVNULL)
+    try:
+        http.wait_ready()
+        raw = workloads.RawHTTP(http.port)
+        try:
+            if argv[1] == workloads.H11_ECHO:
+                raw.post(raw.head([]), [b"{}"])
+            else:
+                head = raw.head(workloads.http_handshake(raw, "legacy"))
+                status, _, body = raw.post(head, [workloads.TOOLS_LIST_LINE.rstrip() % 1])
+                if status != 200 or b'"echo"' not in body:
+                    raise RuntimeError(f"tools/list: HTTP {status}")
+            time.sleep(settle)
+            return vm_rss(http.proc.pid)
+        finally:
+            raw.close()
+    finally:
+        http.close()
+
+
+def measure_rss(reps: int, settle: float) -> list[Timing]:
+    """Idle RSS of each server process (Linux only: /proc)."""
+    py, fpy = sys.executable, workloads.python_for("fastmcp")
+    rows = [
+        ("rss-python", "stdio", "python, no imports (pipe_echo.py)", [py, workloads.PIPE_ECHO]),
+        ("rss-mcpwire", "stdio", "mcpwire server", [py, workloads.MCPWIRE_SERVER]),
+        ("rss-sdk", "stdio", "SDK server", [py, workloads.SDK_SERVER]),
+        ("rss-fastmcp", "stdio", "FastMCP server", [fpy, workloads.FASTMCP_SERVER]),
+        ("rss-http-h11", "http", "h11-echo server (floor)", [py, workloads.H11_ECHO]),
+        ("rss-http-mcpwire", "http", "mcpwire server", [py, workloads.MCPWIRE_SERVER, "http"]),
+        ("rss-http-sdk", "http", "SDK server (uvicorn)", [py, workloads.SDK_SERVER, "http"]),
+        (
+            "rss-http-fastmcp",
+            "http",
+            "FastMCP server (uvicorn)",
+            [fpy, workloads.FASTMCP_SERVER, "http"],
+        ),
+    ]
+    out = []
+    for key, transport, impl, _ in rows:
+        ref = "rss-sdk" if transport == "stdio" else "rss-http-sdk"
+        measure = f"{transport} server, idle after initialize + tools/list"
+        out.append(
+            Timing(key, measure, impl, ref if "python" not in key and "h11" not in key else None)
+        )
+    if not Path("/proc/self/status").exists():
+        for t in out:
+            t.error = "needs /proc (Linux)"
+        return out
+    for rep in range(reps):
+        progress(f"  idle RSS {rep + 1}/{reps}")
+        for t, (_, transport, _, argv) in zip(out, rows, strict=True):
+            if t.error:
+                continue
+            try:
+                t.samples.append(idle_rss(transport, argv, settle))
+            except Exception as exc:
+                t.error = f"{type(exc).__name__}: {exc}"
+    return out
 
 
 # -- machine ---------------------------------------------------------------------------
@@ -360,6 +488,7 @@ def machine_info() -> dict[str, Any]:
         if dirty:
             commit += " (mcpwire/ has uncommitted changes)"
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    versions["fastmcp"] = fastmcp_version()
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cpu": cpu,
@@ -395,7 +524,9 @@ def _ratio(x: float) -> str:
     return f"{x:.2f}{TIMES}" if x < 10 else f"{x:.1f}{TIMES}"
 
 
-def summarize(workers: list[Worker], timings: list[Timing]) -> dict[str, Any]:
+def summarize(
+    workers: list[Worker], timings: list[Timing], memory: list[Timing] | None = None
+) -> dict[str, Any]:
     rows: dict[str, dict[str, Any]] = {}
     for w in workers:
         row: dict[str, Any] = {
@@ -422,7 +553,10 @@ def summarize(workers: list[Worker], timings: list[Timing]) -> dict[str, Any]:
             if w.info.get("children"):
                 row["cpu_us_child"] = statistics.median(c / w.n * 1e6 for c in w.cpu_child)
         rows[w.case.id] = row
-    limit = rows.get("pipe-echo", {}).get("median")
+    limits = {
+        "pipe": rows.get("pipe-echo", {}).get("median"),
+        "h11": rows.get("h11-echo", {}).get("median"),
+    }
     for row in rows.values():
         ref = rows.get(row["ref"] or "", {})
         if "median" in row and "median" in ref and row["ref"] != row["id"]:
@@ -432,8 +566,16 @@ def summarize(workers: list[Worker], timings: list[Timing]) -> dict[str, Any]:
             if cpu > 0:
                 row["vs_sdk_cpu"] = ref_cpu / cpu
         case = workloads.CASES_BY_ID[row["id"]]
-        if "median" in row and limit and case.over_pipe:
+        limit = limits.get(case.limit)
+        if "median" in row and limit:
             row["vs_limit"] = row["median"] / limit
+        size = case.args.get("payload", 0)
+        if "median" in row and size:
+            row["payload_bytes"] = size
+            row["mb_per_s"] = size * row["median"] / 1e6
+            raw = rows.get(case.raw_ref or "", {})
+            if "median" in raw and case.raw_ref != row["id"]:
+                row["time_vs_raw"] = raw["median"] / row["median"]
     startup: dict[str, dict[str, Any]] = {}
     for t in timings:
         entry: dict[str, Any] = {
@@ -451,7 +593,159 @@ def summarize(workers: list[Worker], timings: list[Timing]) -> dict[str, Any]:
         ref = startup.get(entry["ref"] or "", {})
         if "median" in entry and "median" in ref and entry["ref"] != key:
             entry["sdk_over_this"] = ref["median"] / entry["median"]
-    return {"throughput": rows, "startup": startup}
+    rss: dict[str, dict[str, Any]] = {}
+    for t in memory or []:
+        entry = {"measure": t.measure, "impl": t.impl, "ref": t.ref, "mb": t.samples}
+        entry["error"] = t.error
+        if t.samples:
+            entry["median"] = statistics.median(t.samples)
+            entry["min"], entry["max"] = min(t.samples), max(t.samples)
+        rss[t.key] = entry
+    for key, entry in rss.items():
+        ref = rss.get(entry["ref"] or "", {})
+        if "median" in entry and "median" in ref and entry["ref"] != key:
+            entry["sdk_over_this"] = ref["median"] / entry["median"]
+    out = {"throughput": rows, "startup": startup, "idle_rss": rss}
+    out["targets"] = targets(out)
+    return out
+
+
+# -- targets ---------------------------------------------------------------------------
+
+ERAS = (("modern", workloads.MODERN), ("legacy", workloads.LEGACY))
+
+
+def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets, each with our number, the reference, the ratio and met/not met."""
+    rows, startup, rss = summary["throughput"], summary["startup"], summary["idle_rss"]
+    out: list[dict[str, Any]] = []
+
+    def med(table: dict[str, Any], key: str) -> float | None:
+        value = table.get(key, {}).get("median")
+        return float(value) if value is not None else None
+
+    def add(measure: str, target: str, ours: str, ref: str, ratio: float | None, ok: bool | None):
+        out.append(
+            {"measure": measure, "target": target, "ours": ours, "reference": ref}
+            | {"ratio": ratio, "met": ok}
+        )
+
+    def rate(x: float | None, unit: str = "calls/s") -> str:
+        return f"{_fmt_rate(x)} {unit}" if x else "n/a"
+
+    def rate_target(measure: str, ours_id: str, ref_id: str, factor: float, era: str) -> None:
+        ours, ref = med(rows, ours_id), med(rows, ref_id)
+        ratio = ours / ref if ours and ref else None
+        ok = ratio >= factor if ratio else None
+        add(
+            f"{measure} ({era})", f"≥ {factor:g}{TIMES} reference", rate(ours), rate(ref), ratio, ok
+        )
+
+    for era, version in ERAS:
+        rate_target(
+            "in-memory seq calls/s", f"inmem-mcpwire-{era}", f"inmem-sdk-{era}", 10, version
+        )
+    for era, version in ERAS:
+        rate_target(
+            "stdio seq calls/s", f"stdio-mcpwire-mcpwire-{era}", f"stdio-sdk-sdk-{era}", 10, version
+        )
+        ours, limit = med(rows, f"stdio-mcpwire-mcpwire-{era}"), med(rows, "pipe-echo")
+        share = ours / limit if ours and limit else None
+        apart = med(rows, "pipe-echo-split")
+        add(
+            f"stdio seq, share of the pipe-echo limit ({version})",
+            "≥ 25% of the pipe-echo limit",
+            rate(ours),
+            f"limit {rate(limit, 'round trips/s')} (pinned apart: {rate(apart, 'round trips/s')})",
+            share,
+            share >= 0.25 if share else None,
+        )
+    for era, version in ERAS:
+        rate_target(
+            "HTTP seq calls/s, our client + server",
+            f"http-mcpwire-mcpwire-{era}",
+            f"http-sdk-sdk-{era}",
+            7,
+            version,
+        )
+    for era, version in ERAS:
+        ours, limit = med(rows, f"http-raw-mcpwire-{era}"), med(rows, "h11-echo")
+        share = ours / limit if ours and limit else None
+        add(
+            f"HTTP seq, raw client → our server ({version})",
+            "≥ 60% of the h11-echo limit",
+            rate(ours),
+            f"limit {rate(limit, 'round trips/s')}; SDK server "
+            f"{rate(med(rows, f'http-raw-sdk-{era}'))}",
+            share,
+            share >= 0.6 if share else None,
+        )
+    for transport, prefix in (
+        ("in-memory", "inmem-{}-{}"),
+        ("stdio", "stdio-{0}-{0}-{1}"),
+        ("HTTP", "http-{0}-{0}-{1}"),
+    ):
+        for era, version in ERAS:
+            ours = med(rows, prefix.format("mcpwire", era) + "-c32")
+            seq = med(rows, prefix.format("mcpwire", era))
+            ref32 = med(rows, prefix.format("sdk", era) + "-c32")
+            ref_seq = med(rows, prefix.format("sdk", era))
+            gain = ours / seq if ours and seq else None
+            ref_gain = f"{_ratio(ref32 / ref_seq)} its seq" if ref32 and ref_seq else "n/a"
+            add(
+                f"{workloads.CONCURRENCY} concurrent callers, {transport} ({version})",
+                f"≥ 1.5{TIMES} our own seq"
+                + (" (one thread: nothing to overlap)" if transport == "in-memory" else ""),
+                f"{rate(ours)} ({_ratio(gain) if gain else 'n/a'} seq)",
+                f"SDK {rate(ref32)} ({ref_gain})",
+                gain,
+                gain >= 1.5 if gain else None,
+            )
+
+    def ms_target(measure: str, key: str, ref_key: str, limit_ms: float) -> None:
+        ours, ref = med(startup, key), med(startup, ref_key)
+        add(
+            measure,
+            f"≤ {limit_ms:g} ms",
+            f"{ours * 1000:,.0f} ms" if ours else "n/a",
+            f"{ref * 1000:,.0f} ms" if ref else "n/a",
+            ref / ours if ours and ref else None,
+            ours * 1000 <= limit_ms if ours else None,
+        )
+
+    ms_target("cold start, spawn → initialize result", "cold-mcpwire", "cold-sdk", 150)
+    ms_target(
+        "import, `from mcpwire import Server`", "import-mcpwire-server", "import-mcp-server", 100
+    )
+    ms_target(
+        "import, `from mcpwire import Client`", "import-mcpwire-client", "import-mcp-client", 100
+    )
+    for key, ref_key, what in (
+        ("rss-mcpwire", "rss-sdk", "stdio"),
+        ("rss-http-mcpwire", "rss-http-sdk", "HTTP"),
+    ):
+        ours, ref = med(rss, key), med(rss, ref_key)
+        add(
+            f"idle server RSS, {what}",
+            "≤ 25 MB",
+            f"{ours:.1f} MB" if ours else "n/a",
+            f"{ref:.1f} MB" if ref else "n/a",
+            ref / ours if ours and ref else None,
+            ours <= 25 if ours else None,
+        )
+    ours = med(rows, "payload-stdio-10MB-mcpwire")
+    raw = med(rows, "payload-stdio-10MB-raw-mcpwire")
+    ref = med(rows, "payload-stdio-10MB-sdk")
+    over = raw / ours if ours and raw else None
+    add(
+        "10 MB argument over stdio, time per call",
+        f"≤ 1.5{TIMES} the raw-client time",
+        f"{1 / ours:.3f} s ({_ratio(over)} raw)" if ours and over else "n/a",
+        f"SDK {1 / ref:.3f} s; raw client {1 / raw:.3f} s" if ref and raw else "n/a",
+        over,
+        over <= 1.5 if over else None,
+    )
+    return out
 
 
 SECTIONS = (
@@ -462,7 +756,110 @@ SECTIONS = (
     ("raw", "3. raw client (os.write/os.read, no framework) → server over stdio"),
     ("limit", "4. pipe-echo limit (two processes, one JSON line per round trip)"),
     ("layer", "5. session layer and codec (in-process, no I/O)"),
+    ("http", "8a. tools/call echo over streamable HTTP (client's worker starts the server)"),
+    (
+        "http32",
+        f"8b. tools/call echo over streamable HTTP, {workloads.CONCURRENCY} concurrent callers",
+    ),
+    ("httpraw", "8c. raw client (plain socket, keep-alive POSTs) → server over streamable HTTP"),
+    ("httplimit", "8d. h11-echo limit (HTTP/1.1 keep-alive POST echo, raw socket client)"),
 )
+
+
+def render_targets(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    out = [
+        "## Summary: the targets",
+        "",
+        "Each target, from this run: our number, the reference's (the SDK's, or the limit "
+        "the target is set against), the ratio and whether the target is met. Ratios are "
+        "higher-is-better: ours over the reference for rates and shares, the reference "
+        "over ours for times and memory; except the 10 MB row, which is our time per call "
+        "over the raw client's (lower is better). Quick runs and a busy machine make the "
+        "rates noisy: check the spreads in the sections below.",
+        "",
+        "| measure | target | ours | reference | ratio | met? |",
+        "|---|---|--:|--:|--:|---|",
+    ]
+    for r in rows:
+        ratio = r["ratio"]
+        if ratio is None:
+            shown = DASH
+        elif "share" in r["measure"] or "raw client →" in r["measure"]:
+            shown = f"{ratio * 100:.0f}%"
+        else:
+            shown = _ratio(ratio)
+        met = {True: "**met**", False: "not met", None: "no data"}[r["met"]]
+        out.append(
+            f"| {r['measure']} | {r['target']} | {r['ours']} | {r['reference']} | {shown} | {met} |"
+        )
+    out.append("")
+    return out
+
+
+def render_payload(rows: list[dict[str, Any]]) -> list[str]:
+    if not rows:
+        return []
+    out = [
+        "## 9. Payload scaling: one large string argument, echoed back (2026-07-28)",
+        "",
+        "The result carries the text twice (`content` and `structuredContent`), so a call "
+        "moves about three times the argument. *MB/s* counts the argument only (10^6 bytes). "
+        "*÷ raw* is this pair's time per call over the raw client's against the same "
+        "server (the target for mcpwire's 10 MB stdio row is at most 1.5).",
+        "",
+        f"| measure | implementation | s per call (median) | MB/s | CPU ms per call "
+        f"| spread (min{DASH}max s) | vs SDK | ÷ raw |",
+        "|---|---|--:|--:|--:|---|--:|--:|",
+    ]
+    for r in rows:
+        if "median" not in r:
+            out.append(
+                f"| {r['measure']} | {r['impl']} | failed: {r['error'] or 'no data'} | | | | | |"
+            )
+            continue
+        cpu = f"{r['cpu_us_self'] / 1000:,.1f}"
+        if "cpu_us_child" in r:
+            cpu += f" + {r['cpu_us_child'] / 1000:,.1f}"
+        vs_sdk = _ratio(r["vs_sdk"]) if "vs_sdk" in r else ("ref." if r["ref"] == r["id"] else DASH)
+        vs_raw = _ratio(r["time_vs_raw"]) if "time_vs_raw" in r else DASH
+        out.append(
+            f"| {r['measure']} | {r['impl']} | {1 / r['median']:.4f} | {r['mb_per_s']:,.1f} "
+            f"| {cpu} | {1 / r['max']:.4f}{DASH}{1 / r['min']:.4f} | {vs_sdk} | {vs_raw} |"
+        )
+    out.append("")
+    return out
+
+
+def render_rss(rss: dict[str, dict[str, Any]]) -> list[str]:
+    if not rss:
+        return []
+    out = [
+        "## 10. Idle server memory (lower is better)",
+        "",
+        "VmRSS of the server process (from /proc/PID/status), started alone, after a raw "
+        "client's `initialize` and `tools/list` (legacy era, so every server holds a "
+        "session) and a moment idle.",
+        "",
+        f"| measure | implementation | RSS MB (median) | spread (min{DASH}max) | SDK ÷ this |",
+        "|---|---|--:|---|--:|",
+    ]
+    for key, e in rss.items():
+        if "median" not in e:
+            out.append(f"| {e['measure']} | {e['impl']} | failed: {e['error']} | | |")
+            continue
+        ratio = (
+            _ratio(e["sdk_over_this"])
+            if "sdk_over_this" in e
+            else ("ref." if e["ref"] == key else DASH)
+        )
+        out.append(
+            f"| {e['measure']} | {e['impl']} | {e['median']:.1f} | "
+            f"{e['min']:.1f}{DASH}{e['max']:.1f} | {ratio} |"
+        )
+    out.append("")
+    return out
 
 
 def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
@@ -484,15 +881,17 @@ def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
         f"| load average (1, 5, 15 min) | {m['loadavg_start']} at start, "
         f"{meta['loadavg_end']} at end |",
         "",
+        *render_targets(summary.get("targets", [])),
         "Rates are the median over the rounds (higher is better); the spread is the lowest and "
         "highest round. *CPU µs per op* is the median CPU time (user + system) per operation "
         "of the measuring process, plus that of the child process it spawned (the server) "
         "where there is one; on a busy machine it is steadier than the rate. *vs SDK* "
         "divides by the reference SDK's median rate for the same measure and era (for stdio, "
         "the SDK client talking to the SDK server); *vs SDK, CPU* divides the SDK's CPU "
-        "per op by this one's (client and server together); *vs pipe limit* divides by "
-        "the unpinned pipe-echo rate of section 4. See benchmarks/README.md for what each "
-        "number means and what bounds it.",
+        "per op by this one's (client and server together); *vs limit* divides by "
+        "the physical limit of the transport: the unpinned pipe-echo rate of section 4 "
+        "for stdio, the h11-echo rate of section 8d for HTTP. See benchmarks/README.md "
+        "for what each number means and what bounds it.",
         "",
     ]
     rows = summary["throughput"]
@@ -503,7 +902,7 @@ def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
         out += [f"## {title}", ""]
         out.append(
             "| measure | implementation | era | rate (median) | µs per op | CPU µs per op "
-            f"| spread (min{DASH}max) | vs SDK | vs SDK, CPU | vs pipe limit |"
+            f"| spread (min{DASH}max) | vs SDK | vs SDK, CPU | vs limit |"
         )
         out.append("|---|---|---|--:|--:|--:|---|--:|--:|--:|")
         for r in members:
@@ -554,6 +953,8 @@ def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
                 f"{e['min'] * 1000:,.1f}{DASH}{e['max'] * 1000:,.1f} | {ratio} |"
             )
         out.append("")
+    out += render_payload([r for r in rows.values() if r["group"] == "payload"])
+    out += render_rss(summary.get("idle_rss", {}))
     mismatched = [
         r["id"]
         for r in rows.values()
@@ -572,18 +973,57 @@ def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
 # -- main ------------------------------------------------------------------------------
 
 
-def preflight() -> None:
+def _pip(python: str, *args: str) -> None:
+    progress(f"benchmarks: {python} -m pip install {' '.join(args)}")
+    subprocess.run([python, "-m", "pip", "install", "--quiet", *args], check=True)
+
+
+def _can_import(python: str, *modules: str) -> bool:
+    probe = "import importlib.util, sys; sys.exit(any(importlib.util.find_spec(m) is None "
+    probe += f"for m in {list(modules)!r}))"
+    env = dict(os.environ)
+    env.update(workloads.child_env())
+    return subprocess.run([python, "-c", probe], capture_output=True, env=env).returncode == 0
+
+
+def bootstrap(install: bool) -> None:
+    """Install what the benchmarks need and nothing more: the reference SDK (pinned in
+    ``requirements.txt``) into this interpreter if it is missing, and FastMCP into a
+    venv of its own under ``benchmarks/.venvs/`` (``requirements-fastmcp.txt``)."""
     missing = [
-        name
-        for name in ("mcpwire", "mcp", "anyio", "orjson")
-        if importlib.util.find_spec(name) is None
+        m for m in ("mcpwire", "anyio", "orjson", "h11") if not _can_import(sys.executable, m)
     ]
     if missing:
         sys.exit(
-            f"benchmarks: cannot import {', '.join(missing)} with {sys.executable}.\n"
-            "The benchmarks compare mcpwire with the reference MCP SDK (mcp==2.3.0); install both "
-            "first, from the repository root:\n\n    python -m pip install -e '.[test]'\n"
+            f"benchmarks: cannot import {', '.join(missing)} with {sys.executable}; install "
+            "mcpwire first, from the repository root:\n\n    python -m pip install -e .\n"
         )
+    if not _can_import(sys.executable, "mcp"):
+        if not install:
+            sys.exit("benchmarks: the reference SDK (mcp) is missing; run without --no-install")
+        _pip(sys.executable, "-r", str(HERE / "requirements.txt"))
+    fastmcp_python = workloads.python_for("fastmcp")
+    if Path(fastmcp_python).exists() and _can_import(fastmcp_python, "fastmcp", "mcp"):
+        return
+    if not install:
+        progress("benchmarks: no FastMCP venv (--no-install): the FastMCP rows will fail")
+        return
+    if not Path(fastmcp_python).exists():
+        progress(f"benchmarks: creating {workloads.FASTMCP_VENV}")
+        subprocess.run([sys.executable, "-m", "venv", str(workloads.FASTMCP_VENV)], check=True)
+    _pip(fastmcp_python, "-r", str(HERE / "requirements-fastmcp.txt"))
+
+
+def fastmcp_version() -> str:
+    python = workloads.python_for("fastmcp")
+    if not Path(python).exists():
+        return "not installed"
+    probe = "import importlib.metadata as m; print(m.version('fastmcp'), m.version('mcp'))"
+    done = subprocess.run([python, "-c", probe], capture_output=True, text=True)
+    if done.returncode:
+        return "not installed"
+    fastmcp, mcp = done.stdout.split()
+    return f"{fastmcp} (own venv, with mcp {mcp})"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -593,7 +1033,7 @@ def main(argv: list[str] | None = None) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--quick", action="store_true", help="fewer rounds and shorter runs (about 2 minutes)"
+        "--quick", action="store_true", help="fewer rounds and shorter runs (about 6 minutes)"
     )
     parser.add_argument("--out", type=Path, help="also write the report here (and NAME.json)")
     parser.add_argument(
@@ -609,12 +1049,23 @@ def main(argv: list[str] | None = None) -> None:
         "--no-startup", action="store_true", help="skip the cold start and import time measurements"
     )
     parser.add_argument("--list", action="store_true", help="list the workload ids and exit")
+    parser.add_argument(
+        "--no-install",
+        action="store_true",
+        help="install nothing (by default a missing reference SDK is installed, and FastMCP "
+        "into benchmarks/.venvs/fastmcp)",
+    )
+    parser.add_argument(
+        "--setup", action="store_true", help="only install what the benchmarks need, then exit"
+    )
     args = parser.parse_args(argv)
     if args.list:
         for c in CASES:
             print(f"{c.id:40} {c.measure}: {c.impl}")
         return
-    preflight()
+    bootstrap(not args.no_install)
+    if args.setup:
+        return
     profile = QUICK if args.quick else DEFAULT
     if args.rounds or args.target:
         profile = Profile(
@@ -622,6 +1073,8 @@ def main(argv: list[str] | None = None) -> None:
             args.target or profile.target,
             profile.calibrate,
             profile.startup_reps,
+            profile.rss_reps,
+            profile.rss_settle,
         )
     cases = [c for c in CASES if not args.filter or any(f in c.id for f in args.filter)]
     command = "python benchmarks/run.py" + " ".join(
@@ -662,11 +1115,13 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             for w in workers:
                 w.stop()
-    timings = (
-        []
-        if args.no_startup
-        else (progress("cold start and import time"), measure_startup(profile.startup_reps))[1]
-    )
+    timings: list[Timing] = []
+    memory: list[Timing] = []
+    if not args.no_startup:
+        progress("cold start and import time")
+        timings = measure_startup(profile.startup_reps)
+        progress("idle memory")
+        memory = measure_rss(profile.rss_reps, profile.rss_settle)
     meta = {
         "command": command.strip(),
         "profile": profile.__dict__,
@@ -674,7 +1129,7 @@ def main(argv: list[str] | None = None) -> None:
         "loadavg_end": _loadavg(),
         "wall_seconds": time.perf_counter() - started,
     }
-    summary = summarize(workers, timings)
+    summary = summarize(workers, timings, memory)
     report = render(meta, summary)
     print(report)
     outputs = {RESULTS / "latest.md"}

@@ -25,6 +25,7 @@ import contextlib
 import gc
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -40,6 +41,14 @@ MCPWIRE_SERVER = str(SERVERS / "mcpwire_echo.py")
 SDK_SERVER = str(SERVERS / "sdk_echo.py")
 PIPE_ECHO = str(SERVERS / "pipe_echo.py")
 PIPE_ECHO_ANYIO = str(SERVERS / "pipe_echo_anyio.py")
+FASTMCP_SERVER = str(SERVERS / "fastmcp_echo.py")
+H11_ECHO = str(SERVERS / "h11_echo.py")
+SERVER_SCRIPTS = {"mcpwire": MCPWIRE_SERVER, "sdk": SDK_SERVER, "fastmcp": FASTMCP_SERVER}
+#: Benchmark-only virtual environments (``run.py`` creates them; git-ignored).
+VENVS = HERE / ".venvs"
+#: FastMCP lives in a venv of its own, so its many dependencies never touch the
+#: environment mcpwire and the reference SDK are measured in.
+FASTMCP_VENV = VENVS / "fastmcp"
 
 #: Concurrent callers in the "32 concurrent" cases.
 CONCURRENCY = 32
@@ -70,6 +79,41 @@ INITIALIZE_LINE = (
     b'"capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}\n'
 )
 INITIALIZED_LINE = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+TOOLS_LIST_LINE = b'{"jsonrpc":"2.0","id":%d,"method":"tools/list"}\n'
+
+#: The same ``tools/call`` lines in three parts, so a large message can be written
+#: without copying it: ``CALL_HEAD % id``, the message, then the modern or legacy tail.
+CALL_HEAD = (
+    b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo",'
+    b'"arguments":{"message":"'
+)
+MODERN_TAIL = b'"' + REQUEST_LINE.split(b'"hello"', 1)[1].rstrip(b"\n")
+LEGACY_TAIL = b'"' + LEGACY_REQUEST_LINE.split(b'"hello"', 1)[1].rstrip(b"\n")
+assert CALL_HEAD % 1 + b"hello" + MODERN_TAIL + b"\n" == REQUEST_LINE % 1
+assert CALL_HEAD % 1 + b"hello" + LEGACY_TAIL + b"\n" == LEGACY_REQUEST_LINE % 1
+
+#: Payload cases: the echo argument's size in bytes (the result carries it twice, as
+#: ``content`` text and as ``structuredContent``).
+PAYLOADS = {"1MB": 1_000_000, "10MB": 10_000_000}
+#: Message size limit given to mcpwire's transports in the payload cases (the default,
+#: 16 MiB, is less than a 10 MB echo result).
+MAX_SIZE = 64 * 1024 * 1024
+HTTP_ACCEPT = "application/json, text/event-stream"
+
+
+def payload_text(size: int) -> str:
+    """An ASCII string of ``size`` characters (no JSON escaping needed)."""
+    unit = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_"
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def venv_python(venv: Path) -> Path:
+    return venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def python_for(impl: str) -> str:
+    """The interpreter that runs ``impl``'s workers and servers."""
+    return str(venv_python(FASTMCP_VENV)) if impl == "fastmcp" else sys.executable
 
 
 def child_env() -> dict[str, str]:
@@ -97,10 +141,21 @@ class Case:
     args: dict[str, Any] = field(default_factory=dict)
     #: Id of the reference SDK case this one is compared with.
     ref: str | None = None
-    #: Whether "share of the pipe-echo limit" applies (a round trip over a pipe).
-    over_pipe: bool = False
+    #: The physical limit this case is compared with: "pipe" (the pipe-echo rate),
+    #: "h11" (the h11-echo rate) or "" (none).
+    limit: str = ""
     #: Unit of one operation, for the report.
     unit: str = "calls/s"
+    #: Operations per run are a multiple of this (32 concurrent callers share them).
+    step: int = CONCURRENCY
+    #: Payload cases: the raw-client case with the same payload and transport.
+    raw_ref: str | None = None
+    #: "fastmcp": the worker runs in the FastMCP venv.
+    venv: str = ""
+
+    @property
+    def over_pipe(self) -> bool:
+        return self.limit == "pipe"
 
 
 def _cases() -> list[Case]:
@@ -139,6 +194,19 @@ def _cases() -> list[Case]:
                     ref=ref,
                 )
             )
+            out.append(
+                Case(
+                    f"inmem-fastmcp-{era}{sfx}",
+                    group,
+                    label,
+                    "FastMCP Client(FastMCP)",
+                    era,
+                    "client",
+                    {"client": "fastmcp", "server": "inproc", "mode": mode, "concurrency": conc},
+                    ref=ref,
+                    venv="fastmcp",
+                )
+            )
         if conc == 1:
             # The queue-based in-memory pair: a task switch per message, as the SDK's
             # legacy in-memory streams; with wire=True also a serialise/parse per message.
@@ -161,15 +229,22 @@ def _cases() -> list[Case]:
                     )
 
     # 2. stdio, every client/server pair, and 7. 32 concurrent callers (same-implementation pairs).
-    names = {"mcpwire": "mcpwire", "sdk": "SDK"}
+    names = {"mcpwire": "mcpwire", "sdk": "SDK", "fastmcp": "FastMCP"}
+    #: Same-implementation pairs first (they also run with 32 concurrent callers).
+    pairs = (
+        ("mcpwire", "mcpwire"),
+        ("sdk", "sdk"),
+        ("fastmcp", "fastmcp"),
+        ("sdk", "mcpwire"),
+        ("mcpwire", "sdk"),
+    )
     for conc, group, label in (
         (1, "stdio", "tools/call echo, stdio, sequential"),
         (CONCURRENCY, "stdio32", f"tools/call echo, stdio, {CONCURRENCY} concurrent"),
     ):
         sfx = "" if conc == 1 else f"-c{conc}"
-        pairs = (("mcpwire", "mcpwire"), ("sdk", "sdk"), ("sdk", "mcpwire"), ("mcpwire", "sdk"))
         for era, mode in eras:
-            for client, server in pairs if conc == 1 else pairs[:2]:
+            for client, server in pairs if conc == 1 else pairs[:3]:
                 out.append(
                     Case(
                         f"stdio-{client}-{server}-{era}{sfx}",
@@ -185,7 +260,98 @@ def _cases() -> list[Case]:
                             "concurrency": conc,
                         },
                         ref=f"stdio-sdk-sdk-{era}{sfx}",
-                        over_pipe=True,
+                        limit="pipe",
+                        venv="fastmcp" if client == "fastmcp" else "",
+                    )
+                )
+
+    # 8. streamable HTTP (the client's worker starts the server as a child process),
+    # every pair, 32 concurrent callers (same-implementation pairs), a raw client, and
+    # the h11-echo limit.
+    for conc, group, label in (
+        (1, "http", "tools/call echo, streamable HTTP, sequential"),
+        (CONCURRENCY, "http32", f"tools/call echo, streamable HTTP, {CONCURRENCY} concurrent"),
+    ):
+        sfx = "" if conc == 1 else f"-c{conc}"
+        for era, mode in eras:
+            for client, server in pairs if conc == 1 else pairs[:3]:
+                out.append(
+                    Case(
+                        f"http-{client}-{server}-{era}{sfx}",
+                        group,
+                        label,
+                        f"{names[client]} client → {names[server]} server",
+                        era,
+                        "client",
+                        {
+                            "client": client,
+                            "server": f"http-{server}",
+                            "mode": mode,
+                            "concurrency": conc,
+                        },
+                        ref=f"http-sdk-sdk-{era}{sfx}",
+                        limit="h11",
+                        venv="fastmcp" if client == "fastmcp" else "",
+                    )
+                )
+    for era in ("modern", "legacy"):
+        for server in ("mcpwire", "sdk", "fastmcp"):
+            out.append(
+                Case(
+                    f"http-raw-{server}-{era}",
+                    "httpraw",
+                    "tools/call echo, streamable HTTP, raw client",
+                    f"raw client → {names[server]} server",
+                    era,
+                    "raw_http",
+                    {"server": server, "era": era},
+                    ref=f"http-raw-sdk-{era}",
+                    limit="h11",
+                )
+            )
+    out.append(
+        Case(
+            "h11-echo",
+            "httplimit",
+            "HTTP/1.1 keep-alive POST echo, raw socket client",
+            "blocking h11 server, one connection (physical limit)",
+            "",
+            "h11_echo",
+            limit="h11",
+            unit="round trips/s",
+        )
+    )
+
+    # 9. payload scaling: one large string argument, echoed back.
+    for transport in ("stdio", "http"):
+        for size_name, size in PAYLOADS.items():
+            where = f"{transport}-{size_name}"
+            for who, impl in (
+                ("mcpwire", "mcpwire client → mcpwire server"),
+                ("sdk", "SDK client → SDK server"),
+                ("raw-mcpwire", "raw client → mcpwire server"),
+                ("raw-sdk", "raw client → SDK server"),
+            ):
+                raw = who.startswith("raw-")
+                server = who[4:] if raw else who
+                args: dict[str, Any] = {"payload": size}
+                if raw:
+                    args.update(server=server, era="modern")
+                else:
+                    args.update(client=who, server=f"{transport}-{who}", mode="auto", concurrency=1)
+                out.append(
+                    Case(
+                        f"payload-{where}-{who}",
+                        "payload",
+                        f"echo {size_name} argument, {transport}",
+                        impl,
+                        "modern",
+                        ("raw" if transport == "stdio" else "raw_http") if raw else "client",
+                        args,
+                        ref=f"payload-{where}-{'raw-sdk' if raw else 'sdk'}",
+                        unit="calls/s",
+                        step=1,
+                        raw_ref=f"payload-{where}-raw-{server}",
                     )
                 )
 
@@ -202,7 +368,7 @@ def _cases() -> list[Case]:
                     "raw",
                     {"server": server, "era": era},
                     ref=f"raw-sdk-{era}",
-                    over_pipe=True,
+                    limit="pipe",
                 )
             )
 
@@ -222,7 +388,7 @@ def _cases() -> list[Case]:
                 "",
                 "pipe",
                 {"pin": pin},
-                over_pipe=True,
+                limit="pipe",
                 unit="round trips/s",
             )
         )
@@ -234,7 +400,7 @@ def _cases() -> list[Case]:
             "anyio wait_readable + os.read/os.write, both ends, unpinned",
             "",
             "pipe_anyio",
-            over_pipe=True,
+            limit="pipe",
             unit="round trips/s",
         )
     )
@@ -342,15 +508,32 @@ class SyncRunner(Runner):
 # -- factories -----------------------------------------------------------------------
 
 
-def _check(text: object) -> None:
-    if text != MESSAGE:
-        raise RuntimeError(f"echo returned {text!r}, expected {MESSAGE!r}")
+def _check(text: object, expected: str = MESSAGE) -> None:
+    if text != expected:
+        shown = f"{text!r}"[:80] if text is not None else "None"
+        raise RuntimeError(f"echo returned {shown}, expected {expected[:40]!r} ({len(expected)})")
 
 
 async def setup_client(
-    stack: contextlib.AsyncExitStack, *, client: str, server: str, mode: str, concurrency: int
+    stack: contextlib.AsyncExitStack,
+    *,
+    client: str,
+    server: str,
+    mode: str,
+    concurrency: int,
+    payload: int = 0,
 ) -> Runner:
-    """An MCP client (mcpwire or SDK) against an in-process or stdio server."""
+    """An MCP client (mcpwire, SDK or FastMCP) against an in-process, stdio or HTTP server."""
+    kind, _, impl = server.partition("-")
+    url = ""
+    if kind == "http":
+        child = HTTPChild([python_for(impl), SERVER_SCRIPTS[impl], "http"])
+        stack.callback(child.close)
+        child.wait_ready()
+        url = f"http://127.0.0.1:{child.port}/mcp"
+    script = SERVER_SCRIPTS.get(impl, "")
+    args = {"message": payload_text(payload)} if payload else ARGS
+    expected = args["message"]
     if client == "mcpwire":
         from mcpwire import Client
 
@@ -369,20 +552,43 @@ async def setup_client(
             stack.callback(tg.cancel_scope.cancel)  # runs before the group exits
             tg.start_soon(target.serve, server_end)
             c = await stack.enter_async_context(Client(client_end, mode=mode))
+        elif kind == "http":
+            options: dict[str, Any] = {}
+            if payload:
+                from mcpwire.sansio import Limits
+
+                options = {
+                    "max_body_size": MAX_SIZE,
+                    "max_event_size": MAX_SIZE,
+                    "limits": Limits(max_size=MAX_SIZE),
+                }
+            c = await stack.enter_async_context(Client.http(url, mode=mode, **options))
+        elif payload:
+            from mcpwire import StdioClientTransport
+            from mcpwire.sansio import Limits
+
+            def spawn() -> StdioClientTransport:
+                return StdioClientTransport(
+                    sys.executable,
+                    [script],
+                    env=child_env(),  # type: ignore[arg-type]
+                    limits=Limits(max_size=MAX_SIZE),
+                )
+
+            c = await stack.enter_async_context(Client(spawn, mode=mode))
         else:
-            script = MCPWIRE_SERVER if server == "stdio-mcpwire" else SDK_SERVER
             c = await stack.enter_async_context(
-                Client.stdio(sys.executable, [script], env=child_env(), mode=mode)
-            )  # type: ignore[arg-type]
+                Client.stdio(sys.executable, [script], env=child_env(), mode=mode)  # type: ignore[arg-type]
+            )
         await c.list_tools()
-        result = await c.call_tool("echo", ARGS)
-        _check(result.text)
+        result = await c.call_tool("echo", args)
+        _check(result.text, expected)
 
         def call() -> Awaitable[object]:
-            return c.call_tool("echo", ARGS)
+            return c.call_tool("echo", args)
 
         info = {"protocol_version": c.protocol_version}
-    else:
+    elif client == "sdk":
         from mcp import Client as SDKClient
         from mcp import StdioServerParameters
 
@@ -390,19 +596,43 @@ async def setup_client(
             from servers.sdk_echo import server as target
 
             sc = await stack.enter_async_context(SDKClient(target, mode=mode))
+        elif kind == "http":
+            sc = await stack.enter_async_context(SDKClient(url, mode=mode))
         else:
-            script = MCPWIRE_SERVER if server == "stdio-mcpwire" else SDK_SERVER
             params = StdioServerParameters(command=sys.executable, args=[script], env=child_env())
             sc = await stack.enter_async_context(SDKClient(params, mode=mode))
         await sc.list_tools()
-        sresult = await sc.call_tool("echo", ARGS)
-        _check(getattr(sresult.content[0], "text", None))
+        sresult = await sc.call_tool("echo", args)
+        _check(getattr(sresult.content[0], "text", None), expected)
 
         def call() -> Awaitable[object]:
-            return sc.call_tool("echo", ARGS)
+            return sc.call_tool("echo", args)
 
         info = {"protocol_version": sc.protocol_version}
-    for _ in range(20):  # warm caches and lazy imports
+    else:
+        from fastmcp import Client as FastMCPClient
+
+        if server == "inproc":
+            from servers.fastmcp_echo import server as ftarget
+
+            fc = FastMCPClient(ftarget, mode=mode)
+        elif kind == "http":
+            fc = FastMCPClient(url, mode=mode)
+        else:
+            from fastmcp.client.transports import PythonStdioTransport
+
+            transport = PythonStdioTransport(script, env=child_env(), python_cmd=sys.executable)
+            fc = FastMCPClient(transport, mode=mode)
+        fc = await stack.enter_async_context(fc)
+        await fc.list_tools()
+        fresult = await fc.call_tool("echo", args)
+        _check(getattr(fresult.content[0], "text", None), expected)
+
+        def call() -> Awaitable[object]:
+            return fc.call_tool("echo", args)
+
+        info = {"protocol_version": fc.protocol_version}
+    for _ in range(2 if payload else 20):  # warm caches and lazy imports
         await call()
     return CallRunner(call, concurrency, info)
 
@@ -438,6 +668,26 @@ class LineChild:
                 raise EOFError(f"{self.proc.args!r} closed its stdout")
             buf += chunk
 
+    def readline_large(self) -> bytearray:
+        """``readline`` for long lines: reads into one growing buffer (no per-chunk
+        allocation, no re-copying), searching only the bytes just read."""
+        out = bytearray(max(1 << 22, 2 * len(self.buf)))
+        out[: len(self.buf)] = self.buf
+        got, start = len(self.buf), 0
+        while True:
+            i = out.find(b"\n", start, got)
+            if i >= 0:
+                self.buf = bytes(out[i + 1 : got])
+                del out[i:]
+                return out
+            start = got
+            if got == len(out):
+                out.extend(bytes(len(out)))
+            k = os.readv(self.rfd, [memoryview(out)[got:]])
+            if not k:
+                raise EOFError(f"{self.proc.args!r} closed its stdout")
+            got += k
+
     def close(self) -> None:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.close()
@@ -458,17 +708,23 @@ def raw_handshake(child: LineChild, era: str) -> None:
         child.send(INITIALIZED_LINE)
 
 
-async def setup_raw(stack: contextlib.AsyncExitStack, *, server: str, era: str) -> Runner:
+def _result_text(answer: dict[str, Any]) -> object:
+    return answer.get("result", {}).get("content", [{}])[0].get("text")
+
+
+async def setup_raw(
+    stack: contextlib.AsyncExitStack, *, server: str, era: str, payload: int = 0
+) -> Runner:
     """Section 3: a framework-free client loop against a server child process."""
-    script = MCPWIRE_SERVER if server == "mcpwire" else SDK_SERVER
-    child = LineChild([sys.executable, script])
+    child = LineChild([python_for(server), SERVER_SCRIPTS[server]])
     stack.callback(child.close)
     raw_handshake(child, era)
+    info = {"protocol_version": MODERN if era == "modern" else LEGACY}
+    if payload:
+        return _raw_payload_runner(child, era, payload, info)
     template = REQUEST_LINE if era == "modern" else LEGACY_REQUEST_LINE
     child.send(template % 1)
-    answer = json.loads(child.readline())
-    text = answer.get("result", {}).get("content", [{}])[0].get("text")
-    _check(text)
+    _check(_result_text(json.loads(child.readline())))
     counter = [2]
     send, readline = child.send, child.readline
 
@@ -483,7 +739,289 @@ async def setup_raw(stack: contextlib.AsyncExitStack, *, server: str, era: str) 
         return elapsed
 
     loop(200)
+    return SyncRunner(loop, info)
+
+
+def _raw_payload_runner(child: LineChild, era: str, size: int, info: dict[str, Any]) -> Runner:
+    """The raw stdio client with a large message: written in three parts, no copies."""
+    message = payload_text(size)
+    body = message.encode()
+    tail = (MODERN_TAIL if era == "modern" else LEGACY_TAIL) + b"\n"
+    send, readline = child.send, child.readline_large
+    counter = [1]
+
+    def exchange() -> bytes:
+        send(CALL_HEAD % counter[0])
+        send(body)
+        send(tail)
+        counter[0] += 1
+        return readline()
+
+    _check(_result_text(json.loads(exchange())), message)
+
+    def loop(n: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            exchange()
+        return time.perf_counter() - t0
+
+    loop(1)
+    return SyncRunner(loop, info)
+
+
+# -- HTTP: server children, a raw client, the h11-echo limit ---------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class HTTPChild:
+    """A server child process listening on a free port: ``argv + [PORT]``."""
+
+    def __init__(self, argv: list[str], *, stderr: Any = None) -> None:
+        env = dict(os.environ)
+        env.update(child_env())
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            [*argv, str(self.port)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=env,
+        )
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.proc.args!r} exited ({self.proc.returncode})")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.proc.args!r} did not listen within {timeout} s")
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class RawHTTP:
+    """A framework-free HTTP/1.1 keep-alive client on a plain blocking socket.
+
+    ``post`` writes one POST (a pre-built head, then the body) and reads the
+    response: the status line and headers, then a ``Content-Length`` body or a
+    chunked one, as it comes (no SSE parsing: ``decode`` does that, off the clock).
+    """
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def reconnect_if_closed(self) -> None:
+        """Open a new connection if the server closed the idle one (uvicorn does after
+        5 s); a legacy session outlives its connections. Called before each timed run."""
+        import select
+
+        readable, _, _ = select.select([self.sock], [], [], 0)
+        if readable and not self.sock.recv(1, socket.MSG_PEEK):
+            self.sock.close()
+            self.sock = socket.create_connection(("127.0.0.1", self.port))
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.buf = b""
+
+    def head(self, headers: list[tuple[str, str]]) -> bytes:
+        """The request head up to (not including) the Content-Length line."""
+        lines = [
+            "POST /mcp HTTP/1.1",
+            f"Host: 127.0.0.1:{self.port}",
+            "Content-Type: application/json",
+            f"Accept: {HTTP_ACCEPT}",
+            *(f"{k}: {v}" for k, v in headers),
+            "",
+        ]
+        return "\r\n".join(lines).encode("ascii")
+
+    def send(self, head: bytes, parts: list[bytes]) -> None:
+        size = sum(len(p) for p in parts)
+        first = head + b"Content-Length: %d\r\n\r\n" % size
+        if size < 65536:
+            self.sock.sendall(first + b"".join(parts))
+        else:
+            self.sock.sendall(first)
+            for part in parts:
+                self.sock.sendall(part)
+
+    def post(
+        self, head: bytes, parts: list[bytes]
+    ) -> tuple[int, dict[str, str], bytes | bytearray]:
+        self.send(head, parts)
+        return self.response()
+
+    def _fill(self, buf: bytes) -> bytes:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise EOFError("the server closed the connection")
+        return buf + chunk
+
+    def _exact(self, buf: bytes, n: int) -> tuple[bytes | bytearray, bytes]:
+        if len(buf) >= n:
+            return buf[:n], buf[n:]
+        out = bytearray(n)
+        out[: len(buf)] = buf
+        view, got = memoryview(out), len(buf)
+        while got < n:
+            k = self.sock.recv_into(view[got:], n - got)
+            if not k:
+                raise EOFError("the server closed the connection")
+            got += k
+        return out, b""
+
+    def response(self) -> tuple[int, dict[str, str], bytes | bytearray]:
+        buf = self.buf
+        while (end := buf.find(b"\r\n\r\n")) < 0:
+            buf = self._fill(buf)
+        lines = buf[:end].decode("latin-1").split("\r\n")
+        buf = buf[end + 4 :]
+        status = int(lines[0].split(" ", 2)[1])
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        body: bytes | bytearray = b""
+        if "content-length" in headers:
+            body, buf = self._exact(buf, int(headers["content-length"]))
+        elif headers.get("transfer-encoding", "").lower() == "chunked":
+            parts: list[bytes | bytearray] = []
+            while True:
+                while (i := buf.find(b"\r\n")) < 0:
+                    buf = self._fill(buf)
+                size = int(buf[:i].split(b";", 1)[0], 16)
+                buf = buf[i + 2 :]
+                if size == 0:  # no trailers expected: the last CRLF
+                    while len(buf) < 2:
+                        buf = self._fill(buf)
+                    buf = buf[2:]
+                    break
+                data, buf = self._exact(buf, size + 2)
+                parts.append(data[:-2])
+            body = parts[0] if len(parts) == 1 else b"".join(parts)
+        elif status >= 200 and status not in (204, 304):
+            raise RuntimeError(f"HTTP {status} without a length: not supported here")
+        self.buf = buf
+        return status, headers, body
+
+    @staticmethod
+    def decode(headers: dict[str, str], body: bytes | bytearray) -> dict[str, Any]:
+        """The JSON-RPC response in a JSON or SSE body (the last ``data`` with an id)."""
+        if headers.get("content-type", "").startswith("text/event-stream"):
+            found: dict[str, Any] = {}
+            for event in bytes(body).replace(b"\r\n", b"\n").split(b"\n\n"):
+                lines = event.split(b"\n")
+                data = b"\n".join(x[5:].lstrip(b" ") for x in lines if x.startswith(b"data:"))
+                if data.strip():
+                    message = json.loads(data)
+                    if "id" in message:
+                        found = message
+            return found
+        answer: dict[str, Any] = json.loads(body)
+        return answer
+
+
+def http_handshake(raw: RawHTTP, era: str) -> list[tuple[str, str]]:
+    """The headers every tools/call carries: modern routing headers, or (legacy) the
+    session from an ``initialize`` and ``notifications/initialized``."""
+    if era == "modern":
+        return [
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "echo"),
+            ("MCP-Protocol-Version", MODERN),
+        ]
+    status, headers, body = raw.post(raw.head([]), [INITIALIZE_LINE.rstrip()])
+    answer = RawHTTP.decode(headers, body)
+    session = headers.get("mcp-session-id")
+    if status != 200 or "result" not in answer or not session:
+        raise RuntimeError(f"initialize failed: HTTP {status}, {answer!r}")
+    hdrs = [("Mcp-Session-Id", session), ("MCP-Protocol-Version", LEGACY)]
+    status, _, body = raw.post(raw.head(hdrs), [INITIALIZED_LINE.rstrip()])
+    if status != 202:
+        raise RuntimeError(f"notifications/initialized: HTTP {status} {bytes(body)[:200]!r}")
+    return hdrs
+
+
+async def setup_raw_http(
+    stack: contextlib.AsyncExitStack, *, server: str, era: str, payload: int = 0
+) -> Runner:
+    """Section 8: a framework-free HTTP client loop against a server child process."""
+    child = HTTPChild([python_for(server), SERVER_SCRIPTS[server], "http"])
+    stack.callback(child.close)
+    child.wait_ready()
+    raw = RawHTTP(child.port)
+    stack.callback(raw.close)
+    head = raw.head(http_handshake(raw, era))
+    message = payload_text(payload) if payload else MESSAGE
+    body = message.encode()
+    tail = MODERN_TAIL if era == "modern" else LEGACY_TAIL
+    post = raw.post
+    status, headers, answer = post(head, [CALL_HEAD % 1, body, tail])
+    if status != 200:
+        raise RuntimeError(f"tools/call: HTTP {status} {bytes(answer)[:200]!r}")
+    _check(_result_text(RawHTTP.decode(headers, answer)), message)
+    counter = [2]
+
+    def loop(n: int) -> float:
+        raw.reconnect_if_closed()
+        first = counter[0]
+        t0 = time.perf_counter()
+        for i in range(first, first + n):
+            post(head, [CALL_HEAD % i, body, tail])
+        elapsed = time.perf_counter() - t0
+        counter[0] = first + n
+        return elapsed
+
+    loop(1 if payload else 200)
     return SyncRunner(loop, {"protocol_version": MODERN if era == "modern" else LEGACY})
+
+
+async def setup_h11_echo(stack: contextlib.AsyncExitStack) -> Runner:
+    """Section 8, the limit: the raw client's modern POST against a bare h11 echo server."""
+    child = HTTPChild([sys.executable, H11_ECHO])
+    stack.callback(child.close)
+    child.wait_ready()
+    raw = RawHTTP(child.port)
+    stack.callback(raw.close)
+    head = raw.head(http_handshake(raw, "modern"))
+    line = REQUEST_LINE.rstrip() % 1
+    status, _, answer = raw.post(head, [line])
+    if status != 200 or answer != line:
+        raise RuntimeError(f"h11 echo: HTTP {status} {bytes(answer)[:200]!r}")
+    post = raw.post
+
+    def loop(n: int) -> float:
+        raw.reconnect_if_closed()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            post(head, [line])
+        return time.perf_counter() - t0
+
+    loop(200)
+    return SyncRunner(loop, {"request_bytes": len(line)})
 
 
 async def setup_pipe(stack: contextlib.AsyncExitStack, *, pin: str) -> Runner:
@@ -619,6 +1157,8 @@ async def setup_codec_mcpwire(stack: contextlib.AsyncExitStack) -> Runner:
 FACTORIES: dict[str, Callable[..., Awaitable[Runner]]] = {
     "client": setup_client,
     "raw": setup_raw,
+    "raw_http": setup_raw_http,
+    "h11_echo": setup_h11_echo,
     "pipe": setup_pipe,
     "pipe_anyio": setup_pipe_anyio,
     "session_ping": setup_session_ping,
@@ -704,7 +1244,7 @@ async def _serve(case: Case, control: _Control) -> None:
             cmd, _, arg = line.partition(" ")
             try:
                 if cmd == "calibrate":
-                    budget, done, spent, batch = float(arg), 0, 0.0, 32
+                    budget, done, spent, batch = float(arg), 0, 0.0, case.step
                     last = (batch, 1.0)
                     while spent < budget:
                         elapsed = await runner.run(batch)
