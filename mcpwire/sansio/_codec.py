@@ -26,6 +26,7 @@ JSON-RPC code for the reply (-32700 for undecodable text, -32600 for limits).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 import orjson
 
@@ -176,6 +177,46 @@ def _depth_exceeds(value: JSONValue, limit: int) -> bool:
     return False
 
 
+# Past this size a message is surveyed by walking its parsed value (cost per
+# item) rather than by scanning its text (cost per byte): a 20 MB message of a
+# few long strings is a handful of items. A value with more items than the
+# budget falls back to the text scans, which are then the cheaper of the two.
+_WALK_FROM = 1 << 16
+_WALK_BUDGET = 20_000
+# orjson decodes an integer literal outside [-2**63, 2**64) as a float, so a
+# parsed value can only hide one behind a float this large in magnitude.
+_WIDE = float(2**63)
+
+
+def _survey(value: JSONValue, limit: int) -> tuple[bool, bool] | None:
+    """``(nested deeper than limit, may hide a wide integer)``, or ``None`` when
+    ``value`` holds more than ``_WALK_BUDGET`` items."""
+    budget = _WALK_BUDGET
+    wide = False
+    stack: list[tuple[JSONValue, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children: Collection[JSONValue]
+        if type(item) is dict:
+            children = item.values()
+        elif type(item) is list:
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True, wide
+        budget -= len(children)
+        if budget < 0:
+            return None
+        for child in children:
+            kind = type(child)
+            if kind is dict or kind is list:
+                stack.append((child, depth + 1))
+            elif kind is float and not -_WIDE < child < _WIDE:  # type: ignore[operator]
+                wide = True
+    return False, wide
+
+
 def loads(data: bytes | bytearray | memoryview | str, limits: Limits = DEFAULT_LIMITS) -> JSONValue:
     """Decode one JSON value, enforcing ``limits``.
 
@@ -194,6 +235,15 @@ def loads(data: bytes | bytearray | memoryview | str, limits: Limits = DEFAULT_L
         value: JSONValue = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise NotJSON(f"invalid JSON: {exc}") from None
+    if size > _WALK_FROM and isinstance(value, (dict, list)):
+        survey = _survey(value, limits.max_depth)
+        if survey is not None:
+            deep, wide = survey
+            if deep:
+                raise MessageTooDeep(limits.max_depth)
+            if wide and _has_wide_int(data):
+                raise NotJSON("invalid JSON: an integer does not fit in 64 bits")
+            return value
     if (
         isinstance(value, (dict, list))
         # Nesting needs an opening bracket per level: count them (C speed) first.

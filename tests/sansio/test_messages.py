@@ -558,6 +558,43 @@ def test_integers_beyond_64_bit_are_a_parse_error(frame: bytes) -> None:
     assert_invalid(parse(frame), PARSE_ERROR)
 
 
+PAD = "y" * 70_000  # over the size from which loads() surveys the parsed value
+
+
+@pytest.mark.parametrize("pad", ["", PAD], ids=["small", "large"])
+@pytest.mark.parametrize(
+    "where",
+    [
+        '{"n":123456789012345678901234567890}',
+        '{"list":[1,2,-9223372036854775809]}',
+        '{"deep":[[[[18446744073709551616]]]]}',
+    ],
+)
+def test_wide_integers_are_refused_in_small_and_large_messages(pad: str, where: str) -> None:
+    # Both paths (text scans for small messages, a walk of the parsed value for
+    # large ones) refuse them; the decoy float 1e30 alone is fine in both.
+    frame = f'{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"pad":"{pad}","x":{where}}}}}'
+    assert_invalid(parse(frame.encode()), PARSE_ERROR)
+    decoy = f'{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"pad":"{pad}","f":1e30}}}}'
+    assert parse(decoy.encode()) == Request(1, "m", {"pad": pad, "f": 1e30})
+
+
+@pytest.mark.parametrize("items", [10, 30_000], ids=["few-items", "over-the-walk-budget"])
+def test_large_messages_keep_the_depth_limit(items: int) -> None:
+    # 65 levels inside a large message, with few or many items beside them.
+    filler = ",".join(["0"] * items)
+    frame = f'{{"pad":"{PAD}","a":[{filler}],"d":{"[" * 64}{"]" * 64}}}'
+    with pytest.raises(MessageTooDeep):
+        loads(frame.encode())
+    assert loads(frame.replace("[" * 64, "[" * 63, 1).replace("]" * 64, "]" * 63, 1).encode())
+
+
+@given(value=json_values)
+def test_large_and_small_paths_agree(value: Any) -> None:
+    data = json.dumps({"pad": PAD, "v": value}).encode()
+    assert loads(data) == json.loads(data)
+
+
 def test_64_bit_integers_survive() -> None:
     frame = req(params={"max": 2**63 - 1, "min": -(2**63)})
     item = parse(frame)
