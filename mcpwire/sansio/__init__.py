@@ -5,6 +5,8 @@ asyncio, sockets, threads or clocks, so it can be driven from any I/O model:
 another event loop, threads, a synchronous program, a test with no I/O at all.
 """
 
+from typing import TYPE_CHECKING
+
 from ._codec import DEFAULT_MAX_DEPTH as DEFAULT_MAX_DEPTH
 from ._codec import DEFAULT_MAX_MESSAGE_SIZE as DEFAULT_MAX_MESSAGE_SIZE
 from ._codec import CodecError as CodecError
@@ -14,33 +16,6 @@ from ._codec import MessageTooLarge as MessageTooLarge
 from ._codec import NotJSON as NotJSON
 from ._codec import dumps as dumps
 from ._codec import loads as loads
-from ._http import LAST_EVENT_ID as LAST_EVENT_ID
-from ._http import LOOPBACK_HOSTS as LOOPBACK_HOSTS
-from ._http import LOOPBACK_ORIGINS as LOOPBACK_ORIGINS
-from ._http import MCP_METHOD as MCP_METHOD
-from ._http import MCP_NAME as MCP_NAME
-from ._http import MCP_PARAM_PREFIX as MCP_PARAM_PREFIX
-from ._http import MCP_PROTOCOL_VERSION as MCP_PROTOCOL_VERSION
-from ._http import MCP_SESSION_ID as MCP_SESSION_ID
-from ._http import NAME_BEARING_METHODS as NAME_BEARING_METHODS
-from ._http import MediaType as MediaType
-from ._http import accepts as accepts
-from ._http import decode_header_value as decode_header_value
-from ._http import duplicated_headers as duplicated_headers
-from ._http import encode_header_value as encode_header_value
-from ._http import host_allowed as host_allowed
-from ._http import http_status_for_error as http_status_for_error
-from ._http import invalid_x_mcp_header as invalid_x_mcp_header
-from ._http import is_json_media_type as is_json_media_type
-from ._http import is_loopback as is_loopback
-from ._http import is_token as is_token
-from ._http import origin_allowed as origin_allowed
-from ._http import param_header_mismatch as param_header_mismatch
-from ._http import parse_accept as parse_accept
-from ._http import parse_media_type as parse_media_type
-from ._http import routing_header_mismatch as routing_header_mismatch
-from ._http import split_host as split_host
-from ._http import x_mcp_headers as x_mcp_headers
 from ._json import JSONArray as JSONArray
 from ._json import JSONObject as JSONObject
 from ._json import JSONValue as JSONValue
@@ -74,19 +49,100 @@ from ._rpc import InState as InState
 from ._rpc import Outgoing as Outgoing
 from ._rpc import OutState as OutState
 from ._rpc import RPCState as RPCState
-from ._sse import DEFAULT_MAX_EVENT_SIZE as DEFAULT_MAX_EVENT_SIZE
-from ._sse import SSEDecoder as SSEDecoder
-from ._sse import SSEEvent as SSEEvent
-from ._sse import SSEEventTooLarge as SSEEventTooLarge
-from ._sse import encode_comment as encode_comment
-from ._sse import encode_event as encode_event
-from ._sse import encode_priming as encode_priming
-from ._sse import encode_retry as encode_retry
 from ._state import REQUEST_GATE as REQUEST_GATE
 from ._state import Lifecycle as Lifecycle
 from ._state import LifecycleInput as LifecycleInput
 from ._state import LifecycleState as LifecycleState
 from ._state import RequestKind as RequestKind
+
+# The HTTP header rules and the SSE codec load on first use: a stdio program
+# never pays for them (they pull in ipaddress and their own tables).
+_LAZY = {
+    "LAST_EVENT_ID": "_http",
+    "LOOPBACK_HOSTS": "_http",
+    "LOOPBACK_ORIGINS": "_http",
+    "MCP_METHOD": "_http",
+    "MCP_NAME": "_http",
+    "MCP_PARAM_PREFIX": "_http",
+    "MCP_PROTOCOL_VERSION": "_http",
+    "MCP_SESSION_ID": "_http",
+    "NAME_BEARING_METHODS": "_http",
+    "MediaType": "_http",
+    "accepts": "_http",
+    "decode_header_value": "_http",
+    "duplicated_headers": "_http",
+    "encode_header_value": "_http",
+    "host_allowed": "_http",
+    "http_status_for_error": "_http",
+    "invalid_x_mcp_header": "_http",
+    "is_json_media_type": "_http",
+    "is_loopback": "_http",
+    "is_token": "_http",
+    "origin_allowed": "_http",
+    "param_header_mismatch": "_http",
+    "parse_accept": "_http",
+    "parse_media_type": "_http",
+    "routing_header_mismatch": "_http",
+    "split_host": "_http",
+    "x_mcp_headers": "_http",
+    "DEFAULT_MAX_EVENT_SIZE": "_sse",
+    "SSEDecoder": "_sse",
+    "SSEEvent": "_sse",
+    "SSEEventTooLarge": "_sse",
+    "encode_comment": "_sse",
+    "encode_event": "_sse",
+    "encode_priming": "_sse",
+    "encode_retry": "_sse",
+}
+
+if TYPE_CHECKING:
+    from ._http import LAST_EVENT_ID as LAST_EVENT_ID
+    from ._http import LOOPBACK_HOSTS as LOOPBACK_HOSTS
+    from ._http import LOOPBACK_ORIGINS as LOOPBACK_ORIGINS
+    from ._http import MCP_METHOD as MCP_METHOD
+    from ._http import MCP_NAME as MCP_NAME
+    from ._http import MCP_PARAM_PREFIX as MCP_PARAM_PREFIX
+    from ._http import MCP_PROTOCOL_VERSION as MCP_PROTOCOL_VERSION
+    from ._http import MCP_SESSION_ID as MCP_SESSION_ID
+    from ._http import NAME_BEARING_METHODS as NAME_BEARING_METHODS
+    from ._http import MediaType as MediaType
+    from ._http import accepts as accepts
+    from ._http import decode_header_value as decode_header_value
+    from ._http import duplicated_headers as duplicated_headers
+    from ._http import encode_header_value as encode_header_value
+    from ._http import host_allowed as host_allowed
+    from ._http import http_status_for_error as http_status_for_error
+    from ._http import invalid_x_mcp_header as invalid_x_mcp_header
+    from ._http import is_json_media_type as is_json_media_type
+    from ._http import is_loopback as is_loopback
+    from ._http import is_token as is_token
+    from ._http import origin_allowed as origin_allowed
+    from ._http import param_header_mismatch as param_header_mismatch
+    from ._http import parse_accept as parse_accept
+    from ._http import parse_media_type as parse_media_type
+    from ._http import routing_header_mismatch as routing_header_mismatch
+    from ._http import split_host as split_host
+    from ._http import x_mcp_headers as x_mcp_headers
+    from ._sse import DEFAULT_MAX_EVENT_SIZE as DEFAULT_MAX_EVENT_SIZE
+    from ._sse import SSEDecoder as SSEDecoder
+    from ._sse import SSEEvent as SSEEvent
+    from ._sse import SSEEventTooLarge as SSEEventTooLarge
+    from ._sse import encode_comment as encode_comment
+    from ._sse import encode_event as encode_event
+    from ._sse import encode_priming as encode_priming
+    from ._sse import encode_retry as encode_retry
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = (
     "DEFAULT_MAX_DEPTH",
