@@ -198,10 +198,7 @@ class _Sender:
         self._lock = anyio.Lock()
 
     async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
-        if isinstance(message, list):
-            data = m.serialize_batch(message) + b"\n"
-        else:
-            data = m.serialize(message) + b"\n"
+        data = m.serialize_line(message)
         lock = self._lock
         try:
             # Uncontended (the common case): no scheduling point before the write,

@@ -36,6 +36,7 @@ from ._messages import is_request_id as is_request_id
 from ._messages import parse as parse
 from ._messages import serialize as serialize
 from ._messages import serialize_batch as serialize_batch
+from ._messages import serialize_line as serialize_line
 from ._messages import to_json as to_json
 from ._ndjson import DEFAULT_MAX_LINE as DEFAULT_MAX_LINE
 from ._ndjson import LineTooLong as LineTooLong
@@ -224,6 +225,7 @@ __all__ = (
     "routing_header_mismatch",
     "serialize",
     "serialize_batch",
+    "serialize_line",
     "split_host",
     "to_json",
     "x_mcp_headers",

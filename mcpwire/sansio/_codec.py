@@ -42,6 +42,7 @@ __all__ = (
     "MessageTooLarge",
     "NotJSON",
     "dumps",
+    "dumps_line",
     "loads",
 )
 
@@ -263,3 +264,8 @@ def dumps(value: object) -> bytes:
     framed by newlines as the stdio transport requires.
     """
     return orjson.dumps(value)
+
+
+def dumps_line(value: object) -> bytes:
+    """``dumps(value)`` followed by ``\n``, written in one buffer (no copy to append it)."""
+    return orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE)

@@ -56,6 +56,7 @@ __all__ = (
     "parse",
     "serialize",
     "serialize_batch",
+    "serialize_line",
     "to_json",
 )
 
@@ -346,3 +347,10 @@ def serialize(message: Message) -> bytes:
 
 def serialize_batch(messages: list[Message]) -> bytes:
     return _codec.dumps([to_json(m) for m in messages])
+
+
+def serialize_line(message: Message | list[Message]) -> bytes:
+    """One ndjson frame for ``message`` (or a batch): its JSON and ``\n``."""
+    if isinstance(message, list):
+        return _codec.dumps_line([to_json(m) for m in message])
+    return _codec.dumps_line(to_json(message))

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 from strategies import json_values, messages, requests
 
 from mcpwire.sansio import (
@@ -38,6 +39,7 @@ from mcpwire.sansio import (
     parse,
     serialize,
     serialize_batch,
+    serialize_line,
     to_json,
 )
 
@@ -81,6 +83,14 @@ def test_serialize_never_contains_a_newline(message: Any) -> None:
     data = serialize(message)
     assert b"\n" not in data
     assert b"\r" not in data
+
+
+@given(st.lists(messages, min_size=1, max_size=3), st.booleans())
+def test_serialize_line_is_one_frame(batch: list[Any], as_batch: bool) -> None:
+    item = batch if as_batch else batch[0]
+    line = serialize_line(item)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert line[:-1] == (serialize_batch(batch) if as_batch else serialize(batch[0]))
 
 
 @given(requests)
