@@ -845,7 +845,15 @@ def render_rss(rss: dict[str, dict[str, Any]]) -> list[str]:
         f"| measure | implementation | RSS MB (median) | spread (min{DASH}max) | SDK ÷ this |",
         "|---|---|--:|---|--:|",
     ]
-    for key, e in rss.items():
+    out += _lower_is_better_rows(rss, 1.0, ".1f")
+    out.append("")
+    return out
+
+
+def _lower_is_better_rows(entries: dict[str, Any], scale: float, fmt: str) -> list[str]:
+    """Table rows for one-shot measures (RSS, start times): median, spread, SDK ÷ this."""
+    out: list[str] = []
+    for key, e in entries.items():
         if "median" not in e:
             out.append(f"| {e['measure']} | {e['impl']} | failed: {e['error']} | | |")
             continue
@@ -854,11 +862,8 @@ def render_rss(rss: dict[str, dict[str, Any]]) -> list[str]:
             if "sdk_over_this" in e
             else ("ref." if e["ref"] == key else DASH)
         )
-        out.append(
-            f"| {e['measure']} | {e['impl']} | {e['median']:.1f} | "
-            f"{e['min']:.1f}{DASH}{e['max']:.1f} | {ratio} |"
-        )
-    out.append("")
+        lo, mid, hi = (format(e[k] * scale, fmt) for k in ("min", "median", "max"))
+        out.append(f"| {e['measure']} | {e['impl']} | {mid} | {lo}{DASH}{hi} | {ratio} |")
     return out
 
 
@@ -939,19 +944,7 @@ def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
             f"| measure | implementation | median ms | spread (min{DASH}max) | SDK \u00f7 this |"
         )
         out.append("|---|---|--:|---|--:|")
-        for key, e in startup.items():
-            if "median" not in e:
-                out.append(f"| {e['measure']} | {e['impl']} | failed: {e['error']} | | |")
-                continue
-            ratio = (
-                _ratio(e["sdk_over_this"])
-                if "sdk_over_this" in e
-                else ("ref." if e["ref"] == key else DASH)
-            )
-            out.append(
-                f"| {e['measure']} | {e['impl']} | {e['median'] * 1000:,.1f} | "
-                f"{e['min'] * 1000:,.1f}{DASH}{e['max'] * 1000:,.1f} | {ratio} |"
-            )
+        out += _lower_is_better_rows(startup, 1000.0, ",.1f")
         out.append("")
     out += render_payload([r for r in rows.values() if r["group"] == "payload"])
     out += render_rss(summary.get("idle_rss", {}))

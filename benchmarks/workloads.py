@@ -238,62 +238,42 @@ def _cases() -> list[Case]:
         ("sdk", "mcpwire"),
         ("mcpwire", "sdk"),
     )
-    for conc, group, label in (
-        (1, "stdio", "tools/call echo, stdio, sequential"),
-        (CONCURRENCY, "stdio32", f"tools/call echo, stdio, {CONCURRENCY} concurrent"),
-    ):
-        sfx = "" if conc == 1 else f"-c{conc}"
-        for era, mode in eras:
-            for client, server in pairs if conc == 1 else pairs[:3]:
-                out.append(
-                    Case(
-                        f"stdio-{client}-{server}-{era}{sfx}",
-                        group,
-                        label,
-                        f"{names[client]} client → {names[server]} server",
-                        era,
-                        "client",
-                        {
-                            "client": client,
-                            "server": f"stdio-{server}",
-                            "mode": mode,
-                            "concurrency": conc,
-                        },
-                        ref=f"stdio-sdk-sdk-{era}{sfx}",
-                        limit="pipe",
-                        venv="fastmcp" if client == "fastmcp" else "",
+
+    def pair_cases(transport: str, title: str, limit: str) -> None:
+        """Every pair over ``transport``, sequential and (same-implementation pairs) concurrent."""
+        for conc, group, label in (
+            (1, transport, f"tools/call echo, {title}, sequential"),
+            (CONCURRENCY, f"{transport}32", f"tools/call echo, {title}, {CONCURRENCY} concurrent"),
+        ):
+            sfx = "" if conc == 1 else f"-c{conc}"
+            for era, mode in eras:
+                for client, server in pairs if conc == 1 else pairs[:3]:
+                    out.append(
+                        Case(
+                            f"{transport}-{client}-{server}-{era}{sfx}",
+                            group,
+                            label,
+                            f"{names[client]} client → {names[server]} server",
+                            era,
+                            "client",
+                            {
+                                "client": client,
+                                "server": f"{transport}-{server}",
+                                "mode": mode,
+                                "concurrency": conc,
+                            },
+                            ref=f"{transport}-sdk-sdk-{era}{sfx}",
+                            limit=limit,
+                            venv="fastmcp" if client == "fastmcp" else "",
+                        )
                     )
-                )
+
+    pair_cases("stdio", "stdio", "pipe")
 
     # 8. streamable HTTP (the client's worker starts the server as a child process),
     # every pair, 32 concurrent callers (same-implementation pairs), a raw client, and
     # the h11-echo limit.
-    for conc, group, label in (
-        (1, "http", "tools/call echo, streamable HTTP, sequential"),
-        (CONCURRENCY, "http32", f"tools/call echo, streamable HTTP, {CONCURRENCY} concurrent"),
-    ):
-        sfx = "" if conc == 1 else f"-c{conc}"
-        for era, mode in eras:
-            for client, server in pairs if conc == 1 else pairs[:3]:
-                out.append(
-                    Case(
-                        f"http-{client}-{server}-{era}{sfx}",
-                        group,
-                        label,
-                        f"{names[client]} client → {names[server]} server",
-                        era,
-                        "client",
-                        {
-                            "client": client,
-                            "server": f"http-{server}",
-                            "mode": mode,
-                            "concurrency": conc,
-                        },
-                        ref=f"http-sdk-sdk-{era}{sfx}",
-                        limit="h11",
-                        venv="fastmcp" if client == "fastmcp" else "",
-                    )
-                )
+    pair_cases("http", "streamable HTTP", "h11")
     for era in ("modern", "legacy"):
         for server in ("mcpwire", "sdk", "fastmcp"):
             out.append(
