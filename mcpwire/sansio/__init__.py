@@ -7,58 +7,21 @@ another event loop, threads, a synchronous program, a test with no I/O at all.
 
 from typing import TYPE_CHECKING
 
-from ._codec import DEFAULT_MAX_DEPTH as DEFAULT_MAX_DEPTH
-from ._codec import DEFAULT_MAX_MESSAGE_SIZE as DEFAULT_MAX_MESSAGE_SIZE
-from ._codec import CodecError as CodecError
-from ._codec import Limits as Limits
-from ._codec import MessageTooDeep as MessageTooDeep
-from ._codec import MessageTooLarge as MessageTooLarge
-from ._codec import NotJSON as NotJSON
-from ._codec import dumps as dumps
-from ._codec import loads as loads
-from ._json import JSONArray as JSONArray
-from ._json import JSONObject as JSONObject
-from ._json import JSONValue as JSONValue
-from ._messages import Batch as Batch
-from ._messages import ErrorCode as ErrorCode
-from ._messages import ErrorObject as ErrorObject
-from ._messages import ErrorResponse as ErrorResponse
-from ._messages import Incoming as Incoming
-from ._messages import Invalid as Invalid
-from ._messages import Message as Message
-from ._messages import Notification as Notification
-from ._messages import Request as Request
-from ._messages import RequestId as RequestId
-from ._messages import Response as Response
-from ._messages import classify as classify
-from ._messages import error_response as error_response
-from ._messages import is_request_id as is_request_id
-from ._messages import parse as parse
-from ._messages import serialize as serialize
-from ._messages import serialize_batch as serialize_batch
-from ._messages import serialize_line as serialize_line
-from ._messages import to_json as to_json
-from ._ndjson import DEFAULT_MAX_LINE as DEFAULT_MAX_LINE
-from ._ndjson import LineTooLong as LineTooLong
-from ._ndjson import NDJSONItem as NDJSONItem
-from ._ndjson import NDJSONReader as NDJSONReader
-from ._ndjson import NonJSONLine as NonJSONLine
-from ._ndjson import frame as frame
-from ._oversized import oversized as oversized
-from ._rpc import Counters as Counters
-from ._rpc import InState as InState
-from ._rpc import Outgoing as Outgoing
-from ._rpc import OutState as OutState
-from ._rpc import RPCState as RPCState
-from ._state import REQUEST_GATE as REQUEST_GATE
-from ._state import Lifecycle as Lifecycle
-from ._state import LifecycleInput as LifecycleInput
-from ._state import LifecycleState as LifecycleState
-from ._state import RequestKind as RequestKind
-
-# The HTTP header rules and the SSE codec load on first use: a stdio program
-# never pays for them (they pull in ipaddress and their own tables).
+# Every name loads on first use (PEP 562): importing mcpwire.sansio costs
+# nothing, and a program pays only for the parts it touches (a stdio server
+# never loads the HTTP header rules or the SSE codec; an HTTP client never
+# loads the ndjson framer). mcpwire's own modules import the submodules
+# directly.
 _LAZY = {
+    "CodecError": "_codec",
+    "DEFAULT_MAX_DEPTH": "_codec",
+    "DEFAULT_MAX_MESSAGE_SIZE": "_codec",
+    "Limits": "_codec",
+    "MessageTooDeep": "_codec",
+    "MessageTooLarge": "_codec",
+    "NotJSON": "_codec",
+    "dumps": "_codec",
+    "loads": "_codec",
     "LAST_EVENT_ID": "_http",
     "LOOPBACK_HOSTS": "_http",
     "LOOPBACK_ORIGINS": "_http",
@@ -67,8 +30,8 @@ _LAZY = {
     "MCP_PARAM_PREFIX": "_http",
     "MCP_PROTOCOL_VERSION": "_http",
     "MCP_SESSION_ID": "_http",
-    "NAME_BEARING_METHODS": "_http",
     "MediaType": "_http",
+    "NAME_BEARING_METHODS": "_http",
     "accepts": "_http",
     "decode_header_value": "_http",
     "duplicated_headers": "_http",
@@ -86,6 +49,40 @@ _LAZY = {
     "routing_header_mismatch": "_http",
     "split_host": "_http",
     "x_mcp_headers": "_http",
+    "JSONArray": "_json",
+    "JSONObject": "_json",
+    "JSONValue": "_json",
+    "Batch": "_messages",
+    "ErrorCode": "_messages",
+    "ErrorObject": "_messages",
+    "ErrorResponse": "_messages",
+    "Incoming": "_messages",
+    "Invalid": "_messages",
+    "Message": "_messages",
+    "Notification": "_messages",
+    "Request": "_messages",
+    "RequestId": "_messages",
+    "Response": "_messages",
+    "classify": "_messages",
+    "error_response": "_messages",
+    "is_request_id": "_messages",
+    "parse": "_messages",
+    "serialize": "_messages",
+    "serialize_batch": "_messages",
+    "serialize_line": "_messages",
+    "to_json": "_messages",
+    "DEFAULT_MAX_LINE": "_ndjson",
+    "LineTooLong": "_ndjson",
+    "NDJSONItem": "_ndjson",
+    "NDJSONReader": "_ndjson",
+    "NonJSONLine": "_ndjson",
+    "frame": "_ndjson",
+    "oversized": "_oversized",
+    "Counters": "_rpc",
+    "InState": "_rpc",
+    "OutState": "_rpc",
+    "Outgoing": "_rpc",
+    "RPCState": "_rpc",
     "DEFAULT_MAX_EVENT_SIZE": "_sse",
     "SSEDecoder": "_sse",
     "SSEEvent": "_sse",
@@ -94,9 +91,23 @@ _LAZY = {
     "encode_event": "_sse",
     "encode_priming": "_sse",
     "encode_retry": "_sse",
+    "Lifecycle": "_state",
+    "LifecycleInput": "_state",
+    "LifecycleState": "_state",
+    "REQUEST_GATE": "_state",
+    "RequestKind": "_state",
 }
 
 if TYPE_CHECKING:
+    from ._codec import DEFAULT_MAX_DEPTH as DEFAULT_MAX_DEPTH
+    from ._codec import DEFAULT_MAX_MESSAGE_SIZE as DEFAULT_MAX_MESSAGE_SIZE
+    from ._codec import CodecError as CodecError
+    from ._codec import Limits as Limits
+    from ._codec import MessageTooDeep as MessageTooDeep
+    from ._codec import MessageTooLarge as MessageTooLarge
+    from ._codec import NotJSON as NotJSON
+    from ._codec import dumps as dumps
+    from ._codec import loads as loads
     from ._http import LAST_EVENT_ID as LAST_EVENT_ID
     from ._http import LOOPBACK_HOSTS as LOOPBACK_HOSTS
     from ._http import LOOPBACK_ORIGINS as LOOPBACK_ORIGINS
@@ -124,6 +135,40 @@ if TYPE_CHECKING:
     from ._http import routing_header_mismatch as routing_header_mismatch
     from ._http import split_host as split_host
     from ._http import x_mcp_headers as x_mcp_headers
+    from ._json import JSONArray as JSONArray
+    from ._json import JSONObject as JSONObject
+    from ._json import JSONValue as JSONValue
+    from ._messages import Batch as Batch
+    from ._messages import ErrorCode as ErrorCode
+    from ._messages import ErrorObject as ErrorObject
+    from ._messages import ErrorResponse as ErrorResponse
+    from ._messages import Incoming as Incoming
+    from ._messages import Invalid as Invalid
+    from ._messages import Message as Message
+    from ._messages import Notification as Notification
+    from ._messages import Request as Request
+    from ._messages import RequestId as RequestId
+    from ._messages import Response as Response
+    from ._messages import classify as classify
+    from ._messages import error_response as error_response
+    from ._messages import is_request_id as is_request_id
+    from ._messages import parse as parse
+    from ._messages import serialize as serialize
+    from ._messages import serialize_batch as serialize_batch
+    from ._messages import serialize_line as serialize_line
+    from ._messages import to_json as to_json
+    from ._ndjson import DEFAULT_MAX_LINE as DEFAULT_MAX_LINE
+    from ._ndjson import LineTooLong as LineTooLong
+    from ._ndjson import NDJSONItem as NDJSONItem
+    from ._ndjson import NDJSONReader as NDJSONReader
+    from ._ndjson import NonJSONLine as NonJSONLine
+    from ._ndjson import frame as frame
+    from ._oversized import oversized as oversized
+    from ._rpc import Counters as Counters
+    from ._rpc import InState as InState
+    from ._rpc import Outgoing as Outgoing
+    from ._rpc import OutState as OutState
+    from ._rpc import RPCState as RPCState
     from ._sse import DEFAULT_MAX_EVENT_SIZE as DEFAULT_MAX_EVENT_SIZE
     from ._sse import SSEDecoder as SSEDecoder
     from ._sse import SSEEvent as SSEEvent
@@ -132,6 +177,11 @@ if TYPE_CHECKING:
     from ._sse import encode_event as encode_event
     from ._sse import encode_priming as encode_priming
     from ._sse import encode_retry as encode_retry
+    from ._state import REQUEST_GATE as REQUEST_GATE
+    from ._state import Lifecycle as Lifecycle
+    from ._state import LifecycleInput as LifecycleInput
+    from ._state import LifecycleState as LifecycleState
+    from ._state import RequestKind as RequestKind
 
 
 def __getattr__(name: str) -> object:
