@@ -192,16 +192,16 @@ class ASGIExchange:
             ],
         }
 
-    async def start(self, status: int, headers: list[tuple[str, str]]) -> None:
+    async def start(self, status: int, headers: list[tuple[str, str]], data: bytes = b"") -> None:
         await self._out(self._head(status, headers))
-        await self._out({"type": "http.response.body", "body": b"", "more_body": True})
+        await self._out({"type": "http.response.body", "body": data, "more_body": True})
 
     async def write(self, data: bytes) -> None:
         await self._out({"type": "http.response.body", "body": data, "more_body": True})
 
-    async def finish(self) -> None:
+    async def finish(self, data: bytes = b"") -> None:
         self.finished = True
-        await self._out({"type": "http.response.body", "body": b"", "more_body": False})
+        await self._out({"type": "http.response.body", "body": data, "more_body": False})
 
     async def respond(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
         await self._out(self._head(status, [*headers, ("content-length", str(len(body)))]))

@@ -46,6 +46,7 @@ from ._errors import ConnectionClosed
 from ._http_client_conn import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_KEEPALIVE,
     DEFAULT_MAX_REDIRECTS,
     HTTPClient,
     HTTPResponse,
@@ -142,6 +143,9 @@ class HTTPClientOptions:
         max_body_size: the largest JSON response body accepted.
         max_event_size: the largest SSE event accepted.
         max_connections: sockets open at once.
+        max_keepalive: idle sockets kept open for reuse (keep-alive) once
+            their response is read; calls from more concurrent callers than
+            this open new connections. 0 closes every socket after its response.
         max_redirects: same-origin 307/308 hops followed.
         get_stream: legacy era: open the standalone ``GET`` event stream.
         reconnect_attempts: consecutive fruitless reconnections of an event
@@ -161,6 +165,7 @@ class HTTPClientOptions:
     max_body_size: int = DEFAULT_MAX_MESSAGE_SIZE
     max_event_size: int = DEFAULT_MAX_EVENT_SIZE
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_keepalive: int = DEFAULT_MAX_KEEPALIVE
     max_redirects: int = DEFAULT_MAX_REDIRECTS
     get_stream: bool = True
     reconnect_attempts: int = 5
@@ -177,6 +182,7 @@ class HTTPClientOptions:
             connect_timeout=self.connect_timeout,
             verify=self.verify,
             max_connections=self.max_connections,
+            max_keepalive=self.max_keepalive,
             max_redirects=self.max_redirects,
             user_agent=f"mcpwire/{__version__}",
         )

@@ -47,12 +47,11 @@ TLS
 
 from __future__ import annotations
 
-import os
 import select
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
 import anyio
@@ -61,12 +60,16 @@ import h11
 
 from ._errors import MCPWireError
 from ._http_client_headers import media_type
+from ._http_client_net import Verify
+from ._http_client_net import describe as _describe
+from ._http_client_net import ssl_context as _ssl_context
 
 if TYPE_CHECKING:
     import ssl
 
 __all__ = (
     "DEFAULT_CONNECT_TIMEOUT",
+    "DEFAULT_MAX_KEEPALIVE",
     "BodyTooLarge",
     "ConnectionFailed",
     "HTTPClient",
@@ -83,14 +86,14 @@ __all__ = (
 DEFAULT_CONNECT_TIMEOUT = 10.0
 #: Idle sockets older than this are not reused (uvicorn closes them after 5 s).
 DEFAULT_KEEPALIVE_EXPIRY = 4.0
-DEFAULT_MAX_KEEPALIVE = 8
+#: Idle sockets kept per origin: enough for 32 concurrent callers to keep theirs.
+DEFAULT_MAX_KEEPALIVE = 32
 DEFAULT_MAX_CONNECTIONS = 64
 DEFAULT_MAX_REDIRECTS = 5
 DEFAULT_MAX_HEADER_SIZE = 64 * 1024
 _RECEIVE_SIZE = 65536
 
 Headers = Sequence[tuple[str, str]]
-Verify = Union[bool, "ssl.SSLContext"]
 
 
 class HTTPError(MCPWireError):
@@ -178,23 +181,10 @@ class URL:
         return self.raw
 
 
-def _ssl_context(verify: Verify) -> ssl.SSLContext:
-    import ssl
-
-    if isinstance(verify, ssl.SSLContext):
-        return verify
-    context = ssl.create_default_context()
-    if not verify:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    context.set_alpn_protocols(["http/1.1"])
-    return context
-
-
 class _Socket:
     """One connection: a byte stream and the h11 state machine framing it."""
 
-    __slots__ = ("bytes_in", "h11", "idle_since", "origin", "stream")
+    __slots__ = ("bytes_in", "h11", "idle_since", "origin", "raw", "stream")
 
     def __init__(self, stream: anyio.abc.ByteStream, origin: tuple[str, str, int], limit: int):
         self.stream = stream
@@ -203,11 +193,16 @@ class _Socket:
         self.idle_since = 0.0
         #: Bytes received for the current request (0: the server never answered it).
         self.bytes_in = 0
+        #: The socket underneath, polled before reuse (looked up once).
+        self.raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
 
-    async def send(self, event: h11.Event) -> None:
-        data = self.h11.send(event)
-        if data:
-            await self.stream.send(data)
+    async def send(self, *events: h11.Event) -> None:
+        """Frame ``events`` with h11 and write the bytes in one piece."""
+        pieces: list[bytes] = []
+        for event in events:
+            pieces.extend(self.h11.send_with_data_passthrough(event) or ())
+        if pieces:
+            await self.stream.send(pieces[0] if len(pieces) == 1 else b"".join(pieces))
 
     async def next_event(self, timeout: float | None) -> h11.Event | type[h11.PAUSED]:
         while True:
@@ -215,13 +210,19 @@ class _Socket:
             if event is not h11.NEED_DATA:
                 return event  # type: ignore[return-value]
             data = b""
-            with anyio.move_on_after(timeout if timeout is not None else float("inf")) as scope:
+            if timeout is None:  # the caller's own deadline is in charge
                 try:
                     data = await self.stream.receive(_RECEIVE_SIZE)
                 except anyio.EndOfStream:
                     data = b""
-            if scope.cancelled_caught:
-                raise ReadTimeout(f"no data from the server for {timeout:g} s")
+            else:
+                with anyio.move_on_after(timeout) as scope:
+                    try:
+                        data = await self.stream.receive(_RECEIVE_SIZE)
+                    except anyio.EndOfStream:
+                        data = b""
+                if scope.cancelled_caught:
+                    raise ReadTimeout(f"no data from the server for {timeout:g} s")
             self.bytes_in += len(data)
             self.h11.receive_data(data)
 
@@ -230,7 +231,7 @@ class _Socket:
 
     def looks_dead(self) -> bool:
         """True if an idle socket is readable: the peer closed it (or sent garbage)."""
-        raw = self.stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+        raw = self.raw
         if raw is None:
             return False
         try:
@@ -362,6 +363,10 @@ class HTTPResponse:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        sock = self._sock
+        if sock is not None and self._done and sock.reusable() and self._client._keep(sock):
+            self._sock = None  # back in the pool, without a wait (the usual case)
+            return
         with anyio.CancelScope(shield=True):
             await self.aclose()
 
@@ -393,6 +398,8 @@ class HTTPClient:
     ) -> None:
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
+        if max_keepalive < 0:
+            raise ValueError("max_keepalive must be at least 0")
         self.connect_timeout = connect_timeout
         self.verify = verify
         self.max_keepalive = max_keepalive
@@ -400,7 +407,8 @@ class HTTPClient:
         self.max_redirects = max_redirects
         self.max_header_size = max_header_size
         self.user_agent = user_agent
-        self._slots = anyio.Semaphore(max_connections)
+        # Uncontended (the usual case), taking a slot does not yield to the loop.
+        self._slots = anyio.Semaphore(max_connections, fast_acquire=True)
         self._idle: dict[tuple[str, str, int], list[_Socket]] = {}
         self._ssl: ssl.SSLContext | None = None
         self._closed = False
@@ -477,10 +485,12 @@ class HTTPClient:
                 raise
             sock.bytes_in = 0
             try:
-                await sock.send(request)
+                # Head and body in one write: one system call, one segment
+                # for a small request (and no Nagle delay between the two).
                 if body:
-                    await sock.send(h11.Data(data=body))
-                await sock.send(h11.EndOfMessage())
+                    await sock.send(request, h11.Data(data=body), h11.EndOfMessage())
+                else:
+                    await sock.send(request, h11.EndOfMessage())
                 event = await sock.next_event(timeout)
                 while type(event) is h11.InformationalResponse:
                     event = await sock.next_event(timeout)
@@ -539,6 +549,17 @@ class HTTPClient:
         self.connections_opened += 1
         return _Socket(stream, url.origin, self.max_header_size)
 
+    def _keep(self, sock: _Socket) -> bool:
+        """Put a finished socket in the idle pool if it has room (no waiting involved)."""
+        idle = self._idle.get(sock.origin)
+        if self._closed or (len(idle) if idle is not None else 0) >= self.max_keepalive:
+            return False
+        self._slots.release()
+        sock.h11.start_next_cycle()
+        sock.idle_since = time.monotonic()
+        self._idle.setdefault(sock.origin, []).append(sock)
+        return True
+
     async def _release(self, sock: _Socket) -> None:
         self._slots.release()
         if self._closed:
@@ -562,22 +583,3 @@ class HTTPClient:
         for socks in idle.values():
             for sock in socks:
                 await sock.close()
-
-
-def _describe(exc: BaseException) -> str:
-    """A short reason: the operating system's words when there are some."""
-    import ssl
-
-    seen = 0
-    cause: BaseException | None = exc
-    while cause is not None and seen < 5:  # anyio wraps the refusal: look underneath
-        if isinstance(cause, ssl.SSLError):  # its errno is OpenSSL's, not the OS's
-            detail = getattr(cause, "verify_message", None) or cause.reason or str(cause)
-            return f"TLS: {detail} ({cause.reason})" if detail != cause.reason else f"TLS: {detail}"
-        if isinstance(cause, OSError) and cause.errno is not None:
-            if cause.errno > 0:
-                return os.strerror(cause.errno)
-            return cause.strerror or str(cause)  # getaddrinfo's own (negative) codes
-        cause = cause.__cause__
-        seen += 1
-    return str(exc) or type(exc).__name__

@@ -16,7 +16,10 @@ later message names the session:
   notification or server->client request comes first; a client that hangs
   up does *not* cancel the request (transports.mdx: "disconnection SHOULD
   NOT be interpreted as the client cancelling"), and the rest of an SSE
-  stream stays recorded for a ``Last-Event-ID`` resume;
+  stream stays recorded for a ``Last-Event-ID`` resume. A request whose
+  handler never waits, sent while the session's reader is idle, is served
+  in the POST's own task (the order the session sees its messages in is the
+  same), and its JSON answer written at once, in one write;
 * notifications and responses (answers to our elicitation, sampling and roots
   requests) -> 202; ``notifications/cancelled`` also ends the POST stream of
   the request it names, which will get no response;
@@ -38,7 +41,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ._http_sessions import STANDALONE, HTTPSession, SessionTable
-from ._http_streams import SSE_HEADERS, PumpResult, ResponseStream, encode_sse
+from ._http_streams import JSON_HEADERS, SSE_HEADERS, PumpResult, ResponseStream, encode_sse
 from ._http_wire import BodyTooLarge, HTTPExchange, PeerGone, RequestHead
 from ._versions import LEGACY_VERSIONS, MODERN_VERSIONS
 from .sansio._http import LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, accepts
@@ -210,7 +213,28 @@ class LegacyEndpoint:
         try:
             if force_sse:
                 await stream.commit()
-            if not await session.feed(req):
+            transport = session.transport
+            deliver = transport.deliver
+            if deliver is not None and transport.idle and self._direct(req):
+                # Served here and now, as the session's reader would serve it
+                # next (see ``Inbox.idle``): its answer is usually all that the
+                # stream holds when this returns, and goes out in one write.
+                transport.delivering += 1
+                try:
+                    await deliver(req)
+                finally:
+                    transport.delivering -= 1
+                frame = outbox.take_json() if outbox is not None else None
+                if frame is not None:
+                    try:
+                        await http.respond(
+                            frame.status, [*JSON_HEADERS, *stream.headers], frame.data
+                        )
+                        result = "done"
+                    except PeerGone:
+                        pass
+                    return
+            elif not await session.feed(req):
                 session.streams.pop(req.id, None)
                 await self.app.json_error(
                     http, 404, None, ErrorCode.INVALID_REQUEST, "Session not found"
@@ -224,6 +248,14 @@ class LegacyEndpoint:
                 stream.detach(outbox)  # keeps recording for a Last-Event-ID resume
         if result != "gone" and stream.sse:
             await session.forget(stream)  # delivered (or cancelled): nothing to resume
+
+    def _direct(self, req: Request) -> bool:
+        """A request that never waits and wants no progress (see ``_answer``)."""
+        if not self.app.server._serve_inline(req):
+            return False
+        params = req.params
+        meta = params.get("_meta") if params is not None else None
+        return not (isinstance(meta, dict) and "progressToken" in meta)
 
     async def notification(self, http: HTTPExchange, head: RequestHead, note: Notification) -> None:
         session = await self._session_for(http, head)
@@ -372,11 +404,10 @@ class LegacyEndpoint:
                 if not missed and not finished and session.priming:
                     event_id = await session.record(stream, None)
                     priming = encode_priming(event_id, retry=session.retry_ms)
-            await http.start(200, [*SSE_HEADERS, *session.headers])
-            if priming is not None:
-                await http.write(priming)
-            for event_id, message in missed:
-                await http.write(encode_sse(message, event_id))
+            # The head, the priming event and the replay go out in one write.
+            pieces = [priming] if priming is not None else []
+            pieces.extend(encode_sse(message, event_id) for event_id, message in missed)
+            await http.start(200, [*SSE_HEADERS, *session.headers], b"".join(pieces))
             if finished:
                 await http.finish()
                 result: PumpResult = "done"

@@ -24,25 +24,131 @@ response has cancelled the request: the pump returns, the transport reports
 end of input, and the session cancels the handler. Notifications POSTed to
 a modern endpoint are accepted with 202 and dropped: no client->server
 notification means anything on this wire.
+
+The common request is answered without any of that machinery. When the
+server's ``serve_inline`` predicate says its handler never waits (a
+synchronous tool, a list, ``server/discover``: ``Session.serve_inline``) and
+it asked for no progress, nothing can happen while it runs: no related
+notification can interleave with it, no disconnect can cancel it, and a
+stream has nothing to carry but the response. Such a request is dispatched
+right in the connection's task, through the same ``Server`` handler and the
+same reply shaping as a session's (``Session._reply``), with an
+``InlineSession`` standing in for the session, and its response is written
+with one ``respond``: no ``Session``, no tasks, no extra cancel scopes, no
+pass round the event loop between the request and its response. The bytes
+are the ones the full path would write; should such a handler send related
+notifications after all (a plain function returning an awaitable), they are
+kept and the response becomes the SSE stream the full path would have sent.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from ._http_streams import JSON_HEADERS, OneShotTransport, ResponseStream
+from ._errors import JSONRPCError
+from ._http_streams import (
+    JSON_HEADERS,
+    NO_SERVER_REQUESTS,
+    OUTBOX_LIMIT,
+    SSE_HEADERS,
+    OneShotTransport,
+    ResponseStream,
+    encode_sse,
+)
 from ._http_wire import HTTPExchange, RequestHead
+from ._server import Connection
+from ._session import RequestContext, RequestHandler, Session
+from ._transport import Outbound
 from ._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSIONS
-from .sansio._http import http_status_for_error, param_header_mismatch, routing_header_mismatch
-from .sansio._json import JSONValue
-from .sansio._messages import ErrorCode, Request
+from .sansio._http import (
+    http_status_for_error,
+    param_header_mismatch,
+    routing_header_mismatch,
+    x_mcp_headers,
+)
+from .sansio._json import JSONObject, JSONValue
+from .sansio._messages import (
+    ErrorCode,
+    ErrorResponse,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    serialize,
+)
 
 if TYPE_CHECKING:
     from ._http_server import HTTPServer
+    from ._registry import ToolDef
 
-__all__ = ("ModernEndpoint",)
+__all__ = ("InlineSession", "ModernEndpoint")
+
+#: Tools whose ``x-mcp-header`` verdict is kept before the table starts over.
+_MAX_TOOLS_SEEN = 4096
+
+
+class InlineSession:
+    """What a handler served inline sees as its session (see the module docstring).
+
+    It routes what the handler sends as ``OneShotTransport`` does: related
+    notifications are kept as SSE frames (when the client takes SSE), the
+    request's own response ends the stream, anything else is dropped, and a
+    request to the client fails (the modern era has none). At most
+    ``OUTBOX_LIMIT`` frames are kept, the bound of a response stream's queue;
+    later notifications are dropped.
+    """
+
+    __slots__ = ("dropped", "events", "final", "on_request", "served", "sse_ok", "transport")
+
+    closed = False
+
+    def __init__(self, on_request: RequestHandler, request: Request, sse_ok: bool) -> None:
+        self.on_request = on_request
+        self.served = request
+        self.sse_ok = sse_ok
+        self.events: list[bytes] = []
+        self.final: Response | ErrorResponse | None = None
+        self.dropped = 0
+        #: ``Context`` looks for transport features here (``close_sse_stream``): none.
+        self.transport = self
+
+    async def notify(
+        self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
+    ) -> None:
+        await self.send(Notification(method, params), related=related)
+
+    async def send(
+        self, message: Outbound | list[Message], *, related: RequestId | None = None
+    ) -> None:
+        if isinstance(message, list):
+            for item in message:
+                await self.send(item, related=related)
+            return
+        cls = type(message)
+        if cls is Response or cls is ErrorResponse:
+            if message.id == self.served.id and self.final is None:  # type: ignore[union-attr]
+                self.final = message  # type: ignore[assignment]
+            else:
+                self.dropped += 1
+            return
+        if cls is Request:
+            raise JSONRPCError(ErrorCode.INTERNAL_ERROR, NO_SERVER_REQUESTS)
+        if (
+            related == self.served.id
+            and self.sse_ok
+            and self.final is None
+            and len(self.events) < OUTBOX_LIMIT
+        ):
+            self.events.append(encode_sse(message, None))
+        else:
+            self.dropped += 1
+
+    async def request(self, method: str, *args: Any, **kwargs: Any) -> JSONObject:
+        raise JSONRPCError(ErrorCode.INTERNAL_ERROR, NO_SERVER_REQUESTS)
 
 
 class ModernEndpoint:
@@ -51,6 +157,10 @@ class ModernEndpoint:
     def __init__(self, app: HTTPServer) -> None:
         self.app = app
         self._oneshots: set[OneShotTransport] = set()
+        #: Never entered, so never cancelled: the scope of handlers served inline.
+        self._no_cancel: anyio.CancelScope | None = None
+        #: Per tool (by identity): the schema seen and whether it annotates headers.
+        self._headers: dict[int, tuple[ToolDef, JSONObject, bool]] = {}
 
     def stop_listening(self) -> None:
         """End open ``subscriptions/listen`` streams with their final result (shutdown)."""
@@ -112,7 +222,11 @@ class ModernEndpoint:
         if req.method == "tools/call":
             tool = self.app.server.tools.get(params.get("name"))  # type: ignore[arg-type]
             arguments = params.get("arguments")
-            if tool is not None and (arguments is None or isinstance(arguments, dict)):
+            if (
+                tool is not None
+                and (arguments is None or isinstance(arguments, dict))
+                and self._annotated(tool)
+            ):
                 mismatch = param_header_mismatch(
                     tool.input_schema, arguments or {}, head.headers, head.duplicated
                 )
@@ -136,6 +250,9 @@ class ModernEndpoint:
             await http.respond_text(406, "Not Acceptable: subscriptions/listen needs SSE")
             return
         sse_ok = can_sse and (listen or not self.app.options.json_response)
+        if self._inline(req):
+            await self._answer_inline(http, req, sse_ok, force_sse=not can_json)
+            return
         stream = ResponseStream("", req.id, sse_ok=sse_ok, modern=True)
         if not can_json:
             await stream.commit()
@@ -156,3 +273,48 @@ class ModernEndpoint:
                 transport.finish()  # disconnect or done: the handler, if still running, stops
         finally:
             self._oneshots.discard(transport)
+
+    def _annotated(self, tool: ToolDef) -> bool:
+        """Whether ``tool``'s input schema has ``x-mcp-header`` properties (else no
+        ``Mcp-Param-*`` check is needed). Found once per tool: like its compiled
+        validator, a registered tool's schema is taken as fixed."""
+        found = self._headers.get(id(tool))
+        if found is None or found[0] is not tool or found[1] is not tool.input_schema:
+            if len(self._headers) >= _MAX_TOOLS_SEEN:
+                self._headers.clear()
+            found = (tool, tool.input_schema, bool(x_mcp_headers(tool.input_schema)))
+            self._headers[id(tool)] = found
+        return found[2]
+
+    def _inline(self, req: Request) -> bool:
+        """Whether ``req`` is answered in the connection's task (see the module docstring)."""
+        if not self.app.server._serve_inline(req):
+            return False
+        params = req.params
+        meta = params.get("_meta") if params is not None else None
+        return not (isinstance(meta, dict) and "progressToken" in meta)
+
+    async def _answer_inline(
+        self, http: HTTPExchange, req: Request, sse_ok: bool, *, force_sse: bool
+    ) -> None:
+        server = self.app.server
+        self.app.modern_requests += 1
+        conn = Connection(server)
+        inline = InlineSession(functools.partial(server._on_request, conn), req, sse_ok)
+        session = cast(Session, inline)
+        conn.session = session
+        if self._no_cancel is None:
+            self._no_cancel = anyio.CancelScope()
+        # The reply exactly as a session shapes it: the result, the handler's
+        # JSONRPCError, or -32603 for anything else (logged).
+        reply = await Session._reply(session, req, RequestContext(session, req, self._no_cancel))
+        final = inline.final or reply
+        if not inline.events and not force_sse:
+            status = 200
+            if type(final) is ErrorResponse:
+                status = http_status_for_error(final.error.code)
+            await http.respond(status, JSON_HEADERS, serialize(final))
+            return
+        inline.events.append(encode_sse(final, None))
+        await http.start(200, SSE_HEADERS, b"".join(inline.events))
+        await http.finish()

@@ -28,11 +28,16 @@ malformed input with status 400) and its era chosen per request:
   plus an ordinary ``Server.serve``, so nothing outlives the exchange and the
   memory a request costs is freed with it. The response is JSON, or SSE as
   soon as a related notification comes first (``_http_streams``); when the
-  client disconnects, the handler is cancelled. Notifications get 202.
-  See ``_http_modern``.
+  client disconnects, the handler is cancelled. A request whose handler never
+  waits and that asked for no progress is answered inline instead, with the
+  same bytes and one write. Notifications get 202. See ``_http_modern``.
 * **legacy** (2025-03-26 ... 2025-11-25): ``initialize``, and everything
   bound to a session by ``Mcp-Session-Id``; see ``_http_legacy`` (sessions
   in ``_http_sessions``, resumable SSE in ``_http_events``).
+
+The verdicts on ``Accept``, ``Content-Type``, ``Host`` and ``Origin`` are
+cached by header value (clients send the same ones on every request), so a
+request's headers are parsed once, not once per rule that reads them.
 
 Concurrency and shutdown: connection tasks and legacy sessions run in one
 task group, each inside a shielded cancel scope of its own, so cancelling
@@ -61,6 +66,7 @@ import anyio.abc
 import h11
 
 from ._http_events import EventStore, MemoryEventStore
+from ._http_gate import host_ok, json_content, negotiate, origin_ok
 from ._http_legacy import LegacyEndpoint
 from ._http_modern import ModernEndpoint
 from ._http_options import HostList, HTTPServerOptions, http_options
@@ -85,11 +91,7 @@ from .sansio._http import (
     MCP_METHOD,
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
-    accepts,
-    host_allowed,
-    is_json_media_type,
     is_loopback,
-    origin_allowed,
 )
 from .sansio._json import JSONValue
 from .sansio._messages import (
@@ -384,7 +386,7 @@ class HTTPServer:
             await http.respond_text(404, "Not Found", close)
             return
         host = head.headers.get("host")
-        if self.allowed_hosts is not None and not host_allowed(host, self.allowed_hosts):
+        if self.allowed_hosts is not None and not host_ok(host, self.allowed_hosts):
             logger.warning("rejected request with Host %r (allowed: %s)", host, self.allowed_hosts)
             await http.respond_text(421, "Misdirected Request: invalid Host header", close)
             return
@@ -392,7 +394,7 @@ class HTTPServer:
         if (
             origin is not None
             and self.allowed_origins is not None
-            and not origin_allowed(origin, self.allowed_origins)
+            and not origin_ok(origin, self.allowed_origins)
         ):
             logger.warning("rejected request with Origin %r", origin)
             await http.respond_text(403, "Forbidden: invalid Origin header", close)
@@ -430,15 +432,13 @@ class HTTPServer:
         except ReadTimeout:
             await http.respond_text(408, "Request Timeout", [("connection", "close")])
             return
-        accept = headers.get("accept")
-        can_json = accepts(accept, "application/json")
-        can_sse = accepts(accept, "text/event-stream")
+        can_json, can_sse = negotiate(headers.get("accept"))
         if not can_json and not can_sse:
             await http.respond_text(
                 406, "Not Acceptable: accept application/json and text/event-stream"
             )
             return
-        if not is_json_media_type(headers.get("content-type")):
+        if not json_content(headers.get("content-type")):
             await http.respond_text(415, "Unsupported Media Type: send application/json")
             return
         item = parse(body)

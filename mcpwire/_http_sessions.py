@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import collections
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -154,12 +154,37 @@ class HTTPSession:
 class Inbox:
     """The receiving half of a server-side HTTP transport: POST handlers ``feed``
     parsed messages in (bounded: a full inbox makes them wait), the session's
-    reader ``receive``s them, ``end_input`` ends the connection."""
+    reader ``receive``s them, ``end_input`` ends the connection.
+
+    ``idle`` says that the reader waits for the next message with nothing
+    queued and nothing in hand: a message handed over now is the next one it
+    would take, so a request that never waits may then be served at once in
+    the POST's own task (``deliver``, given by the session through ``attach``)
+    without changing the order in which the session sees its messages.
+    """
 
     def __init__(self, size: int = INBOUND_BUFFER) -> None:
         send, receive = anyio.create_memory_object_stream[Incoming](size)
         self._in: MemoryObjectSendStream[Incoming] = send
         self._out: MemoryObjectReceiveStream[Incoming] = receive
+        #: The session's entry point for a message served in the caller's task.
+        self.deliver: Callable[[object], Awaitable[None]] | None = None
+        #: Messages being served through ``deliver`` right now.
+        self.delivering = 0
+
+    def attach(self, deliver: Callable[[object], Awaitable[None]]) -> None:
+        """Called by the session on start (``Session.__aenter__``)."""
+        self.deliver = deliver
+
+    @property
+    def idle(self) -> bool:
+        # A reader parked in receive() with an empty buffer: a message sent to
+        # it would be handed straight over (and then it no longer counts as
+        # waiting, so a second message is never thought to be the next one).
+        if self.deliver is None or self.delivering:
+            return False
+        stats = self._out.statistics()
+        return stats.tasks_waiting_receive > 0 and stats.current_buffer_used == 0
 
     async def feed(self, item: Incoming) -> bool:
         try:

@@ -19,6 +19,10 @@ ends it. While nothing arrives, ``pump()`` commits anyway after
 line every ``keepalive`` seconds, so that proxies with idle timeouts keep the
 connection open during a long tool call.
 
+Frames already queued when the pump wakes go out together, the first with
+the response's head and the last with its end: one write where the stream
+has everything at hand.
+
 Producers never wait for the network: frames go into a bounded ``Outbox``
 whose overflow (a client that stopped reading) ends the response. In a legacy
 session each SSE frame is first recorded in the session's ``EventStore`` and
@@ -58,6 +62,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "JSON_HEADERS",
+    "NO_SERVER_REQUESTS",
     "SSE_HEADERS",
     "Frame",
     "OneShotTransport",
@@ -68,6 +73,10 @@ __all__ = (
     "pump",
 )
 
+#: Why a modern request's handler cannot send a request to the client.
+NO_SERVER_REQUESTS = (
+    "the 2026-07-28 protocol has no server-to-client requests (ask through an InputRequiredResult)"
+)
 #: Frames queued for one response before its client counts as not reading.
 OUTBOX_LIMIT = 1024
 
@@ -121,6 +130,20 @@ class Outbox:
             await self._wakeup.wait()
         return self._items.popleft()
 
+    def take_stream_frame(self) -> Frame | None:
+        """The next frame if it is one more piece of an SSE body (to write together)."""
+        items = self._items
+        if items and items[0].kind in ("sse", "close"):
+            return items.popleft()
+        return None
+
+    def take_json(self) -> Frame | None:
+        """The frame queued, when it is all there is and it is a JSON response."""
+        items = self._items
+        if len(items) == 1 and items[0].kind == "json":
+            return items.popleft()
+        return None
+
 
 def encode_sse(message: Message, event_id: str | None) -> bytes:
     return encode_event(serialize(message).decode("utf-8"), event="message", id=event_id)
@@ -167,6 +190,8 @@ class ResponseStream:
         self.sse = False
         self.finished = False
         self.outbox: Outbox | None = Outbox()
+        # Taking it yields to the loop: a producer that emits in a tight loop lets
+        # the pump drain the outbox between frames (which is bounded).
         self._lock = anyio.Lock()
         #: Extra response headers (``Mcp-Session-Id``), read when the response starts.
         self.headers: list[tuple[str, str]] = []
@@ -220,18 +245,32 @@ class ResponseStream:
 
     async def final(self, message: Response | ErrorResponse) -> None:
         """Send the response that ends the stream."""
-        async with self._lock:
-            if self.finished:
-                return
-            self.finished = True
-            if self.sse:
-                data = encode_sse(message, await self._record(message))
-                self._put(Frame("sse", data, final=True))
-                return
-            status = 200
-            if self.modern and type(message) is ErrorResponse:
-                status = http_status_for_error(message.error.code)
-            self._put(Frame("json", serialize(message), final=True, status=status))
+        lock = self._lock
+        if lock.locked():
+            async with lock:
+                await self._final(message)
+            return
+        # Free: taken without a pass round the event loop. The response comes
+        # once per stream, so no producer can loop here and starve the pump.
+        lock.acquire_nowait()
+        try:
+            await self._final(message)
+        finally:
+            lock.release()
+
+    async def _final(self, message: Response | ErrorResponse) -> None:
+        # Caller holds the lock.
+        if self.finished:
+            return
+        self.finished = True
+        if self.sse:
+            data = encode_sse(message, await self._record(message))
+            self._put(Frame("sse", data, final=True))
+            return
+        status = 200
+        if self.modern and type(message) is ErrorResponse:
+            status = http_status_for_error(message.error.code)
+        self._put(Frame("json", serialize(message), final=True, status=status))
 
     async def close_sse(self, retry_ms: int) -> bool:
         """Close the client's connection to this stream mid-call (SEP-1699 polling).
@@ -299,10 +338,12 @@ async def pump(
                 if not stream.sse and stream.sse_ok:
                     await stream.commit()  # its priming frame (if any) is next in line
                 if stream.sse:
+                    comment = encode_comment("keep-alive")
                     if not started:
-                        await http.start(200, [*SSE_HEADERS, *stream.headers])
+                        await http.start(200, [*SSE_HEADERS, *stream.headers], comment)
                         started = True
-                    await http.write(encode_comment("keep-alive"))
+                    else:
+                        await http.write(comment)
                 continue
             kind = frame.kind
             if kind == "json":
@@ -310,24 +351,35 @@ async def pump(
                 return "done"
             if kind == "overflow":
                 return "gone"
-            if kind == "close":  # the server hangs up; the client resumes later
-                if not started:
-                    await http.start(200, [*SSE_HEADERS, *stream.headers])
-                await http.write(frame.data)
-                await http.finish()
-                return "gone"
             if kind == "end":
                 if started:
                     await http.finish()
                 else:
                     await http.respond(frame.status, stream.headers)
                 return "ended"
+            # SSE bytes: everything already queued behind this frame goes out
+            # in the same write, up to the end of the response.
+            pieces = [frame.data]
+            while not frame.final and frame.kind != "close":
+                more = outbox.take_stream_frame()
+                if more is None:
+                    break
+                frame = more
+                pieces.append(frame.data)
+            data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            last = frame.final or frame.kind == "close"
             if not started:
-                await http.start(200, [*SSE_HEADERS, *stream.headers])
+                await http.start(200, [*SSE_HEADERS, *stream.headers], data)
                 started = True
-            await http.write(frame.data)
+                if last:
+                    await http.finish()
+            elif last:
+                await http.finish(data)
+            else:
+                await http.write(data)
+            if frame.kind == "close":  # the server hangs up; the client resumes later
+                return "gone"
             if frame.final:
-                await http.finish()
                 return "done"
     except PeerGone:
         return "gone"
@@ -371,11 +423,7 @@ class OneShotTransport:
                 self.dropped += 1
             return
         if cls is Request:
-            raise JSONRPCError(
-                ErrorCode.INTERNAL_ERROR,
-                "the 2026-07-28 protocol has no server-to-client requests "
-                "(ask through an InputRequiredResult)",
-            )
+            raise JSONRPCError(ErrorCode.INTERNAL_ERROR, NO_SERVER_REQUESTS)
         if related == self.request.id and self.stream.sse_ok:
             await self.stream.event(message)
         else:

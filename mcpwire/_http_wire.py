@@ -15,13 +15,14 @@ between it and the socket, under limits and deadlines:
   instead of holding a task and its buffers forever.
 
 A response is either whole (``respond``: status, headers, body with its
-``Content-Length``) or streamed (``start``, ``write``..., ``finish``: h11
-picks chunked encoding for HTTP/1.1 clients). While a streamed response is
-being written, ``watch_disconnect`` reads the socket in another task: end of
-input means the client went away (the caller cancels the work it was doing
-for it); bytes that arrive instead are a pipelined next request and are kept
-in h11's buffer, bounded. ``reusable`` says whether the connection may serve
-another request (keep-alive) once a response is complete.
+``Content-Length``, in one write) or streamed (``start``, ``write``...,
+``finish``: h11 picks chunked encoding for HTTP/1.1 clients). While a
+streamed response is being written, ``watch_disconnect`` reads the socket in
+another task: end of input means the client went away (the caller cancels
+the work it was doing for it); bytes that arrive instead are a pipelined
+next request and are kept in h11's buffer, bounded. ``reusable`` says
+whether the connection may serve another request (keep-alive) once a
+response is complete.
 
 The request handlers (``_http_server``, ``_http_modern``, ``_http_legacy``,
 ``_http_sse``) see only ``HTTPExchange``, the part of this interface that
@@ -91,29 +92,27 @@ class RequestHead:
         self.method = method.upper()
         self.path = path
         self.query = query
-        self.raw_headers: list[tuple[str, str]] = [
-            (name.decode("latin-1"), value.decode("latin-1")) for name, value in raw_headers
-        ]
-        #: About the size of the head on the wire (h11 only bounds heads that
-        #: arrive in pieces; one that arrives whole is measured here).
-        self.size = (
-            size
-            if size is not None
-            else len(method)
-            + len(path)
-            + len(query)
-            + sum(len(name) + len(value) + 4 for name, value in self.raw_headers)
-        )
-        # Repeated fields are combined with ", " (RFC 9110 section 5.3); the
-        # names seen more than once are kept for the checks that forbid that.
+        # One pass: decode, measure, and combine repeated fields with ", "
+        # (RFC 9110 section 5.3); the names seen more than once are kept for
+        # the checks that forbid that.
+        raw: list[tuple[str, str]] = []
         headers: dict[str, str] = {}
         duplicated: set[str] = set()
-        for name, value in self.raw_headers:
+        measured = len(method) + len(path) + len(query)
+        for raw_name, raw_value in raw_headers:
+            name = raw_name.decode("latin-1")
+            value = raw_value.decode("latin-1")
+            raw.append((name, value))
+            measured += len(name) + len(value) + 4
             if name in headers:
                 duplicated.add(name)
                 headers[name] = headers[name] + ", " + value
             else:
                 headers[name] = value
+        self.raw_headers = raw
+        #: About the size of the head on the wire (h11 only bounds heads that
+        #: arrive in pieces; one that arrives whole is measured here).
+        self.size = size if size is not None else measured
         self.headers = headers
         self.duplicated = duplicated
 
@@ -132,15 +131,23 @@ class HTTPExchange(Protocol):
     (``start``, ``write``..., ``finish``); ``watch_disconnect`` returns when
     the client goes away, for use beside a streamed response. Writing to a
     client that is gone raises ``PeerGone``.
+
+    Every call is one write to the client: ``respond`` sends head and body
+    together, ``start`` may carry the first piece of a streamed body and
+    ``finish`` the last, so a response whose content is known is never
+    split over several writes (each write is a system call and, on anyio's
+    asyncio streams, a pass round the event loop).
     """
 
     async def read_body(self, limit: int, declared: int | None = None) -> bytes: ...
 
-    async def start(self, status: int, headers: list[tuple[str, str]]) -> None: ...
+    async def start(
+        self, status: int, headers: list[tuple[str, str]], data: bytes = b""
+    ) -> None: ...
 
     async def write(self, data: bytes) -> None: ...
 
-    async def finish(self) -> None: ...
+    async def finish(self, data: bytes = b"") -> None: ...
 
     async def respond(
         self, status: int, headers: list[tuple[str, str]], body: bytes = b""
@@ -193,15 +200,6 @@ class HTTPConnection:
         self.h11.receive_data(data)
         return len(data)
 
-    async def _next_event(self) -> object:
-        while True:
-            event = self.h11.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            if self.h11.they_are_waiting_for_100_continue:
-                await self._send(h11.InformationalResponse(status_code=100, headers=[]))
-            await self._fill()
-
     async def next_request(self, idle_timeout: float) -> RequestHead | None:
         """The next request's head, or ``None`` when the client closed or idled out.
 
@@ -237,29 +235,45 @@ class HTTPConnection:
             raise BodyTooLarge
         chunks: list[bytes] = []
         size = 0
-        with anyio.move_on_after(self.read_timeout):
-            while True:
-                event = await self._next_event()
-                if isinstance(event, h11.Data):
-                    size += len(event.data)
-                    if size > limit:
-                        raise BodyTooLarge
-                    chunks.append(bytes(event.data))
-                elif isinstance(event, h11.EndOfMessage):
-                    return b"".join(chunks)
-                else:
-                    raise PeerGone("the client closed the connection mid-request")
-        raise ReadTimeout("the request body did not arrive in time")
+        deadline: float | None = None
+        while True:
+            event = self.h11.next_event()
+            if event is h11.NEED_DATA:
+                # Only a body still on its way needs a deadline (and a cancel
+                # scope); one that came with the head is taken as it is.
+                if deadline is None:
+                    deadline = anyio.current_time() + self.read_timeout
+                with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+                    if self.h11.they_are_waiting_for_100_continue:
+                        await self._send(h11.InformationalResponse(status_code=100, headers=[]))
+                    await self._fill()
+                    continue
+                raise ReadTimeout("the request body did not arrive in time")
+            cls = type(event)
+            if cls is h11.Data:
+                data = event.data  # type: ignore[union-attr]
+                size += len(data)
+                if size > limit:
+                    raise BodyTooLarge
+                chunks.append(bytes(data))
+            elif cls is h11.EndOfMessage:
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            else:
+                raise PeerGone("the client closed the connection mid-request")
 
     # -- writing ---------------------------------------------------------------------
 
-    async def _send(self, event: _Sendable) -> None:
+    async def _send(self, *events: _Sendable) -> None:
+        """Frame ``events`` with h11 and write the bytes in one piece."""
+        pieces: list[bytes] = []
         try:
-            data = self.h11.send(event)
+            for event in events:
+                pieces.extend(self.h11.send_with_data_passthrough(event) or ())
         except h11.LocalProtocolError as exc:
             raise PeerGone(str(exc)) from exc
-        if not data:
+        if not pieces:
             return
+        data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
         try:
             with anyio.move_on_after(self.write_timeout) as scope:
                 await self.stream.send(data)
@@ -270,26 +284,40 @@ class HTTPConnection:
             self.h11.send_failed()
             raise PeerGone("the client stopped reading")
 
-    async def start(self, status: int, headers: list[tuple[str, str]]) -> None:
-        """Send the head of a response whose body follows in ``write`` calls."""
-        if any(
-            name.lower() == "connection" and value.lower() == "close" for name, value in headers
-        ):
-            self.closing = True
-        await self._send(h11.Response(status_code=status, headers=_encode(headers)))
+    def _head(self, status: int, headers: list[tuple[str, str]]) -> h11.Response:
+        for name, value in headers:
+            if name.lower() == "connection" and value.lower() == "close":
+                self.closing = True
+        return h11.Response(status_code=status, headers=_encode(headers))
+
+    async def start(self, status: int, headers: list[tuple[str, str]], data: bytes = b"") -> None:
+        """Send the head of a response whose body follows in ``write`` calls.
+
+        ``data``, when given, is the body's first piece, sent with the head.
+        """
+        head = self._head(status, headers)
+        if data:
+            await self._send(head, h11.Data(data=data))
+        else:
+            await self._send(head)
 
     async def write(self, data: bytes) -> None:
         await self._send(h11.Data(data=data))
 
-    async def finish(self) -> None:
-        await self._send(h11.EndOfMessage())
+    async def finish(self, data: bytes = b"") -> None:
+        """End a streamed response; ``data``, when given, is its last piece."""
+        if data:
+            await self._send(h11.Data(data=data), h11.EndOfMessage())
+        else:
+            await self._send(h11.EndOfMessage())
 
     async def respond(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
-        """Send a whole response with its ``Content-Length``."""
-        await self.start(status, [*headers, ("content-length", str(len(body)))])
+        """Send a whole response with its ``Content-Length``: head and body in one write."""
+        head = self._head(status, [*headers, ("content-length", str(len(body)))])
         if body:
-            await self.write(body)
-        await self.finish()
+            await self._send(head, h11.Data(data=body), h11.EndOfMessage())
+        else:
+            await self._send(head, h11.EndOfMessage())
 
     async def respond_text(
         self, status: int, text: str, headers: list[tuple[str, str]] | None = None

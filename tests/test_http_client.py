@@ -1152,3 +1152,91 @@ def test_backoff_without_retry_is_exponential_jittered_and_capped(attempt: int) 
     delay = backoff_delay(attempt, 0.5, None)
     expected = min(0.5 * 2.0 ** (attempt - 1), MAX_BACKOFF)
     assert expected * 0.75 <= delay <= expected * 1.25
+
+
+async def test_idle_pool_keeps_32_sockets_by_default_and_is_configurable() -> None:
+    """32 concurrent callers keep their sockets between waves (the default pool holds
+    32 idle sockets per origin); ``max_keepalive`` sets the pool's size."""
+    wave = {"arrived": 0, "callers": 0, "gate": anyio.Event()}
+
+    async def handler(seen: Seen) -> Reply:
+        # Nobody is answered before every caller of the wave holds a socket of its own.
+        wave["arrived"] += 1  # type: ignore[operator]
+        if wave["arrived"] == wave["callers"]:
+            wave["gate"].set()  # type: ignore[union-attr]
+        with anyio.fail_after(10):
+            await wave["gate"].wait()  # type: ignore[union-attr]
+        return Reply.json(result(None, {}))
+
+    async def waves(http: HTTPClient, url: URL, callers: int) -> list[int]:
+        opened = []
+        for _ in range(2):
+            wave.update(arrived=0, callers=callers, gate=anyio.Event())
+
+            async def call() -> None:
+                async with await http.request("POST", url, body=b"{}", timeout=10) as response:
+                    assert await response.read_body(1024)
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(callers):
+                    tg.start_soon(call)
+            opened.append(http.connections_opened)
+        await http.aclose()
+        return opened
+
+    assert HTTPClient().max_keepalive == 32
+    async with raw_server(handler) as server:
+        url = URL.parse(server.url)
+        assert await waves(HTTPClient(), url, 32) == [32, 32]
+        assert await waves(HTTPClient(max_keepalive=4), url, 8) == [8, 12]
+    with pytest.raises(ValueError, match="max_keepalive"):
+        HTTPClient(max_keepalive=-1)
+
+
+async def test_max_keepalive_option_of_client_http() -> None:
+    async def handler(seen: Seen) -> Reply:
+        return Reply.json(result(rid(seen), TOOL_RESULT))
+
+    async with raw_server(handler) as server:
+        for option, expected in (({}, 32), ({"max_keepalive": 3}, 3)):
+            async with Client.http(server.url, mode=MODERN, validate_output=False, **option) as c:
+                assert c.transport.http.max_keepalive == expected  # type: ignore[attr-defined]
+                assert (await c.call_tool("t", {})).text == "done"
+
+
+async def test_a_request_is_one_write() -> None:
+    """Head and body of a POST go to the socket in one ``send``."""
+
+    async def handler(seen: Seen) -> Reply:
+        return Reply.json(result(None, {}), headers=[])
+
+    class Recording:
+        def __init__(self, stream: Any) -> None:
+            self.stream = stream
+            self.sent: list[bytes] = []
+
+        async def send(self, data: bytes) -> None:
+            self.sent.append(bytes(data))
+            await self.stream.send(data)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.stream, name)
+
+    async with raw_server(handler) as server:
+        http = HTTPClient()
+        url = URL.parse(server.url)
+        sock = await http._connect(url)
+        recording = Recording(sock.stream)
+        sock.stream = recording  # type: ignore[assignment]
+        sock.idle_since = time.monotonic()
+        http._idle[url.origin] = [sock]
+        for body in (b'{"jsonrpc":"2.0","id":1,"method":"ping"}', b"x" * 100_000, b""):
+            async with await http.request("POST", url, body=body, timeout=10) as response:
+                assert response.status == 200
+                await response.read_body(1024)
+            sent = recording.sent.pop()
+            assert recording.sent == []
+            assert sent.startswith(b"POST /mcp HTTP/1.1\r\n") and sent.endswith(b"\r\n\r\n" + body)
+            assert server.seen[-1].body == body
+        assert http.connections_opened == 1
+        await http.aclose()

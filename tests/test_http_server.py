@@ -41,10 +41,19 @@ import anyio.abc
 import h11
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpwire import Context, HTTPServer, HTTPServerOptions, MemoryEventStore, Server
+from mcpwire import (
+    Context,
+    HTTPServer,
+    HTTPServerOptions,
+    JSONRPCError,
+    MemoryEventStore,
+    Server,
+    Session,
+)
+from mcpwire._http_wire import HTTPConnection
 from mcpwire.examples.everything import server as everything
 from mcpwire.sansio import (
     SSEDecoder,
@@ -1490,3 +1499,239 @@ async def test_command_line_serves_http_and_stops_on_sigterm(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# =================================================================================================
+# 7. The inline path and one-write responses
+# =================================================================================================
+
+
+def inline_app() -> Server:
+    """Handlers of every kind the inline path meets: plain functions that answer, fail or
+    read their context, one that returns an awaitable (it logs: the answer becomes SSE),
+    and a coroutine function (never inline: the full path on both sides)."""
+    app = Server("inline", "1.0")
+
+    @app.tool()
+    def echo(message: str) -> str:
+        return message
+
+    @app.tool()
+    def boom(message: str = "") -> str:
+        raise ValueError("boom " + message)
+
+    @app.tool()
+    def refuse(message: str = "") -> str:
+        raise JSONRPCError(-32602, "refused", {"why": message})
+
+    @app.tool()
+    def facts(ctx: Context) -> dict[str, Any]:
+        return {"era": ctx.era, "cancelled": ctx.cancelled, "method": ctx.method}
+
+    @app.tool()
+    def sneaky(ctx: Context, message: str = ""):  # type: ignore[no-untyped-def]
+        async def run() -> str:
+            await ctx.info(message)
+            await ctx.report_progress(1, 2)
+            return message
+
+        return run()
+
+    @app.tool()
+    async def slow(message: str = "") -> str:
+        await anyio.sleep(0)
+        return message
+
+    @app.prompt()
+    def greet(name: str = "you") -> str:
+        return f"hello {name}"
+
+    @app.resource("data://x")
+    def data() -> str:
+        return "x"
+
+    return app
+
+
+@st.composite
+def inline_cases(draw: st.DrawFn) -> tuple[str, str, dict[str, Any], dict[str, Any]]:
+    """(era, Accept, method and params, extra _meta) of one request."""
+    era = draw(st.sampled_from(["modern", "legacy"]))
+    accept = draw(st.sampled_from([ACCEPT, "application/json", "text/event-stream"]))
+    message = draw(st.text(max_size=20))
+    arguments = draw(
+        st.sampled_from(
+            [{"message": message}, {}, {"message": 5}, None, {"message": message, "x": 1}]
+        )
+    )
+    call: dict[str, Any] = draw(
+        st.sampled_from(
+            [
+                {"method": "tools/call", "params": {"name": name}}
+                for name in ("echo", "boom", "refuse", "facts", "sneaky", "slow", "nosuch")
+            ]
+            + [
+                {"method": "tools/list"},
+                {"method": "prompts/list"},
+                {"method": "resources/list"},
+                {"method": "ping"},
+                {"method": "server/discover"},
+                {"method": "no/such/method"},
+                {"method": "prompts/get", "params": {"name": "greet"}},
+                {"method": "prompts/get", "params": {"name": "nosuch"}},
+                {"method": "resources/read", "params": {"uri": "data://x"}},
+                {"method": "resources/read", "params": {"uri": "data://nosuch"}},
+            ]
+        )
+    )
+    call = {"method": call["method"], "params": dict(call.get("params") or {})}
+    if call["method"] == "tools/call" and arguments is not None:
+        call["params"]["arguments"] = arguments
+    meta: dict[str, Any] = {}
+    if draw(st.booleans()):
+        meta["io.modelcontextprotocol/logLevel"] = draw(st.sampled_from(["debug", "error"]))
+    if draw(st.booleans()):
+        meta["progressToken"] = draw(st.sampled_from([7, "p"]))
+    return era, accept, call, meta
+
+
+async def _answer(raw: Raw, sid: str | None, case: tuple[Any, ...], rid: int) -> tuple[Any, ...]:
+    era, accept, call, meta = case
+    if era == "modern":
+        body, headers = modern(rid, call["method"], call["params"] or None, **meta)
+    else:
+        params = dict(call["params"])
+        legacy_meta = {k: v for k, v in meta.items() if k == "progressToken"}
+        if legacy_meta:
+            params["_meta"] = legacy_meta
+        body = rpc(rid, call["method"], params or None)
+        headers = {"mcp-session-id": sid, "mcp-protocol-version": LEGACY}
+    headers["accept"] = accept
+    reply = await raw.request(body=body, headers=headers)
+    kind = reply.headers.get("content-type")
+    # SSE ids differ between sessions (and are none in the modern era): compare messages.
+    content = reply.messages() if kind == "text/event-stream" else reply.body
+    return reply.status, kind, "content-length" in reply.headers, content
+
+
+def test_inline_path_answers_exactly_like_the_full_path() -> None:
+    """Any request, through the inline path (modern: no Session; legacy: served in the
+    POST's task) and through the full one (the same server with the inline path off),
+    gets the same status, media type, framing and content."""
+    app = inline_app()
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(running(app)) as fast,
+        portal.wrap_async_context_manager(running(app)) as full,
+    ):
+        full.modern._inline = lambda req: False  # type: ignore[method-assign]
+        full.legacy._direct = lambda req: False  # type: ignore[method-assign]
+        raws = [portal.call(Raw.connect, http.port or 0) for http in (fast, full)]
+        sids = [portal.call(initialize, raw) for raw in raws]
+        counter = iter(range(10, 10**6))
+        seen: set[tuple[Any, ...]] = set()
+
+        @settings(max_examples=150, deadline=None, database=None)
+        @given(case=inline_cases())
+        def check(case: tuple[Any, ...]) -> None:
+            rid = next(counter)
+            answers = [
+                portal.call(_answer, raw, sid, case, rid)
+                for raw, sid in zip(raws, sids, strict=True)
+            ]
+            assert answers[0] == answers[1]
+            seen.add(answers[0][:3])
+
+        try:
+            check()
+        finally:
+            for raw in raws:
+                portal.call(raw.aclose)
+        # The cases covered JSON answers and errors of several statuses, and SSE.
+        assert {status for status, _, _ in seen} >= {200, 400, 404}
+        assert {kind for _, kind, _ in seen} == {"application/json", "text/event-stream"}
+
+
+async def test_quick_requests_need_no_session_and_no_task(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created: list[Session] = []
+    init = Session.__init__
+
+    def counting(self: Session, *args: Any, **kwargs: Any) -> None:
+        created.append(self)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "__init__", counting)
+    app = inline_app()
+    async with running(app) as http, client(http.port or 0) as raw:
+        for i in range(3):
+            body, headers = modern(i, "tools/call", {"name": "echo", "arguments": {"message": "m"}})
+            reply = await raw.request(body=body, headers=headers)
+            assert reply.headers["content-type"] == "application/json"
+            assert reply.json()["result"]["content"][0]["text"] == "m"
+        assert created == []
+        # A request that may stream (progress asked for) takes the full path.
+        body, headers = modern(
+            9, "tools/call", {"name": "echo", "arguments": {"message": "m"}}, progressToken=1
+        )
+        assert (await raw.request(body=body, headers=headers)).status == 200
+        assert len(created) == 1
+        assert http.stats()["modern_requests"] == 4
+
+
+class _Recorder:
+    """A byte stream that records every write (and serves canned input)."""
+
+    def __init__(self, incoming: bytes) -> None:
+        self.incoming = [incoming]
+        self.sent: list[bytes] = []
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        return self.incoming.pop(0) if self.incoming else b""
+
+    async def send(self, data: bytes) -> None:
+        self.sent.append(bytes(data))
+
+
+async def test_every_response_is_one_write(anyio_backend: str) -> None:
+    request = b"POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}"
+    for body in (b"", b"{}", b"x" * 200_000):
+        stream = _Recorder(request)
+        http = HTTPConnection(
+            stream,  # type: ignore[arg-type]
+            max_header_size=16384,
+            read_timeout=5,
+            write_timeout=5,
+        )
+        head = await http.next_request(5)
+        assert head is not None and head.method == "POST"
+        assert await http.read_body(1024, 2) == b"{}"
+        await http.respond(200, [("content-type", "application/json")], body)
+        assert len(stream.sent) == 1
+        parser = h11.Connection(h11.CLIENT)
+        parser.send(h11.Request(method="POST", target="/mcp", headers=[("host", "x")]))
+        parser.send(h11.EndOfMessage())
+        parser.receive_data(stream.sent[0])
+        response = parser.next_event()
+        assert isinstance(response, h11.Response) and response.status_code == 200
+        received = b""
+        while not isinstance(event := parser.next_event(), h11.EndOfMessage):
+            assert isinstance(event, h11.Data)
+            received += event.data
+        assert received == body
+        assert http.reusable
+    # A streamed response: the head carries the first piece, the end the last.
+    stream = _Recorder(request)
+    http = HTTPConnection(
+        stream,  # type: ignore[arg-type]
+        max_header_size=16384,
+        read_timeout=5,
+        write_timeout=5,
+    )
+    assert await http.next_request(5) is not None
+    await http.read_body(1024)
+    await http.start(200, [("content-type", "text/event-stream")], b"data: 1\n\n")
+    await http.finish(b"data: 2\n\n")
+    assert len(stream.sent) == 2
+    assert b"data: 1" in stream.sent[0] and stream.sent[1].endswith(b"0\r\n\r\n")
