@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._client import Client as Client
     from ._client import OutputValidationError as OutputValidationError
     from ._client import Subscription as Subscription
+    from ._client_tasks import TaskCancelled as TaskCancelled
     from ._content import Audio as Audio
     from ._content import EmbeddedResource as EmbeddedResource
     from ._content import Image as Image
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
     from ._types import Resource as Resource
     from ._types import ResourceContents as ResourceContents
     from ._types import ResourceTemplate as ResourceTemplate
+    from ._types import Task as Task
     from ._types import Tool as Tool
 
 __all__ = (
@@ -132,6 +134,8 @@ __all__ = (
     "ServerStateChanged",
     "ServerStatus",
     "Subscription",
+    "Task",
+    "TaskCancelled",
     "TaskStore",
     "Text",
     "Tool",
@@ -171,6 +175,7 @@ _LAZY = {
     "Client": "._client",
     "OutputValidationError": "._client",
     "Subscription": "._client",
+    "TaskCancelled": "._client_tasks",
     "Audio": "._content",
     "EmbeddedResource": "._content",
     "Image": "._content",
@@ -221,6 +226,7 @@ _LAZY = {
     "Resource": "._types",
     "ResourceContents": "._types",
     "ResourceTemplate": "._types",
+    "Task": "._types",
     "Tool": "._types",
     "RequestContext": "._session",
     "Session": "._session",

@@ -5,7 +5,9 @@ A legacy server asks with a server-to-client request; a modern one returns an
 ``answer``. ``run_rounds`` drives the modern loop: retry with a fresh id, the
 original params, the answers under the server's keys, and ``requestState``
 echoed exactly; bounded by ``Client.max_input_rounds``. A result type the
-client does not know is refused, as ``basic/index.mdx`` requires.
+client does not know is refused, as ``basic/index.mdx`` requires; a
+``tools/call`` may also end in a ``CreateTaskResult`` (``resultType: "task"``,
+SEP-2663), which ``Client.call_tool`` awaits.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ._errors import JSONRPCError, MCPWireError
+from ._handshake import tasks_declared
 from .sansio._json import JSONObject
 from .sansio._messages import ErrorCode
 
@@ -41,7 +44,10 @@ async def run_rounds(
     for rounds in range(client.max_input_rounds + 1):
         result = await client.request(method, current, timeout=timeout, on_progress=on_progress)
         kind = result.get("resultType", "complete")
-        if kind == "complete":
+        # A task only answers a tools/call that declared the extension (SEP-2663).
+        if kind == "complete" or (
+            kind == "task" and method == "tools/call" and tasks_declared(client)
+        ):
             return result, rounds
         if kind != "input_required":
             raise MCPWireError(f"{method}: the server returned unknown resultType {kind!r}")

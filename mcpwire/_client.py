@@ -40,8 +40,9 @@ import anyio.abc
 
 from . import _schema
 from ._asks import answer, run_rounds
+from ._client_tasks import TaskMethods, await_task
 from ._errors import JSONRPCError, MCPWireError
-from ._handshake import DEFAULT_PROBE_TIMEOUT, connect
+from ._handshake import DEFAULT_PROBE_TIMEOUT, capabilities, connect, declaring_tasks, envelope
 from ._listen import Listen, ListenState, Subscription
 from ._session import DEFAULT_REQUEST_TIMEOUT, ProgressCallback, RequestContext, Session
 from ._transport import Transport, direct_pair
@@ -53,19 +54,14 @@ from ._types import (
     Resource,
     ResourceContents,
     ResourceTemplate,
+    Task,
     Tool,
 )
 from ._versions import (
     LEGACY_VERSIONS,
-    META_CLIENT_CAPABILITIES,
-    META_CLIENT_INFO,
-    META_LOG_LEVEL,
-    META_PROTOCOL_VERSION,
     META_SUBSCRIPTION_ID,
     MODERN_VERSIONS,
     Era,
-    at_least,
-    era_of,
 )
 from .sansio._json import JSONObject
 from .sansio._messages import ErrorCode, Notification, Request, RequestId
@@ -97,7 +93,7 @@ class OutputValidationError(MCPWireError):
     """A tool's ``structuredContent`` does not match its advertised ``outputSchema``."""
 
 
-class Client:
+class Client(TaskMethods):
     """An MCP client over any transport, a ``Server`` in-process, or a stdio command.
 
     Args:
@@ -115,6 +111,8 @@ class Client:
         max_input_rounds: bound on multi-round-trip retries of one request.
         validate_output: check ``structuredContent`` against a listed tool's ``outputSchema``.
         cache: keep cacheable modern results for their ``ttlMs``.
+        tasks: declare the tasks extension (SEP-2663) on modern requests; see
+            ``call_tool(task=...)`` and ``mcpwire._client_tasks``.
         era_key: identifies the server in the per-process era cache (``Client.stdio``
             sets it from the command line), so a legacy server is probed only once.
     """
@@ -136,6 +134,7 @@ class Client:
         validate_output: bool = True,
         cache: bool = True,
         era_key: Hashable | None = None,
+        tasks: bool = False,
     ) -> None:
         if mode not in ("auto", "legacy") and mode not in LEGACY_VERSIONS + MODERN_VERSIONS:
             raise ValueError(f"mode must be 'auto', 'legacy' or a protocol version, not {mode!r}")
@@ -152,6 +151,7 @@ class Client:
         self.max_input_rounds = max_input_rounds
         self.validate_output = validate_output
         self.use_cache = cache
+        self.tasks = tasks
         #: Identifies the server for the per-process era cache (None: never cached).
         self.era_key = era_key
         #: Filled in by ``connect``.
@@ -307,42 +307,11 @@ class Client:
 
     def _capabilities(self, version: str) -> JSONObject:
         """What the callbacks let us declare, in the shape ``version`` defines."""
-        caps: JSONObject = {}
-        if self.sampling is not None:
-            caps["sampling"] = {}
-        if self.elicitation is not None and at_least(version, "2025-06-18"):
-            # Elicitation arrived in 2025-06-18; its modes (and URL mode) in 2025-11-25.
-            modes: JSONObject = {"form": {}, "url": {}}
-            caps["elicitation"] = modes if at_least(version, "2025-11-25") else {}
-        if self.roots is not None:
-            caps["roots"] = {"listChanged": True} if era_of(version) == "legacy" else {}
-        return caps
+        return capabilities(self, version)
 
     def _envelope(self, version: str, *, with_level: bool = True) -> JSONObject:
         """The modern ``_meta`` envelope (a fresh dict; the parts are computed once)."""
-        level = self.log_level if with_level else None
-        # Everything the envelope depends on (callbacks decide the capabilities).
-        key = (
-            version,
-            level,
-            id(self.client_info),
-            self.sampling is None,
-            self.elicitation is None,
-            self.roots is None,
-        )
-        cached = self._envelopes.get(key)
-        if cached is None:
-            cached = {
-                META_PROTOCOL_VERSION: version,
-                META_CLIENT_CAPABILITIES: self._capabilities(version),
-                META_CLIENT_INFO: self.client_info,
-            }
-            if level is not None:
-                cached[META_LOG_LEVEL] = level
-            if len(self._envelopes) > 16:
-                self._envelopes.clear()
-            self._envelopes[key] = cached
-        return dict(cached)
+        return envelope(self, version, with_level=with_level)
 
     # -- requests ----------------------------------------------------------------------
 
@@ -439,6 +408,23 @@ class Client:
             )
         return tools
 
+    async def _send_tool_call(
+        self, params: JSONObject, timeout: float | None, on_progress: ProgressCallback | None
+    ) -> JSONObject:
+        try:
+            return await self._with_input_rounds(
+                "tools/call", params, timeout=timeout, on_progress=on_progress
+            )
+        except JSONRPCError as exc:
+            if exc.code != ErrorCode.HEADER_MISMATCH or not hasattr(self.transport, "learn_tools"):
+                raise
+        # 2026-07-28 streamable-http.mdx: on -32020 the client SHOULD re-list the
+        # tools (their x-mcp-header annotations) and retry once.
+        await self.list_tools(cache=False)
+        return await self._with_input_rounds(
+            "tools/call", params, timeout=timeout, on_progress=on_progress
+        )
+
     async def call_tool(
         self,
         name: str,
@@ -446,22 +432,20 @@ class Client:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        task: bool | None = None,
     ) -> CallToolResult:
-        """Call a tool. A tool failure is a result with ``is_error``; protocol errors raise."""
+        """Call a tool. A tool failure is a result with ``is_error``; protocol errors raise.
+
+        ``task`` declares the tasks extension for this call (``None``: as
+        ``Client(tasks=...)``). A task the server makes is awaited
+        (``await_task``: ``timeout`` bounds the whole wait, a failed task
+        raises its ``JSONRPCError``, cancelling the caller cancels the task).
+        """
         params: JSONObject = {"name": name, "arguments": arguments or {}}
-        try:
-            raw = await self._with_input_rounds(
-                "tools/call", params, timeout=timeout, on_progress=on_progress
-            )
-        except JSONRPCError as exc:
-            if exc.code != ErrorCode.HEADER_MISMATCH or not hasattr(self.transport, "learn_tools"):
-                raise
-            # 2026-07-28 streamable-http.mdx: on -32020 the client SHOULD re-list the
-            # tools (their x-mcp-header annotations) and retry once.
-            await self.list_tools(cache=False)
-            raw = await self._with_input_rounds(
-                "tools/call", params, timeout=timeout, on_progress=on_progress
-            )
+        with declaring_tasks(task):
+            raw = await self._send_tool_call(params, timeout, on_progress)
+            if raw.get("resultType") == "task":
+                raw = await await_task(self, Task.from_json(raw), timeout=timeout)
         result = CallToolResult.from_json(raw)
         if self.validate_output and name not in self._output_schemas and not result.is_error:
             # Learn the tool's outputSchema once, as a validating client must.

@@ -10,21 +10,36 @@ answer an unknown method with -32601, -32602, or nothing at all.
 
 What was learned is remembered per process and target (``Client.era_key``),
 so a legacy server is probed once, not on every connection.
+
+Also here: the client capabilities a client declares, and the modern
+``_meta`` envelope that carries them. The tasks extension (SEP-2663) is
+declared under ``extensions`` when ``Client(tasks=True)``, or for one call
+(``declaring_tasks``: ``call_tool(task=...)`` and the ``tasks/*`` methods,
+which the server refuses with -32021 to requests that do not declare it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from ._errors import JSONRPCError, MCPWireError
+from ._tasks import TASKS_EXTENSION
 from ._versions import (
     LATEST_LEGACY_VERSION,
     LATEST_VERSION,
     LEGACY_VERSIONS,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
     META_SERVER_INFO,
     MODERN_VERSIONS,
     Era,
+    at_least,
+    era_of,
 )
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode
@@ -32,13 +47,85 @@ from .sansio._messages import ErrorCode
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ("DEFAULT_PROBE_TIMEOUT", "connect")
+__all__ = (
+    "DEFAULT_PROBE_TIMEOUT",
+    "TASKS_EXTENSION",
+    "capabilities",
+    "connect",
+    "declaring_tasks",
+    "envelope",
+    "tasks_declared",
+)
 
 #: Seconds the era probe waits before concluding the server is legacy.
 DEFAULT_PROBE_TIMEOUT = 10.0
 #: Era learned per target in this process (bounded; oldest entries dropped first).
 _ERA_CACHE: dict[Hashable, Era] = {}
 _ERA_CACHE_MAX = 256
+#: This call's override of ``Client.tasks`` (``None``: the client's setting).
+_DECLARE_TASKS: ContextVar[bool | None] = ContextVar("mcpwire_declare_tasks", default=None)
+
+
+@contextmanager
+def declaring_tasks(declare: bool | None) -> Iterator[None]:
+    """Within the block, modern envelopes declare the tasks extension iff ``declare``."""
+    token = _DECLARE_TASKS.set(declare)
+    try:
+        yield
+    finally:
+        _DECLARE_TASKS.reset(token)
+
+
+def tasks_declared(client: Client) -> bool:
+    """Whether requests made now declare the tasks extension."""
+    override = _DECLARE_TASKS.get()
+    return client.tasks if override is None else override
+
+
+def capabilities(client: Client, version: str) -> JSONObject:
+    """What the client's callbacks and options let it declare, shaped as ``version`` defines."""
+    caps: JSONObject = {}
+    if client.sampling is not None:
+        caps["sampling"] = {}
+    if client.elicitation is not None and at_least(version, "2025-06-18"):
+        # Elicitation arrived in 2025-06-18; its modes (and URL mode) in 2025-11-25.
+        modes: JSONObject = {"form": {}, "url": {}}
+        caps["elicitation"] = modes if at_least(version, "2025-11-25") else {}
+    if client.roots is not None:
+        caps["roots"] = {"listChanged": True} if era_of(version) == "legacy" else {}
+    if era_of(version) == "modern" and tasks_declared(client):
+        # SEP-2663 "Capability Negotiation": extensions keyed by id, settings object.
+        caps["extensions"] = {TASKS_EXTENSION: {}}
+    return caps
+
+
+def envelope(client: Client, version: str, *, with_level: bool = True) -> JSONObject:
+    """The modern ``_meta`` envelope (a fresh dict; the parts are computed once)."""
+    level = client.log_level if with_level else None
+    # Everything the envelope depends on (callbacks decide the capabilities).
+    key = (
+        version,
+        level,
+        id(client.client_info),
+        client.sampling is None,
+        client.elicitation is None,
+        client.roots is None,
+        tasks_declared(client),
+    )
+    cache = client._envelopes
+    cached = cache.get(key)
+    if cached is None:
+        cached = {
+            META_PROTOCOL_VERSION: version,
+            META_CLIENT_CAPABILITIES: capabilities(client, version),
+            META_CLIENT_INFO: client.client_info,
+        }
+        if level is not None:
+            cached[META_LOG_LEVEL] = level
+        if len(cache) > 16:
+            cache.clear()
+        cache[key] = cached
+    return dict(cached)
 
 
 async def connect(client: Client) -> None:

@@ -9,7 +9,9 @@ gateways can route without parsing JSON:
 * 2026-07-28 (``basic/transports/streamable-http.mdx``): on every request
   ``MCP-Protocol-Version`` (equal to ``_meta``'s protocolVersion) and
   ``Mcp-Method``; ``Mcp-Name`` for ``tools/call`` and ``prompts/get``
-  (``params.name``) and ``resources/read`` (``params.uri``); and one
+  (``params.name``), ``resources/read`` (``params.uri``) and the tasks
+  extension's ``tasks/get``, ``tasks/update`` and ``tasks/cancel``
+  (``params.taskId``, SEP-2663 "Streamable HTTP: Routing Headers"); and one
   ``Mcp-Param-<Name>`` per tool argument whose input schema property carries
   ``x-mcp-header: "<Name>"``.
 
@@ -57,6 +59,9 @@ NAME_PARAMS: Mapping[str, str] = {
     "tools/call": "name",
     "prompts/get": "name",
     "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
 }
 
 #: Per tool: the path of ``properties`` keys to an argument -> the header token.

@@ -22,6 +22,7 @@ __all__ = (
     "Resource",
     "ResourceContents",
     "ResourceTemplate",
+    "Task",
     "Tool",
 )
 
@@ -250,4 +251,59 @@ class Completion:
             values=[v for v in values if isinstance(v, str)] if isinstance(values, list) else [],
             total=total if isinstance(total, int) else None,
             has_more=comp.get("hasMore") is True,
+        )
+
+
+#: The statuses after which a task never changes (SEP-2663 "Task Status").
+_TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A task of the tasks extension (SEP-2663), as a ``CreateTaskResult`` or ``tasks/get``
+    shows it: ``status`` is working, input_required, completed, failed or cancelled.
+
+    ``input_requests`` (input_required), ``result`` (completed) and ``error``
+    (failed) are what ``tasks/get`` inlines for the status; a ``CreateTaskResult``
+    carries none of them. Times are the server's ISO 8601 strings.
+    """
+
+    task_id: str
+    status: str
+    status_message: str | None = None
+    created_at: str | None = None
+    last_updated_at: str | None = None
+    ttl_ms: int | None = None
+    poll_interval_ms: int | None = None
+    input_requests: JSONObject | None = None
+    result: JSONObject | None = None
+    error: JSONObject | None = None
+    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def terminal(self) -> bool:
+        """Completed, failed or cancelled: the task will not change again."""
+        return self.status in _TERMINAL
+
+    @property
+    def tool_result(self) -> CallToolResult | None:
+        """A completed tool task's ``CallToolResult`` (``None`` before, or for other ends)."""
+        return CallToolResult.from_json(self.result) if self.result is not None else None
+
+    @classmethod
+    def from_json(cls, raw: JSONObject) -> Task:
+        ttl = raw.get("ttlMs")
+        poll = raw.get("pollIntervalMs")
+        return cls(
+            task_id=_str(raw, "taskId") or "",
+            status=_str(raw, "status") or "unknown",
+            status_message=_str(raw, "statusMessage"),
+            created_at=_str(raw, "createdAt"),
+            last_updated_at=_str(raw, "lastUpdatedAt"),
+            ttl_ms=ttl if isinstance(ttl, int) and not isinstance(ttl, bool) else None,
+            poll_interval_ms=poll if isinstance(poll, int) and not isinstance(poll, bool) else None,
+            input_requests=_obj(raw, "inputRequests"),
+            result=_obj(raw, "result"),
+            error=_obj(raw, "error"),
+            raw=raw,
         )

@@ -1,0 +1,253 @@
+"""The client's side of the tasks extension (SEP-2663, ``io.modelcontextprotocol/tasks``).
+
+Theory of operation
+-------------------
+A client declares the extension in the modern envelope's client
+capabilities (``extensions: {"io.modelcontextprotocol/tasks": {}}``): on
+every request with ``Client(tasks=True)``, or for one call with
+``call_tool(..., task=True)``. The server alone decides whether a
+``tools/call`` becomes a task; when it does, it answers with a
+``CreateTaskResult`` (``resultType: "task"``), and ``call_tool`` awaits the
+task (``await_task``) so that a task-required tool is transparent:
+
+* poll ``tasks/get``, sleeping the task's ``pollIntervalMs`` between polls
+  (SEP-2663 "Polling"), until the status is terminal;
+* answer an ``input_required`` task's ``inputRequests`` with the client's
+  elicitation/sampling/roots callbacks (the same ones that answer legacy asks
+  and multi-round trips) through ``tasks/update``; keys are unique over the
+  task's lifetime, so each is answered once;
+* ``completed`` inlines the ``CallToolResult``; ``failed`` inlines the
+  JSON-RPC error, raised as ``JSONRPCError``; ``cancelled`` raises
+  ``TaskCancelled``.
+
+The wait is bounded by the call's ``timeout`` (else the session's maximum
+request timeout, the bound progress can stretch a synchronous call to). A
+wait that ends any other way than a terminal status (the caller cancelled,
+the deadline passed, a callback raised) sends ``tasks/cancel``, shielded and
+best-effort, so an abandoned task does not run on until its TTL. A caller
+cancelled before the ``CreateTaskResult`` arrives cancels only the
+``tools/call`` request (``notifications/cancelled``): the client never
+learned a task id it could name.
+
+The ``tasks/*`` methods always declare the extension (the server answers
+-32021 otherwise) and are modern-only: on a legacy connection they raise
+``MCPWireError`` before anything is sent. Over HTTP they carry
+``Mcp-Name: <taskId>`` (``mcpwire._http_client_headers.NAME_PARAMS``).
+There is no ``tasks/list`` in SEP-2663: a task id is a bearer token the
+caller keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, cast
+
+import anyio
+
+from ._asks import answer
+from ._errors import JSONRPCError, MCPWireError, RequestTimeout
+from ._handshake import declaring_tasks
+from ._types import CallToolResult, Task
+from .sansio._json import JSONObject, JSONValue
+from .sansio._messages import ErrorCode
+
+if TYPE_CHECKING:
+    from ._client import Client
+    from ._session import ProgressCallback
+
+__all__ = ("TaskCancelled", "TaskMethods", "await_task")
+
+#: Seconds between polls when the server suggests no ``pollIntervalMs``.
+DEFAULT_POLL_INTERVAL = 0.5
+#: Seconds a best-effort ``tasks/cancel`` may take when a wait is abandoned.
+_CANCEL_GRACE = 5.0
+
+StatusCallback = Callable[[Task], Awaitable[None]]
+
+
+class TaskCancelled(MCPWireError):
+    """The task ended ``cancelled`` (by ``tasks/cancel`` from anyone, or the server)."""
+
+    def __init__(self, task: Task) -> None:
+        detail = f": {task.status_message}" if task.status_message else ""
+        super().__init__(f"task {task.task_id} was cancelled{detail}")
+        self.task = task
+
+
+def _task_id(task: str | Task) -> str:
+    task_id = task.task_id if isinstance(task, Task) else task
+    if not isinstance(task_id, str) or not task_id:
+        raise ValueError("a task id is a non-empty string")
+    return task_id
+
+
+def _modern_only(client: Client, what: str) -> None:
+    if client.era != "modern":
+        raise MCPWireError(
+            f"{what}: the tasks extension (SEP-2663) exists only in the 2026-07-28 era; "
+            f"this connection speaks {client.protocol_version or client.era}"
+        )
+
+
+def _outcome(task: Task) -> JSONObject:
+    """A terminal task's ``CallToolResult`` (wire form), or its error raised."""
+    if task.status == "completed":
+        if task.result is None:
+            raise MCPWireError(f"task {task.task_id} completed without a result")
+        return task.result
+    if task.status == "failed":
+        error = task.error or {}
+        code, message = error.get("code"), error.get("message")
+        raise JSONRPCError(
+            code
+            if isinstance(code, int) and not isinstance(code, bool)
+            else ErrorCode.INTERNAL_ERROR,
+            message if isinstance(message, str) else (task.status_message or "The task failed"),
+            error.get("data"),
+        )
+    raise TaskCancelled(task)
+
+
+async def _answers(client: Client, task: Task, answered: set[str]) -> dict[str, JSONObject]:
+    """Answers to the task's outstanding ``inputRequests`` not answered before."""
+    responses: dict[str, JSONObject] = {}
+    for key, ask in (task.input_requests or {}).items():
+        if key in answered or not isinstance(ask, dict):
+            continue
+        method, params = ask.get("method"), ask.get("params")
+        if isinstance(method, str):
+            responses[key] = await answer(
+                client, method, params if isinstance(params, dict) else {}
+            )
+    return responses
+
+
+async def _cancel_quietly(client: Client, task_id: str) -> None:
+    """``tasks/cancel`` for an abandoned wait: shielded, bounded, errors ignored."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_GRACE):
+        try:
+            await client.cancel_task(task_id)
+        except (MCPWireError, OSError):
+            pass  # unknown, expired or unreachable: nothing more to do
+
+
+async def await_task(
+    client: Client,
+    task: Task,
+    *,
+    timeout: float | None = None,
+    on_status: StatusCallback | None = None,
+) -> JSONObject:
+    """Poll ``task`` to its end, answering its asks; its ``CallToolResult`` (wire form)."""
+    if not task.task_id:
+        raise MCPWireError("the server answered with a task that has no taskId")
+    limit = client.session.max_request_timeout if timeout is None else timeout
+    current, answered = task, set[str]()
+    finished = False
+    try:
+        with anyio.move_on_after(limit) as deadline:
+            while not current.terminal:
+                responses: dict[str, JSONObject] = {}
+                if current.status == "input_required":
+                    responses = await _answers(client, current, answered)
+                if responses:
+                    await client.update_task(current.task_id, responses)
+                    answered.update(responses)
+                else:
+                    interval = current.poll_interval_ms
+                    await anyio.sleep(
+                        DEFAULT_POLL_INTERVAL if interval is None else max(interval, 1) / 1000
+                    )
+                previous, current = current, await client.get_task(current.task_id)
+                if on_status is not None and (
+                    current.status != previous.status
+                    or current.status_message != previous.status_message
+                ):
+                    await on_status(current)
+            finished = True
+        if deadline.cancelled_caught and not finished:
+            raise RequestTimeout("tools/call", limit)
+    finally:
+        if not finished:
+            await _cancel_quietly(client, current.task_id)
+    return _outcome(current)
+
+
+def _client(mixin: TaskMethods) -> Client:
+    # The mixin's methods live here to keep ``Client``'s module small; they are
+    # only ever bound to a ``Client``.
+    return cast("Client", mixin)
+
+
+class TaskMethods:
+    """The tasks extension's methods, mixed into ``Client``."""
+
+    async def start_tool_task(
+        self,
+        name: str,
+        arguments: JSONObject | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> Task | CallToolResult:
+        """Call a tool declaring the tasks extension, and return without waiting.
+
+        The server alone decides (SEP-2663): a ``Task`` handle when it made a
+        task (then ``await_task``/``get_task``/``update_task``/``cancel_task``),
+        or the ``CallToolResult`` when it answered in place. Multi-round-trip
+        asks before the task starts are answered as for ``call_tool``.
+        """
+        client = _client(self)
+        _modern_only(client, "start_tool_task")
+        params: JSONObject = {"name": name, "arguments": arguments or {}}
+        with declaring_tasks(True):
+            raw = await client._send_tool_call(params, timeout, on_progress)
+        if raw.get("resultType") == "task":
+            return Task.from_json(raw)
+        return CallToolResult.from_json(raw)
+
+    async def await_task(
+        self,
+        task: str | Task,
+        *,
+        timeout: float | None = None,
+        on_status: StatusCallback | None = None,
+    ) -> CallToolResult:
+        """Wait for a tool task's end, answering its input requests with the callbacks.
+
+        Returns the ``CallToolResult`` of a ``completed`` task; raises the
+        ``JSONRPCError`` of a ``failed`` one and ``TaskCancelled`` for a
+        ``cancelled`` one. ``timeout`` bounds the whole wait (default: the
+        session's maximum request timeout); ``on_status`` hears each change of
+        status or status message. A wait abandoned before the end (cancelled,
+        timed out, a callback raised) cancels the task.
+        """
+        client = _client(self)
+        _modern_only(client, "await_task")
+        if isinstance(task, str):
+            task = await self.get_task(task)
+        with declaring_tasks(True):
+            raw = await await_task(client, task, timeout=timeout, on_status=on_status)
+        return CallToolResult.from_json(raw)
+
+    async def _task_request(
+        self, method: str, task: str | Task, extra: JSONObject | None = None
+    ) -> JSONObject:
+        client = _client(self)
+        _modern_only(client, method)
+        params: JSONObject = {"taskId": _task_id(task), **(extra or {})}
+        with declaring_tasks(True):
+            return await client.request(method, params)
+
+    async def get_task(self, task: str | Task) -> Task:
+        """``tasks/get``: the task now, with what its status inlines."""
+        return Task.from_json(await self._task_request("tasks/get", task))
+
+    async def update_task(self, task: str | Task, responses: Mapping[str, JSONObject]) -> None:
+        """``tasks/update``: answer some or all of an ``input_required`` task's requests."""
+        answers: dict[str, JSONValue] = dict(responses)
+        await self._task_request("tasks/update", task, {"inputResponses": answers})
+
+    async def cancel_task(self, task: str | Task) -> None:
+        """``tasks/cancel``: stop the task (acknowledged the same if it had already ended)."""
+        await self._task_request("tasks/cancel", task)
