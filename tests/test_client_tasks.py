@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 import pytest
+from gates import Gate
 
 import mcpwire
 from mcpwire import (
@@ -47,23 +48,6 @@ LEGACY = "2025-06-18"
 SCHEMA: dict[str, Any] = {"type": "object", "properties": {"name": {"type": "string"}}}
 TRANSPORTS = ["memory", "stdio", "http"]
 HERE = Path(__file__).parent
-
-
-class Gate:
-    """Lets the test decide when a handler proceeds, and see that it got there."""
-
-    def __init__(self) -> None:
-        self.reached = anyio.Event()
-        self.go = anyio.Event()
-        self.cancelled = False
-
-    async def wait(self) -> None:
-        self.reached.set()
-        try:
-            await self.go.wait()
-        except anyio.get_cancelled_exc_class():
-            self.cancelled = True
-            raise
 
 
 def build() -> tuple[Server, Gate]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
+from gates import Gate
 from hypothesis import given
 from hypothesis import strategies as st
 from test_http_server import client as http_client
@@ -56,23 +57,6 @@ def elicit(message: str) -> dict[str, Any]:
         "method": "elicitation/create",
         "params": {"message": message, "requestedSchema": SCHEMA},
     }
-
-
-class Gate:
-    """Lets the test decide when a handler proceeds, and see that it got there."""
-
-    def __init__(self) -> None:
-        self.reached = anyio.Event()
-        self.go = anyio.Event()
-        self.cancelled = False
-
-    async def wait(self) -> None:
-        self.reached.set()
-        try:
-            await self.go.wait()
-        except anyio.get_cancelled_exc_class():
-            self.cancelled = True
-            raise
 
 
 def build_server(store: TaskStore | None = None) -> tuple[Server, Gate]:
