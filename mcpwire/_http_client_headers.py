@@ -35,12 +35,18 @@ Also here: ``media_type`` (a Content-Type without its parameters, so that
 
 from __future__ import annotations
 
-import base64
-import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 
 from ._versions import META_PROTOCOL_VERSION
-from .sansio._json import JSONObject, JSONValue
+from .sansio._http import (
+    NAME_BEARING_METHODS,
+    argument_at,
+    encode_header_value,
+    invalid_x_mcp_header,
+    param_header_value,
+    x_mcp_headers,
+)
+from .sansio._json import JSONValue
 from .sansio._messages import Request
 
 __all__ = (
@@ -54,106 +60,23 @@ __all__ = (
     "tool_header_map",
 )
 
-#: Methods whose ``Mcp-Name`` header mirrors a body parameter, and which one.
-NAME_PARAMS: Mapping[str, str] = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
+#: Methods whose ``Mcp-Name`` header mirrors a body parameter, and which one
+#: (the same table the server checks against).
+NAME_PARAMS: Mapping[str, str] = NAME_BEARING_METHODS
 
 #: Per tool: the path of ``properties`` keys to an argument -> the header token.
 ToolHeaderMap = dict[tuple[str, ...], str]
 
-_SENTINEL = re.compile(r"=\?base64\?.*\?=", re.DOTALL)
-_PRINTABLE = re.compile(r"[\x20-\x7e]*")
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_HEADER_TYPES = frozenset({"string", "integer", "boolean"})
-_MAX_SAFE_INTEGER = 2**53 - 1
-# JSON Schema 2020-12 keywords whose values are subschemas. Crossing any of them
-# leaves the pure ``properties`` chain, so an annotation found there is invalid.
-_ONE = frozenset(
-    {
-        "items",
-        "contains",
-        "additionalProperties",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-        "propertyNames",
-        "not",
-        "if",
-        "then",
-        "else",
-        "contentSchema",
-    }
-)
-_MANY = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
-_NAMED = frozenset({"patternProperties", "dependentSchemas", "$defs", "definitions"})
-
-
-def encode_header_value(value: str) -> str:
-    """``value`` as it may appear in a header: itself, or its base64 escape."""
-    if _PRINTABLE.fullmatch(value) and value == value.strip() and not _SENTINEL.fullmatch(value):
-        return value
-    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
-
-
-def _positions(schema: JSONValue) -> Iterator[tuple[tuple[str, ...] | None, JSONObject]]:
-    """Every subschema with its ``properties`` path (``None`` once off that chain)."""
-    stack: list[tuple[tuple[str, ...] | None, JSONValue]] = [((), schema)]
-    while stack:
-        path, node = stack.pop()
-        if not isinstance(node, dict):
-            continue
-        yield path, node
-        for key, value in node.items():
-            if key == "properties" and isinstance(value, dict):
-                for name, sub in value.items():
-                    stack.append(((*path, name) if path is not None else None, sub))
-            elif key in _ONE:
-                stack.append((None, value))
-            elif key in _MANY and isinstance(value, list):
-                stack.extend((None, sub) for sub in value)
-            elif key in _NAMED and isinstance(value, dict):
-                stack.extend((None, sub) for sub in value.values())
-
 
 def tool_header_map(input_schema: JSONValue) -> ToolHeaderMap | None:
-    """The ``x-mcp-header`` annotations of a tool, or ``None`` if any is invalid."""
-    found: ToolHeaderMap = {}
-    seen: set[str] = set()
-    for path, node in _positions(input_schema):
-        if "x-mcp-header" not in node:
-            continue
-        token = node["x-mcp-header"]
-        if not path or not isinstance(token, str) or not _TOKEN.fullmatch(token):
-            return None
-        if node.get("type") not in _HEADER_TYPES or token.lower() in seen:
-            return None
-        seen.add(token.lower())
-        found[path] = token
-    return found
+    """The ``x-mcp-header`` annotations of a tool, or ``None`` if any is invalid.
 
-
-def _render(value: JSONValue) -> str | None:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value) if abs(value) <= _MAX_SAFE_INTEGER else None
-    if isinstance(value, str):
-        return value
-    return None
-
-
-def _argument(arguments: JSONValue, path: tuple[str, ...]) -> JSONValue:
-    node = arguments
-    for key in path:
-        if not isinstance(node, dict):
-            return None
-        node = node.get(key)
-    return node
+    The rules are the server's (``sansio._http.invalid_x_mcp_header``): both
+    sides must agree on which tools carry which headers.
+    """
+    if invalid_x_mcp_header(input_schema) is not None:
+        return None
+    return {path: token for path, (token, _kind) in x_mcp_headers(input_schema).items()}
 
 
 def request_protocol_version(request: Request) -> str | None:
@@ -179,7 +102,7 @@ def modern_headers(
     if request.method == "tools/call" and isinstance(name, str):
         arguments = params.get("arguments")
         for path, token in (tool_headers.get(name) or {}).items():
-            rendered = _render(_argument(arguments, path))
+            rendered = param_header_value(argument_at(arguments, path))
             if rendered is not None:
                 headers.append((f"Mcp-Param-{token}", encode_header_value(rendered)))
     return headers

@@ -59,6 +59,7 @@ __all__ = (
     "NAME_BEARING_METHODS",
     "MediaType",
     "accepts",
+    "argument_at",
     "decode_header_value",
     "duplicated_headers",
     "encode_header_value",
@@ -70,6 +71,7 @@ __all__ = (
     "is_token",
     "origin_allowed",
     "param_header_mismatch",
+    "param_header_value",
     "parse_accept",
     "parse_media_type",
     "routing_header_mismatch",
@@ -115,6 +117,7 @@ _VISIBLE = re.compile(r"[\x20-\x7e]*")
 _SENTINEL = re.compile(r"=\?base64\?(.*)\?=", re.DOTALL)
 _CANONICAL_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 _X_MCP_TYPES = frozenset({"string", "integer", "boolean"})
+_MAX_SAFE_INTEGER = 2**53 - 1
 
 # JSON Schema 2020-12 applicators. Only a chain of ``properties`` keeps a
 # position "statically reachable"; crossing any other applicator loses it.
@@ -527,7 +530,8 @@ def x_mcp_headers(schema: JSONValue) -> dict[tuple[str, ...], tuple[str, str]]:
     return out
 
 
-def _value_at(arguments: JSONObject, path: tuple[str, ...]) -> JSONValue:
+def argument_at(arguments: JSONValue, path: tuple[str, ...]) -> JSONValue:
+    """The argument at a ``properties`` path (``None`` when absent)."""
     node: JSONValue = arguments
     for key in path:
         if not isinstance(node, dict):
@@ -541,6 +545,22 @@ def _render(value: JSONValue) -> str | None:
         return "true" if value else "false"
     if isinstance(value, (str, int, float)):
         return str(value)
+    return None
+
+
+def param_header_value(value: JSONValue) -> str | None:
+    """What a client sends in ``Mcp-Param-*`` for an argument, before escaping.
+
+    Strings as they are, integers in decimal (only within +-(2**53 - 1), the
+    range every JSON peer reads exactly), booleans ``true``/``false``; nothing
+    for anything else, null included (streamable-http.mdx, "x-mcp-header").
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value) if abs(value) <= _MAX_SAFE_INTEGER else None
+    if isinstance(value, str):
+        return value
     return None
 
 
@@ -575,7 +595,7 @@ def param_header_mismatch(
         raw = headers.get(name)
         if raw is not None and name in duplicated:
             return f"the {label} header appears more than once"
-        value = _value_at(arguments, path)
+        value = argument_at(arguments, path)
         argument = ".".join(path)
         rendered = _render(value) if value is not None else None
         if rendered is None:
