@@ -314,6 +314,21 @@ def tally(leg: Leg, out: Path, log: str, result: LegResult) -> None:
 # -- legs ----------------------------------------------------------------------------------
 
 
+def _capture(
+    argv: list[str], timeout: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run a leg's process from the repository root, stdout and stderr together."""
+    return subprocess.run(
+        argv,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def run_harness_leg(leg: Leg, args: argparse.Namespace, outdir: Path) -> LegResult:
     result = LegResult(leg.name)
     out = outdir / "checks"
@@ -328,25 +343,9 @@ def run_harness_leg(leg: Leg, args: argparse.Namespace, outdir: Path) -> LegResu
             port = free_port()
             with running_server(args.server_cmd, port, outdir / "server.log"):
                 url = f"http://127.0.0.1:{port}/mcp"
-                proc = subprocess.run(
-                    leg.argv(url, out),
-                    cwd=ROOT,
-                    env=env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    timeout=args.leg_timeout,
-                    check=False,
-                )
+                proc = _capture(leg.argv(url, out), args.leg_timeout, env)
         else:
-            proc = subprocess.run(
-                leg.argv(args.client_cmd, out),
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                timeout=args.leg_timeout,
-                check=False,
-            )
+            proc = _capture(leg.argv(args.client_cmd, out), args.leg_timeout, env)
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         result.error = str(exc)
         result.seconds = time.monotonic() - start
@@ -369,13 +368,9 @@ def run_fixture_leg(args: argparse.Namespace, outdir: Path) -> LegResult:
     port = free_port()
     try:
         with running_server(args.server_cmd, port, outdir / "server.log"):
-            proc = subprocess.run(
+            proc = _capture(
                 [sys.executable, str(HERE / "fixture_check.py"), f"http://127.0.0.1:{port}/mcp"],
-                cwd=ROOT,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                timeout=args.leg_timeout,
-                check=False,
+                args.leg_timeout,
             )
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
         result.error = str(exc)
