@@ -576,35 +576,8 @@ def summarize(
             raw = rows.get(case.raw_ref or "", {})
             if "median" in raw and case.raw_ref != row["id"]:
                 row["time_vs_raw"] = raw["median"] / row["median"]
-    startup: dict[str, dict[str, Any]] = {}
-    for t in timings:
-        entry: dict[str, Any] = {
-            "measure": t.measure,
-            "impl": t.impl,
-            "ref": t.ref,
-            "seconds": t.samples,
-            "error": t.error,
-        }
-        if t.samples:
-            entry["median"] = statistics.median(t.samples)
-            entry["min"], entry["max"] = min(t.samples), max(t.samples)
-        startup[t.key] = entry
-    for key, entry in startup.items():
-        ref = startup.get(entry["ref"] or "", {})
-        if "median" in entry and "median" in ref and entry["ref"] != key:
-            entry["sdk_over_this"] = ref["median"] / entry["median"]
-    rss: dict[str, dict[str, Any]] = {}
-    for t in memory or []:
-        entry = {"measure": t.measure, "impl": t.impl, "ref": t.ref, "mb": t.samples}
-        entry["error"] = t.error
-        if t.samples:
-            entry["median"] = statistics.median(t.samples)
-            entry["min"], entry["max"] = min(t.samples), max(t.samples)
-        rss[t.key] = entry
-    for key, entry in rss.items():
-        ref = rss.get(entry["ref"] or "", {})
-        if "median" in entry and "median" in ref and entry["ref"] != key:
-            entry["sdk_over_this"] = ref["median"] / entry["median"]
+    startup = _one_shot(timings, "seconds")
+    rss = _one_shot(memory or [], "mb")
     out = {"throughput": rows, "startup": startup, "idle_rss": rss}
     out["targets"] = targets(out)
     return out
@@ -865,6 +838,28 @@ def _lower_is_better_rows(entries: dict[str, Any], scale: float, fmt: str) -> li
         lo, mid, hi = (format(e[k] * scale, fmt) for k in ("min", "median", "max"))
         out.append(f"| {e['measure']} | {e['impl']} | {mid} | {lo}{DASH}{hi} | {ratio} |")
     return out
+
+
+def _one_shot(measured: list[Timing], unit: str) -> dict[str, dict[str, Any]]:
+    """Entries for one-shot measures (times, RSS): samples, median, spread, SDK ÷ this."""
+    entries: dict[str, dict[str, Any]] = {}
+    for t in measured:
+        entry: dict[str, Any] = {
+            "measure": t.measure,
+            "impl": t.impl,
+            "ref": t.ref,
+            unit: t.samples,
+            "error": t.error,
+        }
+        if t.samples:
+            entry["median"] = statistics.median(t.samples)
+            entry["min"], entry["max"] = min(t.samples), max(t.samples)
+        entries[t.key] = entry
+    for key, entry in entries.items():
+        ref = entries.get(entry["ref"] or "", {})
+        if "median" in entry and "median" in ref and entry["ref"] != key:
+            entry["sdk_over_this"] = ref["median"] / entry["median"]
+    return entries
 
 
 def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
