@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 import pytest
-from gates import Gate
+from inproc import Gate
 
 import mcpwire
 from mcpwire import (

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
+from inproc import Inbox, serving
 
 import mcpwire
 from mcpwire import Context, JSONRPCError, Server, Session
@@ -107,44 +108,6 @@ def mp(
 ) -> dict[str, Any]:
     """Modern request params: ``params`` plus the envelope."""
     return {"_meta": meta(caps, **(meta_extra or {})), **params}
-
-
-class Inbox:
-    def __init__(self) -> None:
-        self.items: list[Notification] = []
-        self._send, self._receive = anyio.create_memory_object_stream[Notification](1000)
-
-    async def __call__(self, note: Notification) -> None:
-        self.items.append(note)
-        self._send.send_nowait(note)
-
-    def close(self) -> None:
-        self._send.close()
-        self._receive.close()
-
-    def of(self, method: str) -> list[Notification]:
-        return [n for n in self.items if n.method == method]
-
-    async def next(self, method: str) -> Notification:
-        with anyio.fail_after(WAIT):
-            while True:
-                note = await self._receive.receive()
-                if note.method == method:
-                    return note
-
-
-@asynccontextmanager
-async def serving(server: Server) -> AsyncIterator[tuple[Session, Inbox]]:
-    client_end, server_end = mcpwire.memory_pair(wire=True)
-    inbox = Inbox()
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve, server_end)
-            async with Session(client_end, on_notification=inbox) as session:
-                yield session, inbox
-            tg.cancel_scope.cancel()
-    finally:
-        inbox.close()
 
 
 async def request(session: Session, method: str, params: dict[str, Any] | None) -> dict[str, Any]:

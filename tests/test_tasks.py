@@ -13,20 +13,17 @@ event is either the SEP-2663 diagram's edge or ``TaskStateError``.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
-from gates import Gate
 from hypothesis import given
 from hypothesis import strategies as st
+from inproc import Gate, serving
 from test_http_server import client as http_client
 from test_http_server import rpc
 from test_http_server import running as http_running
 
-import mcpwire
 from mcpwire import Context, JSONRPCError, Server, Session, ToolError
 from mcpwire._tasks import (
     EVENTS,
@@ -38,7 +35,6 @@ from mcpwire._tasks import (
     TaskStore,
     next_status,
 )
-from mcpwire.sansio import Notification
 from mcpwire.sansio._http import routing_header_mismatch
 
 WAIT = 5.0
@@ -119,41 +115,6 @@ def build_server(store: TaskStore | None = None) -> tuple[Server, Gate]:
 
 def mp(caps: dict[str, Any] | None = None, **params: Any) -> dict[str, Any]:
     return {"_meta": {PV: MODERN, CC: TASKS if caps is None else caps}, **params}
-
-
-class Inbox:
-    def __init__(self) -> None:
-        self.items: list[Notification] = []
-        self._send, self._receive = anyio.create_memory_object_stream[Notification](1000)
-
-    async def __call__(self, note: Notification) -> None:
-        self.items.append(note)
-        self._send.send_nowait(note)
-
-    async def next(self, method: str) -> Notification:
-        with anyio.fail_after(WAIT):
-            while True:
-                note = await self._receive.receive()
-                if note.method == method:
-                    return note
-
-    def close(self) -> None:
-        self._send.close()
-        self._receive.close()
-
-
-@asynccontextmanager
-async def serving(server: Server) -> AsyncIterator[tuple[Session, Inbox]]:
-    client_end, server_end = mcpwire.memory_pair(wire=True)
-    inbox = Inbox()
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve, server_end)
-            async with Session(client_end, on_notification=inbox) as session:
-                yield session, inbox
-            tg.cancel_scope.cancel()
-    finally:
-        inbox.close()
 
 
 async def call(session: Session, method: str, params: dict[str, Any]) -> dict[str, Any]:

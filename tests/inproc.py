@@ -1,0 +1,77 @@
+"""In-process helpers shared by the modern-era and tasks tests.
+
+``serving(server)`` runs a server on a wire-faithful in-memory pair and gives
+the client ``Session`` and an ``Inbox`` of the notifications it receives;
+``Gate`` lets a test decide when a handler proceeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+
+import mcpwire
+from mcpwire import Server, Session
+from mcpwire.sansio import Notification
+
+__all__ = ("WAIT", "Gate", "Inbox", "serving")
+
+#: Seconds any single wait in these helpers may take.
+WAIT = 5.0
+
+
+class Inbox:
+    def __init__(self) -> None:
+        self.items: list[Notification] = []
+        self._send, self._receive = anyio.create_memory_object_stream[Notification](1000)
+
+    async def __call__(self, note: Notification) -> None:
+        self.items.append(note)
+        self._send.send_nowait(note)
+
+    def close(self) -> None:
+        self._send.close()
+        self._receive.close()
+
+    def of(self, method: str) -> list[Notification]:
+        return [n for n in self.items if n.method == method]
+
+    async def next(self, method: str) -> Notification:
+        with anyio.fail_after(WAIT):
+            while True:
+                note = await self._receive.receive()
+                if note.method == method:
+                    return note
+
+
+@asynccontextmanager
+async def serving(server: Server) -> AsyncIterator[tuple[Session, Inbox]]:
+    client_end, server_end = mcpwire.memory_pair(wire=True)
+    inbox = Inbox()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, server_end)
+            async with Session(client_end, on_notification=inbox) as session:
+                yield session, inbox
+            tg.cancel_scope.cancel()
+    finally:
+        inbox.close()
+
+
+class Gate:
+    """Lets the test decide when a handler proceeds, and see that it got there."""
+
+    def __init__(self) -> None:
+        self.reached = anyio.Event()
+        self.go = anyio.Event()
+        self.cancelled = False
+
+    async def wait(self) -> None:
+        self.reached.set()
+        try:
+            await self.go.wait()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled = True
+            raise
