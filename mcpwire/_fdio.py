@@ -89,12 +89,14 @@ class _FD:
 class FDReader(_FD):
     """Reads chunks from a descriptor; ``b""`` means end of input. One reader task."""
 
-    __slots__ = ("_buffered", "_chunks", "_eof", "_loop", "_waiter", "sink")
+    __slots__ = ("_buffered", "_chunks", "_eof", "_loop", "_view", "_waiter", "sink")
 
     def __init__(self, fd: int, *, owned: bool) -> None:
         super().__init__(fd, owned=owned)
         self._chunks: collections.deque[bytes] = collections.deque()
         self._buffered = 0
+        #: Reads land here first (see ``_read_into``).
+        self._view = memoryview(bytearray(READ_CHUNK))
         self._eof = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiter: asyncio.Future[None] | None = None
@@ -148,7 +150,7 @@ class FDReader(_FD):
             return await self._read_asyncio(loop)
         while True:
             try:
-                return os.read(self.fd, max_bytes)
+                return _read_into(self.fd, self._view[:max_bytes])
             except BlockingIOError:
                 pass
             except OSError:
@@ -184,7 +186,7 @@ class FDReader(_FD):
 
     def _on_readable(self) -> None:
         try:
-            data = os.read(self.fd, READ_CHUNK)
+            data = _read_into(self.fd, self._view)
         except BlockingIOError:
             return
         except OSError:
@@ -226,6 +228,18 @@ def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:  # not on asyncio (trio)
         return None
+
+
+def _read_into(fd: int, view: memoryview) -> bytes:
+    """Read into a preallocated buffer and copy out what arrived.
+
+    ``os.read(fd, 256 KiB)`` allocates the full size before shrinking it to the
+    bytes read; an allocation that large is served by ``mmap`` and given back
+    by ``munmap`` (plus an ``mremap``) on every call, about 17 µs measured,
+    against about 1 µs for reading a small message into a reused buffer.
+    """
+    n = os.readv(fd, (view,))
+    return bytes(view[:n])
 
 
 def _read_blocking(fd: int, max_bytes: int) -> bytes:

@@ -47,7 +47,6 @@ TLS
 
 from __future__ import annotations
 
-import select
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,11 +57,21 @@ import anyio
 import anyio.abc
 import h11
 
-from ._errors import MCPWireError
 from ._http_client_headers import media_type
 from ._http_client_net import Verify
 from ._http_client_net import describe as _describe
 from ._http_client_net import ssl_context as _ssl_context
+from ._http_client_sock import (
+    BodyTooLarge,
+    ConnectionFailed,
+    HTTPError,
+    InvalidRequest,
+    ProtocolSocket,
+    ReadTimeout,
+    RedirectRefused,
+    StreamSocket,
+    running_asyncio_loop,
+)
 
 if TYPE_CHECKING:
     import ssl
@@ -91,37 +100,13 @@ DEFAULT_MAX_KEEPALIVE = 32
 DEFAULT_MAX_CONNECTIONS = 64
 DEFAULT_MAX_REDIRECTS = 5
 DEFAULT_MAX_HEADER_SIZE = 64 * 1024
-_RECEIVE_SIZE = 65536
+#: Request heads kept ready to send (h11 validates a head when it is built).
+_REQUEST_CACHE_SIZE = 64
+_END = h11.EndOfMessage()
+
+_Socket = StreamSocket | ProtocolSocket
 
 Headers = Sequence[tuple[str, str]]
-
-
-class HTTPError(MCPWireError):
-    """Something went wrong below MCP: at the socket, TLS or HTTP level."""
-
-
-class ConnectionFailed(HTTPError):
-    """The server could not be reached, or the connection broke mid-exchange."""
-
-
-class ReadTimeout(HTTPError):
-    """The server sent nothing for longer than the read timeout."""
-
-
-class InvalidRequest(HTTPError):
-    """The request cannot be written (a header value that is not ASCII, for example)."""
-
-
-class RedirectRefused(HTTPError):
-    """A redirect that is not followed (another origin, a method change, too many hops)."""
-
-
-class BodyTooLarge(HTTPError):
-    """A response body is larger than the caller's limit."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"the response body exceeds the limit of {limit} bytes")
-        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,69 +164,6 @@ class URL:
 
     def __str__(self) -> str:
         return self.raw
-
-
-class _Socket:
-    """One connection: a byte stream and the h11 state machine framing it."""
-
-    __slots__ = ("bytes_in", "h11", "idle_since", "origin", "raw", "stream")
-
-    def __init__(self, stream: anyio.abc.ByteStream, origin: tuple[str, str, int], limit: int):
-        self.stream = stream
-        self.origin = origin
-        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=limit)
-        self.idle_since = 0.0
-        #: Bytes received for the current request (0: the server never answered it).
-        self.bytes_in = 0
-        #: The socket underneath, polled before reuse (looked up once).
-        self.raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
-
-    async def send(self, *events: h11.Event) -> None:
-        """Frame ``events`` with h11 and write the bytes in one piece."""
-        pieces: list[bytes] = []
-        for event in events:
-            pieces.extend(self.h11.send_with_data_passthrough(event) or ())
-        if pieces:
-            await self.stream.send(pieces[0] if len(pieces) == 1 else b"".join(pieces))
-
-    async def next_event(self, timeout: float | None) -> h11.Event | type[h11.PAUSED]:
-        while True:
-            event = self.h11.next_event()
-            if event is not h11.NEED_DATA:
-                return event  # type: ignore[return-value]
-            data = b""
-            if timeout is None:  # the caller's own deadline is in charge
-                try:
-                    data = await self.stream.receive(_RECEIVE_SIZE)
-                except anyio.EndOfStream:
-                    data = b""
-            else:
-                with anyio.move_on_after(timeout) as scope:
-                    try:
-                        data = await self.stream.receive(_RECEIVE_SIZE)
-                    except anyio.EndOfStream:
-                        data = b""
-                if scope.cancelled_caught:
-                    raise ReadTimeout(f"no data from the server for {timeout:g} s")
-            self.bytes_in += len(data)
-            self.h11.receive_data(data)
-
-    def reusable(self) -> bool:
-        return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
-
-    def looks_dead(self) -> bool:
-        """True if an idle socket is readable: the peer closed it (or sent garbage)."""
-        raw = self.raw
-        if raw is None:
-            return False
-        try:
-            readable, _, _ = select.select([raw], [], [], 0)
-        except (OSError, ValueError):
-            return True
-        return bool(readable)
-
-    async def close(self) -> None:
-        await anyio.aclose_forcefully(self.stream)
 
 
 _NETWORK_ERRORS = (
@@ -410,6 +332,7 @@ class HTTPClient:
         # Uncontended (the usual case), taking a slot does not yield to the loop.
         self._slots = anyio.Semaphore(max_connections, fast_acquire=True)
         self._idle: dict[tuple[str, str, int], list[_Socket]] = {}
+        self._requests: dict[tuple[object, ...], h11.Request] = {}
         self._ssl: ssl.SSLContext | None = None
         self._closed = False
         #: Sockets opened (for tests and diagnostics: reuse keeps this low).
@@ -466,16 +389,19 @@ class HTTPClient:
     async def _send(
         self, method: str, url: URL, headers: Headers, body: bytes | None, timeout: float | None
     ) -> HTTPResponse:
-        all_headers: list[tuple[str, str]] = [("Host", url.authority)]
-        all_headers.extend(headers)
-        if not any(k.lower() == "user-agent" for k, _ in headers):
-            all_headers.append(("User-Agent", self.user_agent))
-        if body is not None:
-            all_headers.append(("Content-Length", str(len(body))))
+        size = -1 if body is None else len(body)
+        key = (method, url.raw, *headers, size)
         try:
-            request = h11.Request(method=method, target=url.target, headers=all_headers)
-        except (h11.LocalProtocolError, UnicodeEncodeError) as exc:
-            raise InvalidRequest(f"cannot send {method} {url}: {exc}") from None
+            request = self._requests.get(key)
+            cacheable = True
+        except TypeError:  # a header given as a list: build it every time
+            request, cacheable = None, False
+        if request is None:
+            request = self._request_head(method, url, headers, size)
+            if cacheable:
+                if len(self._requests) >= _REQUEST_CACHE_SIZE:
+                    self._requests.clear()
+                self._requests[key] = request
         for attempt in range(2):
             await self._slots.acquire()
             try:
@@ -488,9 +414,9 @@ class HTTPClient:
                 # Head and body in one write: one system call, one segment
                 # for a small request (and no Nagle delay between the two).
                 if body:
-                    await sock.send(request, h11.Data(data=body), h11.EndOfMessage())
+                    await sock.send(request, h11.Data(data=body), _END)
                 else:
-                    await sock.send(request, h11.EndOfMessage())
+                    await sock.send(request, _END)
                 event = await sock.next_event(timeout)
                 while type(event) is h11.InformationalResponse:
                     event = await sock.next_event(timeout)
@@ -510,6 +436,20 @@ class HTTPClient:
             return HTTPResponse(self, sock, url, event, timeout)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _request_head(self, method: str, url: URL, headers: Headers, size: int) -> h11.Request:
+        """Build (and so validate) a request head; h11's events are immutable, so one
+        head serves every request with the same line and headers."""
+        all_headers: list[tuple[str, str]] = [("Host", url.authority)]
+        all_headers.extend(headers)
+        if not any(k.lower() == "user-agent" for k, _ in headers):
+            all_headers.append(("User-Agent", self.user_agent))
+        if size >= 0:
+            all_headers.append(("Content-Length", str(size)))
+        try:
+            return h11.Request(method=method, target=url.target, headers=all_headers)
+        except (h11.LocalProtocolError, UnicodeEncodeError) as exc:
+            raise InvalidRequest(f"cannot send {method} {url}: {exc}") from None
+
     async def _checkout(self, url: URL) -> tuple[_Socket, bool]:
         if self._closed:
             raise ConnectionFailed("the HTTP client is closed")
@@ -526,8 +466,21 @@ class HTTPClient:
         tls = url.scheme == "https"
         if tls and self._ssl is None:
             self._ssl = _ssl_context(self.verify)
+        loop = None if tls else running_asyncio_loop()
         try:
             with anyio.fail_after(self.connect_timeout):
+                if loop is not None:
+                    # Plain TCP on asyncio: the protocol-based socket (see
+                    # _http_client_sock); happy eyeballs as anyio does it.
+                    limit = self.max_header_size
+                    _, sock = await loop.create_connection(
+                        lambda: ProtocolSocket(loop, url.origin, limit),
+                        url.host,
+                        url.port,
+                        happy_eyeballs_delay=0.25,
+                    )
+                    self.connections_opened += 1
+                    return sock
                 stream: anyio.abc.ByteStream
                 if self._ssl is not None and tls:
                     # SNI and certificate host name: the URL's host.
@@ -547,7 +500,7 @@ class HTTPClient:
         except (OSError, anyio.BrokenResourceError) as exc:
             raise ConnectionFailed(f"cannot connect to {url.authority}: {_describe(exc)}") from exc
         self.connections_opened += 1
-        return _Socket(stream, url.origin, self.max_header_size)
+        return StreamSocket(stream, url.origin, self.max_header_size)
 
     def _keep(self, sock: _Socket) -> bool:
         """Put a finished socket in the idle pool if it has room (no waiting involved)."""

@@ -39,6 +39,7 @@ from mcpwire._http_client import HTTPClientTransport, open_http_transport
 from mcpwire._http_client_base import MAX_BACKOFF, backoff_delay
 from mcpwire._http_client_conn import URL, HTTPClient, InvalidRequest, RedirectRefused
 from mcpwire._http_client_headers import encode_header_value, media_type, tool_header_map
+from mcpwire._http_client_sock import ProtocolSocket
 from mcpwire._http_client_sse import SSEClientTransport
 from mcpwire.sansio._sse import SSEDecoder
 
@@ -1088,9 +1089,10 @@ async def test_auto_mode_falls_back_to_initialize(refusal: Reply) -> None:
 
 async def test_stale_socket_is_retried_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Even when the idle check misses a closed socket, the request goes out again, once."""
-    from mcpwire import _http_client_conn
+    from mcpwire import _http_client_sock
 
-    monkeypatch.setattr(_http_client_conn._Socket, "looks_dead", lambda self: False)
+    for cls in (_http_client_sock.StreamSocket, _http_client_sock.ProtocolSocket):
+        monkeypatch.setattr(cls, "looks_dead", lambda self: False)
 
     async def handler(seen: Seen) -> Reply:
         reply = Reply.json(result(rid(seen), TOOL_RESULT))
@@ -1211,23 +1213,33 @@ async def test_a_request_is_one_write() -> None:
         return Reply.json(result(None, {}), headers=[])
 
     class Recording:
-        def __init__(self, stream: Any) -> None:
-            self.stream = stream
+        """Wraps the anyio stream (``send``) or the asyncio transport (``write``)."""
+
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
             self.sent: list[bytes] = []
 
         async def send(self, data: bytes) -> None:
             self.sent.append(bytes(data))
-            await self.stream.send(data)
+            await self.inner.send(data)
+
+        def write(self, data: bytes) -> None:
+            self.sent.append(bytes(data))
+            self.inner.write(data)
 
         def __getattr__(self, name: str) -> Any:
-            return getattr(self.stream, name)
+            return getattr(self.inner, name)
 
     async with raw_server(handler) as server:
         http = HTTPClient()
         url = URL.parse(server.url)
         sock = await http._connect(url)
-        recording = Recording(sock.stream)
-        sock.stream = recording  # type: ignore[assignment]
+        if isinstance(sock, ProtocolSocket):  # asyncio: the transport is written to
+            recording = Recording(sock.transport)
+            sock.transport = recording  # type: ignore[assignment]
+        else:
+            recording = Recording(sock.stream)
+            sock.stream = recording  # type: ignore[assignment]
         sock.idle_since = time.monotonic()
         http._idle[url.origin] = [sock]
         for body in (b'{"jsonrpc":"2.0","id":1,"method":"ping"}', b"x" * 100_000, b""):
