@@ -30,7 +30,8 @@ import anyio.to_thread
 
 __all__ = ("FDReader", "FDWriter", "readiness_capable")
 
-READ_CHUNK = 256 * 1024
+#: The most one read returns: a pipe's whole default capacity on Linux.
+READ_CHUNK = 64 * 1024
 #: Bytes read ahead on asyncio before reading pauses (back-pressure on the pipe).
 MAX_BUFFERED = 4 * 1024 * 1024
 
