@@ -57,6 +57,7 @@ import anyio
 import anyio.abc
 import h11
 
+from ._aio_stream import AsyncioStream, running_asyncio_loop
 from ._http_client_headers import media_type
 from ._http_client_net import Verify
 from ._http_client_net import describe as _describe
@@ -70,7 +71,6 @@ from ._http_client_sock import (
     ReadTimeout,
     RedirectRefused,
     StreamSocket,
-    running_asyncio_loop,
 )
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ DEFAULT_MAX_HEADER_SIZE = 64 * 1024
 _REQUEST_CACHE_SIZE = 64
 _END = h11.EndOfMessage()
 
-_Socket = StreamSocket | ProtocolSocket
+_Socket = StreamSocket
 
 Headers = Sequence[tuple[str, str]]
 
@@ -470,17 +470,16 @@ class HTTPClient:
         try:
             with anyio.fail_after(self.connect_timeout):
                 if loop is not None:
-                    # Plain TCP on asyncio: the protocol-based socket (see
-                    # _http_client_sock); happy eyeballs as anyio does it.
-                    limit = self.max_header_size
-                    _, sock = await loop.create_connection(
-                        lambda: ProtocolSocket(loop, url.origin, limit),
+                    # Plain TCP on asyncio: the protocol-based stream (see
+                    # _aio_stream); happy eyeballs as anyio does it.
+                    _, fast = await loop.create_connection(
+                        lambda: AsyncioStream(loop),
                         url.host,
                         url.port,
                         happy_eyeballs_delay=0.25,
                     )
                     self.connections_opened += 1
-                    return sock
+                    return ProtocolSocket(fast, url.origin, self.max_header_size)
                 stream: anyio.abc.ByteStream
                 if self._ssl is not None and tls:
                     # SNI and certificate host name: the URL's host.

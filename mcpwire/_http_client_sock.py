@@ -7,18 +7,9 @@ Two implementations share one small interface (``send``, ``next_event``,
     Any anyio byte stream: TLS, and every socket on trio.
 
 ``ProtocolSocket``
-    Plain TCP on asyncio, as an ``asyncio.BufferedProtocol``. anyio's socket stream
-    pauses the transport after every ``receive`` and resumes it before the next
-    one, which costs two ``epoll_ctl`` calls, an event and a checkpoint per
-    read; a request/response exchange is dominated by such fixed costs. Here
-    the transport keeps reading into a bounded queue of chunks (reading pauses
-    when ``MAX_BUFFERED`` bytes wait unread, so a slow consumer of an event
-    stream applies back-pressure to the server), a read that finds data queued
-    returns without waiting, and an idle socket knows without a system call
-    whether its peer has closed it. Reads land in one reused buffer (asyncio's
-    plain protocols receive each read as a fresh 256 KiB allocation).
-    Cancellation works as for any awaited future: anyio's cancel scopes cancel
-    the task, and the wait ends.
+    Plain TCP on asyncio, over an ``AsyncioStream`` (``_aio_stream``): reads
+    wait on a future with a timer instead of a cancel scope, and an idle
+    socket knows without a system call whether its peer has closed it.
 
 Both feed h11 one received chunk at a time, only when h11 needs more data, so
 what h11 buffers stays bounded by its ``max_incomplete_event_size``.
@@ -26,19 +17,16 @@ what h11 buffers stays bounded by its ``max_incomplete_event_size``.
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import select
-from typing import Any
 
 import anyio
 import anyio.abc
 import h11
 
+from ._aio_stream import AsyncioStream
 from ._errors import MCPWireError
 
 __all__ = (
-    "MAX_BUFFERED",
     "BodyTooLarge",
     "ConnectionFailed",
     "HTTPError",
@@ -47,13 +35,9 @@ __all__ = (
     "ReadTimeout",
     "RedirectRefused",
     "StreamSocket",
-    "running_asyncio_loop",
 )
 
 _RECEIVE_SIZE = 65536
-#: Unread bytes queued on a ``ProtocolSocket`` before it stops reading.
-MAX_BUFFERED = 1024 * 1024
-_EXPIRED = object()
 
 
 class HTTPError(MCPWireError):
@@ -82,14 +66,6 @@ class BodyTooLarge(HTTPError):
     def __init__(self, limit: int) -> None:
         super().__init__(f"the response body exceeds the limit of {limit} bytes")
         self.limit = limit
-
-
-def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
-    """The running asyncio loop, or ``None`` on trio."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def _frame(conn: h11.Connection, events: tuple[h11.Event, ...]) -> bytes:
@@ -164,91 +140,19 @@ class StreamSocket:
         await anyio.aclose_forcefully(self.stream)
 
 
-class ProtocolSocket(asyncio.BufferedProtocol):
+class ProtocolSocket(StreamSocket):
     """A plain TCP connection on asyncio (see the module docstring)."""
 
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, origin: tuple[str, str, int], limit: int
-    ) -> None:
-        self.origin = origin
-        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=limit)
-        self.idle_since = 0.0
-        self.bytes_in = 0
-        self.transport: asyncio.Transport | None = None
-        self._loop = loop
-        self._chunks: collections.deque[bytes] = collections.deque()
-        #: The transport reads into this; see ``get_buffer``.
-        self._view = memoryview(bytearray(_RECEIVE_SIZE))
-        self._buffered = 0
-        self._reading_paused = False
-        self._eof = False
-        self._lost: BaseException | None = None
-        self._waiter: asyncio.Future[Any] | None = None
-        self._drained: asyncio.Future[None] | None = None
+    __slots__ = ()
+    stream: AsyncioStream
 
-    # -- asyncio.BufferedProtocol ------------------------------------------------
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        # A reused buffer: asyncio's plain protocols get each read as a fresh
-        # 256 KiB allocation (mmap, mremap and munmap every time, about 17 µs).
-        return self._view
-
-    def buffer_updated(self, nbytes: int) -> None:
-        data = bytes(self._view[:nbytes])
-        self._chunks.append(data)
-        self._buffered += len(data)
-        if self._buffered >= MAX_BUFFERED and not self._reading_paused and self.transport:
-            self._reading_paused = True
-            self.transport.pause_reading()
-        self._wake()
-
-    def eof_received(self) -> bool:
-        self._eof = True
-        self._wake()
-        return False  # nothing more to write once the server is done: close
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._eof = True
-        if exc is not None:
-            self._lost = exc
-        self._wake()
-        drained, self._drained = self._drained, None
-        if drained is not None and not drained.done():
-            drained.set_result(None)
-
-    def pause_writing(self) -> None:
-        if self._drained is None:
-            self._drained = self._loop.create_future()
-
-    def resume_writing(self) -> None:
-        drained, self._drained = self._drained, None
-        if drained is not None and not drained.done():
-            drained.set_result(None)
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    # -- the socket interface ---------------------------------------------
+    def __init__(self, stream: AsyncioStream, origin: tuple[str, str, int], limit: int) -> None:
+        super().__init__(stream, origin, limit)
 
     async def send(self, *events: h11.Event) -> None:
         """Frame ``events`` with h11 and write the bytes in one piece."""
-        data = _frame(self.h11, events)
-        transport = self.transport
-        if transport is None or transport.is_closing():
-            raise anyio.BrokenResourceError from self._lost
-        if data:
-            transport.write(data)
-        drained = self._drained
-        if drained is not None:  # above the high-water mark: wait for the kernel
-            await drained
-            if transport.is_closing():
-                raise anyio.BrokenResourceError from self._lost
+        self.stream.write(_frame(self.h11, events))
+        await self.stream.drain()
 
     async def next_event(self, timeout: float | None) -> h11.Event | type[h11.PAUSED]:
         conn = self.h11
@@ -256,54 +160,16 @@ class ProtocolSocket(asyncio.BufferedProtocol):
             event = conn.next_event()
             if event is not h11.NEED_DATA:
                 return event  # type: ignore[return-value]
-            chunks = self._chunks
-            if chunks:
-                data = chunks.popleft()
-                self._buffered -= len(data)
-                if self._reading_paused and self._buffered < MAX_BUFFERED // 2:
-                    self._reading_paused = False
-                    if self.transport is not None and not self.transport.is_closing():
-                        self.transport.resume_reading()
-                self.bytes_in += len(data)
-                conn.receive_data(data)
-            elif self._lost is not None:
-                raise anyio.BrokenResourceError from self._lost
-            elif self._eof:
-                conn.receive_data(b"")
-            else:
-                await self._wait(timeout)
-
-    async def _wait(self, timeout: float | None) -> None:
-        waiter = self._waiter = self._loop.create_future()
-        if timeout is None:
             try:
-                await waiter
-            finally:
-                self._waiter = None
-            return
-        expiry = self._loop.call_later(timeout, _expire, waiter)
-        try:
-            await waiter
-        finally:
-            expiry.cancel()
-            self._waiter = None
-        if waiter.result() is _EXPIRED:
-            raise _timed_out(timeout)
-
-    def reusable(self) -> bool:
-        return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
+                data = await self.stream.receive_chunk(timeout)
+            except TimeoutError:
+                raise _timed_out(timeout or 0.0) from None
+            self.bytes_in += len(data)
+            conn.receive_data(data)
 
     def looks_dead(self) -> bool:
         """True if an idle socket got anything: the peer's FIN (or garbage)."""
-        transport = self.transport
-        return bool(self._chunks) or self._eof or transport is None or transport.is_closing()
+        return self.stream.looks_dead()
 
     async def close(self) -> None:
-        transport = self.transport
-        if transport is not None:
-            transport.abort()
-
-
-def _expire(waiter: asyncio.Future[Any]) -> None:
-    if not waiter.done():
-        waiter.set_result(_EXPIRED)
+        self.stream.abort()

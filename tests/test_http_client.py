@@ -1235,8 +1235,8 @@ async def test_a_request_is_one_write() -> None:
         url = URL.parse(server.url)
         sock = await http._connect(url)
         if isinstance(sock, ProtocolSocket):  # asyncio: the transport is written to
-            recording = Recording(sock.transport)
-            sock.transport = recording  # type: ignore[assignment]
+            recording = Recording(sock.stream.transport)
+            sock.stream.transport = recording  # type: ignore[assignment]
         else:
             recording = Recording(sock.stream)
             sock.stream = recording  # type: ignore[assignment]

@@ -13,9 +13,9 @@ import anyio
 import pytest
 from http_client.rawserver import Reply, Seen, raw_server
 
+from mcpwire._aio_stream import DEFAULT_MAX_BUFFERED
 from mcpwire._http_client_conn import URL, HTTPClient
 from mcpwire._http_client_sock import (
-    MAX_BUFFERED,
     ConnectionFailed,
     ProtocolSocket,
     ReadTimeout,
@@ -86,7 +86,7 @@ async def test_a_cut_body_and_a_dropped_request_fail_the_exchange() -> None:
 
 async def test_a_slow_reader_bounds_what_is_buffered() -> None:
     """The server streams 6 MiB; the reader takes it slowly, and the client never
-    holds much more than ``MAX_BUFFERED`` unread (TCP back-pressure does the rest)."""
+    holds much more than ``DEFAULT_MAX_BUFFERED`` unread (TCP back-pressure does the rest)."""
     piece = bytes(range(256)) * 256  # 64 KiB
     count = 96
 
@@ -100,8 +100,8 @@ async def test_a_slow_reader_bounds_what_is_buffered() -> None:
         received = bytearray(await response.read_chunk())
         await anyio.sleep(0.3)  # the server keeps writing; we don't read
         if isinstance(sock, ProtocolSocket):
-            assert 0 < sock._buffered <= MAX_BUFFERED + 256 * 1024
-            assert sock._reading_paused
+            assert 0 < sock.stream._buffered <= DEFAULT_MAX_BUFFERED + 64 * 1024
+            assert sock.stream._reading_paused
         while chunk := await response.read_chunk():
             received += chunk
         assert bytes(received) == piece * count
