@@ -27,14 +27,21 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import anyio
 import anyio.abc
 
-__all__ = ("DEFAULT_MAX_BUFFERED", "READ_SIZE", "AsyncioStream", "running_asyncio_loop")
+__all__ = (
+    "DEFAULT_MAX_BUFFERED",
+    "READ_SIZE",
+    "AsyncioStream",
+    "running_asyncio_loop",
+    "serve_listener",
+)
 
 #: The reused read buffer; a copy of at most this size stays on the heap.
 READ_SIZE = 64 * 1024
@@ -247,6 +254,75 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
             attrs.local_address: sock.getsockname,
             attrs.remote_address: sock.getpeername,
         }
+
+
+logger = logging.getLogger("mcpwire.http")
+
+#: Accept errors that concern one connection or a passing shortage, not the listener.
+_TRANSIENT_ACCEPT = (ConnectionAbortedError, ConnectionResetError, InterruptedError)
+_ACCEPT_BACKOFF = 0.1
+
+
+async def serve_listener(
+    listener: anyio.abc.Listener[Any],
+    handler: Callable[[Any], Coroutine[Any, Any, None]],
+    task_group: anyio.abc.TaskGroup,
+) -> None:
+    """``listener.serve(handler, task_group)``, with ``AsyncioStream`` connections on asyncio.
+
+    ``listener`` comes from ``anyio.create_tcp_listener``; on asyncio its
+    sockets are accepted here, each connection becoming an ``AsyncioStream``
+    handed to ``handler`` in ``task_group``. The accept loops stop when this is
+    cancelled, before the caller closes ``listener``. On trio, and for any other
+    listener, it is ``listener.serve``.
+    """
+    loop = running_asyncio_loop()
+    sockets = _listening_sockets(listener) if loop is not None else None
+    if loop is None or not sockets:
+        await listener.serve(handler, task_group=task_group)
+        return
+    async with anyio.create_task_group() as accepting:
+        for sock in sockets:
+            accepting.start_soon(_accept_loop, loop, sock, handler, task_group)
+
+
+def _listening_sockets(listener: anyio.abc.Listener[Any]) -> list[socket.socket] | None:
+    members = getattr(listener, "listeners", [listener])
+    sockets = []
+    for member in members:
+        if not isinstance(member, anyio.abc.SocketListener):
+            return None
+        raw = member.extra(anyio.abc.SocketAttribute.raw_socket, None)
+        if raw is None or raw.type != socket.SOCK_STREAM:
+            return None
+        sockets.append(raw)
+    return sockets
+
+
+async def _accept_loop(
+    loop: asyncio.AbstractEventLoop,
+    sock: socket.socket,
+    handler: Callable[[Any], Coroutine[Any, Any, None]],
+    task_group: anyio.abc.TaskGroup,
+) -> None:
+    while True:
+        try:
+            client, _ = await loop.sock_accept(sock)
+        except _TRANSIENT_ACCEPT:
+            continue
+        except OSError as exc:  # out of descriptors or memory: wait, then go on
+            logger.warning("accepting a connection failed: %s", exc)
+            await anyio.sleep(_ACCEPT_BACKOFF)
+            continue
+        try:
+            if client.family in (socket.AF_INET, socket.AF_INET6):
+                client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _, stream = await loop.connect_accepted_socket(lambda: AsyncioStream(loop), client)
+        except OSError as exc:
+            logger.debug("dropping a connection that failed at once: %s", exc)
+            client.close()
+            continue
+        task_group.start_soon(handler, stream)
 
 
 def _expire(waiter: asyncio.Future[Any]) -> None:

@@ -65,6 +65,7 @@ import anyio
 import anyio.abc
 import h11
 
+from ._aio_stream import serve_listener
 from ._http_events import EventStore, MemoryEventStore
 from ._http_gate import host_ok, json_content, negotiate, origin_ok
 from ._http_legacy import LegacyEndpoint
@@ -181,7 +182,7 @@ class HTTPServer:
         logger.info("serving MCP at http://%s:%d%s", host, self.port, self.options.path)
         async with self.hosting(listener) as tg:
             task_status.started(self.port)
-            await listener.serve(self._on_connection, task_group=tg)
+            await serve_listener(listener, self._on_connection, tg)
 
     def resolve_allow_lists(self, host: str | None) -> None:
         """Settle "auto" allow-lists for a server bound to ``host`` (None: not TCP).

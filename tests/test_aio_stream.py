@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcpwire._aio_stream import DEFAULT_MAX_BUFFERED, READ_SIZE, AsyncioStream
+from mcpwire._aio_stream import DEFAULT_MAX_BUFFERED, READ_SIZE, AsyncioStream, serve_listener
 
 pytestmark = pytest.mark.anyio
 
@@ -170,3 +170,35 @@ def test_any_chunking_and_any_read_sizes_give_the_same_bytes(
                 i += 1
 
     assert anyio.run(main, backend="asyncio") == b"".join(pieces)
+
+
+async def _serve_echo(seen: list[object]) -> list[object]:
+    """Serve one echo connection with ``serve_listener``; return what the handler saw."""
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+
+    async def echo(stream: anyio.abc.ByteStream) -> None:
+        seen.append(stream)
+        async with stream:
+            await stream.send(await stream.receive())
+
+    async with anyio.create_task_group() as handlers, anyio.create_task_group() as tg:
+        tg.start_soon(serve_listener, listener, echo, handlers)
+        async with await anyio.connect_tcp("127.0.0.1", port) as client:
+            await client.send(b"hello")
+            assert await client.receive() == b"hello"
+        tg.cancel_scope.cancel()  # the accept loops end before the listener closes
+    await listener.aclose()
+    with pytest.raises(OSError):
+        await anyio.connect_tcp("127.0.0.1", port)
+    return seen
+
+
+async def test_serve_listener_hands_asyncio_streams_to_the_handler() -> None:
+    seen = await _serve_echo([])
+    assert len(seen) == 1 and type(seen[0]) is AsyncioStream
+
+
+def test_serve_listener_on_trio_is_the_listeners_own_serve() -> None:
+    seen = anyio.run(_serve_echo, [], backend="trio")
+    assert len(seen) == 1 and not isinstance(seen[0], AsyncioStream)
