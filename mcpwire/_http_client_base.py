@@ -155,7 +155,9 @@ class HTTPClientOptions:
             event stream is reopened (``None``: never).
         terminate_on_close: legacy era: ``DELETE`` the session when closing.
         message_url: HTTP+SSE: POST here instead of the ``endpoint`` event's URL.
-        limits: JSON size and depth limits for parsed messages.
+        limits: JSON size and depth limits for parsed messages. When not
+            given, the size limit follows ``max_body_size`` and
+            ``max_event_size`` where those are larger than the default.
     """
 
     headers: list[tuple[str, str]] = field(default_factory=list)
@@ -198,6 +200,16 @@ def make_options(
     unknown = set(options) - OPTION_NAMES
     if unknown:
         raise TypeError(f"unknown HTTP transport option(s): {', '.join(sorted(unknown))}")
+    if "limits" not in options:
+        # A larger body or event limit also admits the message it carries:
+        # without this, a 64 MiB JSON body would be read whole and then
+        # refused by the parser's default 16 MiB limit.
+        largest = max(
+            options.get("max_body_size", DEFAULT_MAX_MESSAGE_SIZE),
+            options.get("max_event_size", DEFAULT_MAX_EVENT_SIZE),
+        )
+        if largest > DEFAULT_LIMITS.max_size:
+            options["limits"] = Limits(max_size=largest, max_depth=DEFAULT_LIMITS.max_depth)
     return HTTPClientOptions(headers=header_list(headers), **options)
 
 

@@ -41,6 +41,7 @@ from mcpwire._http_client_conn import URL, HTTPClient, InvalidRequest, RedirectR
 from mcpwire._http_client_headers import encode_header_value, media_type, tool_header_map
 from mcpwire._http_client_sock import ProtocolSocket
 from mcpwire._http_client_sse import SSEClientTransport
+from mcpwire.sansio._codec import Limits
 from mcpwire.sansio._sse import SSEDecoder
 
 pytestmark = pytest.mark.anyio
@@ -1252,3 +1253,30 @@ async def test_a_request_is_one_write() -> None:
             assert server.seen[-1].body == body
         assert http.connections_opened == 1
         await http.aclose()
+
+
+async def test_a_larger_max_body_size_admits_the_message_too() -> None:
+    """``max_body_size`` alone is enough for a JSON response above the default
+    16 MiB parse limit; an explicit ``limits`` still wins."""
+    big = "x" * (17 * 1024 * 1024)
+
+    async def handler(seen: Seen) -> Reply:
+        rpc = seen.json
+        if rpc.get("method") == "tools/call":
+            value = {"content": [{"type": "text", "text": big}], "isError": False}
+            return Reply.json(result(rpc["id"], value))
+        return Reply.json(result(rpc.get("id"), {}))
+
+    async with raw_server(handler) as server:
+        size = 32 * 1024 * 1024
+        async with Client.http(
+            server.url, mode=MODERN, validate_output=False, max_body_size=size
+        ) as c:
+            assert c.transport.options.limits.max_size == size  # type: ignore[attr-defined]
+            assert (await c.call_tool("t", {})).text == big
+        tight = Limits(max_size=1024 * 1024)
+        async with Client.http(
+            server.url, mode=MODERN, validate_output=False, max_body_size=size, limits=tight
+        ) as c:
+            with pytest.raises(JSONRPCError, match="exceeds the limit of 1048576 bytes"):
+                await c.call_tool("t", {})
