@@ -1,15 +1,16 @@
 """Content blocks and result helpers shared by servers and clients.
 
-Plain classes with ``to_json()``; handlers may return these, lists of them,
-or wire-form dicts (anything with a ``"type"`` key passes through as is).
+Frozen records (``sansio._record``) with ``to_json()``, and the mutable
+``ToolResult``; handlers may return these, lists of them, or wire-form dicts
+(anything with a ``"type"`` key passes through as is).
 """
 
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field
 
 from .sansio._json import JSONObject, JSONValue
+from .sansio._record import FRESH_LIST, Record, setters
 
 __all__ = (
     "Audio",
@@ -28,10 +29,13 @@ def _b64(data: bytes | str) -> str:
     return data if isinstance(data, str) else base64.b64encode(data).decode("ascii")
 
 
-@dataclass(frozen=True, slots=True)
-class Text:
+class Text(Record):
     text: str
-    annotations: JSONObject | None = None
+    annotations: JSONObject | None
+
+    def __init__(self, text: str, annotations: JSONObject | None = None) -> None:
+        _text_text(self, text)
+        _text_annotations(self, annotations)
 
     def to_json(self) -> JSONObject:
         out: JSONObject = {"type": "text", "text": self.text}
@@ -40,13 +44,19 @@ class Text:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Image:
+class Image(Record):
     """Image content; ``data`` is raw bytes or already-base64 text."""
 
     data: bytes | str
-    mime_type: str = "image/png"
-    annotations: JSONObject | None = None
+    mime_type: str
+    annotations: JSONObject | None
+
+    def __init__(
+        self, data: bytes | str, mime_type: str = "image/png", annotations: JSONObject | None = None
+    ) -> None:
+        _image_data(self, data)
+        _image_mime_type(self, mime_type)
+        _image_annotations(self, annotations)
 
     def to_json(self) -> JSONObject:
         out: JSONObject = {"type": "image", "data": _b64(self.data), "mimeType": self.mime_type}
@@ -55,11 +65,17 @@ class Image:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class Audio:
+class Audio(Record):
     data: bytes | str
-    mime_type: str = "audio/wav"
-    annotations: JSONObject | None = None
+    mime_type: str
+    annotations: JSONObject | None
+
+    def __init__(
+        self, data: bytes | str, mime_type: str = "audio/wav", annotations: JSONObject | None = None
+    ) -> None:
+        _audio_data(self, data)
+        _audio_mime_type(self, mime_type)
+        _audio_annotations(self, annotations)
 
     def to_json(self) -> JSONObject:
         out: JSONObject = {"type": "audio", "data": _b64(self.data), "mimeType": self.mime_type}
@@ -68,12 +84,19 @@ class Audio:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceLink:
+class ResourceLink(Record):
     uri: str
     name: str
-    description: str | None = None
-    mime_type: str | None = None
+    description: str | None
+    mime_type: str | None
+
+    def __init__(
+        self, uri: str, name: str, description: str | None = None, mime_type: str | None = None
+    ) -> None:
+        _link_uri(self, uri)
+        _link_name(self, name)
+        _link_description(self, description)
+        _link_mime_type(self, mime_type)
 
     def to_json(self) -> JSONObject:
         out: JSONObject = {"type": "resource_link", "uri": self.uri, "name": self.name}
@@ -84,14 +107,25 @@ class ResourceLink:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class EmbeddedResource:
+class EmbeddedResource(Record):
     """An embedded resource: ``text`` or ``blob`` (bytes) contents."""
 
     uri: str
-    text: str | None = None
-    blob: bytes | None = None
-    mime_type: str | None = None
+    text: str | None
+    blob: bytes | None
+    mime_type: str | None
+
+    def __init__(
+        self,
+        uri: str,
+        text: str | None = None,
+        blob: bytes | None = None,
+        mime_type: str | None = None,
+    ) -> None:
+        _embedded_uri(self, uri)
+        _embedded_text(self, text)
+        _embedded_blob(self, blob)
+        _embedded_mime_type(self, mime_type)
 
     def to_json(self) -> JSONObject:
         res: JSONObject = {"uri": self.uri}
@@ -104,26 +138,51 @@ class EmbeddedResource:
         return {"type": "resource", "resource": res}
 
 
-@dataclass(frozen=True, slots=True)
-class PromptMessage:
+class PromptMessage(Record):
     """A prompt message; ``content`` is a content helper (``Text``, ``Image``, ...),
     a string, or a wire-form content block."""
 
     role: str
     content: JSONValue | Text | Image | Audio | ResourceLink | EmbeddedResource
 
+    def __init__(
+        self, role: str, content: JSONValue | Text | Image | Audio | ResourceLink | EmbeddedResource
+    ) -> None:
+        _message_role(self, role)
+        _message_content(self, content)
+
     def to_json(self) -> JSONObject:
         return {"role": self.role, "content": content_block(self.content)}
 
 
-@dataclass(slots=True)
-class ToolResult:
+class ToolResult(Record, frozen=False):
     """Full control over a ``tools/call`` result."""
 
-    content: list[JSONValue] = field(default_factory=list)
-    structured: JSONValue = None
-    is_error: bool = False
-    meta: JSONObject | None = None
+    content: list[JSONValue]
+    structured: JSONValue
+    is_error: bool
+    meta: JSONObject | None
+
+    def __init__(
+        self,
+        content: list[JSONValue] = FRESH_LIST,
+        structured: JSONValue = None,
+        is_error: bool = False,
+        meta: JSONObject | None = None,
+    ) -> None:
+        self.content = [] if content is FRESH_LIST else content
+        self.structured = structured
+        self.is_error = is_error
+        self.meta = meta
+
+
+# Each frozen record's __init__ stores its fields through these (see ``sansio._record``).
+_text_text, _text_annotations = setters(Text)
+_image_data, _image_mime_type, _image_annotations = setters(Image)
+_audio_data, _audio_mime_type, _audio_annotations = setters(Audio)
+_link_uri, _link_name, _link_description, _link_mime_type = setters(ResourceLink)
+_embedded_uri, _embedded_text, _embedded_blob, _embedded_mime_type = setters(EmbeddedResource)
+_message_role, _message_content = setters(PromptMessage)
 
 
 class ToolError(Exception):

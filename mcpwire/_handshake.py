@@ -26,7 +26,6 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from ._errors import JSONRPCError, MCPWireError
-from ._tasks import TASKS_EXTENSION
 from ._versions import (
     LATEST_LEGACY_VERSION,
     LATEST_VERSION,
@@ -49,7 +48,6 @@ if TYPE_CHECKING:
 
 __all__ = (
     "DEFAULT_PROBE_TIMEOUT",
-    "TASKS_EXTENSION",
     "capabilities",
     "connect",
     "declaring_tasks",
@@ -95,6 +93,10 @@ def capabilities(client: Client, version: str) -> JSONObject:
         caps["roots"] = {"listChanged": True} if era_of(version) == "legacy" else {}
     if era_of(version) == "modern" and tasks_declared(client):
         # SEP-2663 "Capability Negotiation": extensions keyed by id, settings object.
+        # The id lives with the server side of the extension, loaded only when a
+        # client declares it (``envelope`` computes this once per configuration).
+        from ._tasks import TASKS_EXTENSION
+
         caps["extensions"] = {TASKS_EXTENSION: {}}
     return caps
 

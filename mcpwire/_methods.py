@@ -10,7 +10,6 @@ revisions disagree (error codes for unknown resources, multi-round asks).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import anyio
@@ -44,6 +43,7 @@ from ._versions import (
 )
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode, Request
+from .sansio._record import Record
 from .sansio._state import LifecycleInput
 
 if TYPE_CHECKING:
@@ -77,8 +77,7 @@ def _not_found(method: str) -> JSONRPCError:
     return JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
 
 
-@dataclass(slots=True)
-class Call:
+class Call(Record, frozen=False):
     """One request being served, with everything a handler needs."""
 
     server: Server
@@ -91,7 +90,26 @@ class Call:
     client_capabilities: JSONObject
     client_info: JSONObject | None
     log_level: str | None
-    answers: dict[str, JSONValue] | None = None
+    answers: dict[str, JSONValue] | None
+
+    def __init__(
+        self,
+        server: Server,
+        conn: Connection,
+        request: Request,
+        rctx: RequestContext,
+        params: JSONObject,
+        era: str,
+        version: str,
+        client_capabilities: JSONObject,
+        client_info: JSONObject | None,
+        log_level: str | None,
+        answers: dict[str, JSONValue] | None = None,
+    ) -> None:
+        self.server, self.conn, self.request, self.rctx = server, conn, request, rctx
+        self.params, self.era, self.version = params, era, version
+        self.client_capabilities, self.client_info = client_capabilities, client_info
+        self.log_level, self.answers = log_level, answers
 
     def context(self) -> Context:
         return Context(

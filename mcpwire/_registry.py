@@ -13,14 +13,14 @@ import base64
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import _schema
 from ._content import PromptMessage, ToolError, ToolResult, content_block
 from ._context import Context
 from .sansio import _codec
 from .sansio._json import JSONObject, JSONValue
+from .sansio._record import FRESH_DICT, Record
 
 if TYPE_CHECKING:
     from ._uritemplate import UriTemplate
@@ -88,26 +88,61 @@ async def call_handler(fn: Handler, kwargs: dict[str, object], *, thread: bool) 
     return result
 
 
-@dataclass(slots=True)
-class ToolDef:
+class ToolDef(Record, frozen=False):
     name: str
     fn: Handler
     input_schema: JSONObject
-    output_schema: JSONObject | None = None
-    wrap_output: bool = False
-    title: str | None = None
-    description: str | None = None
-    annotations: JSONObject | None = None
-    icons: list[JSONValue] | None = None
-    meta: JSONObject | None = None
-    thread: bool = False
-    context_param: str | None = None
-    params: dict[str, _schema.ParamInfo] = field(default_factory=dict)
-    validator: _schema.Validator | None = None
+    output_schema: JSONObject | None
+    wrap_output: bool
+    title: str | None
+    description: str | None
+    annotations: JSONObject | None
+    icons: list[JSONValue] | None
+    meta: JSONObject | None
+    thread: bool
+    context_param: str | None
+    params: dict[str, _schema.ParamInfo]
+    validator: _schema.Validator | None
     #: Tasks extension (SEP-2663): "forbidden" | "optional" | "required", and
     #: whether the task starts before the handler ("auto") or at ctx.start_task().
-    task: str = "forbidden"
-    task_start: str = "auto"
+    task: str
+    task_start: str
+
+    def __init__(
+        self,
+        name: str,
+        fn: Handler,
+        input_schema: JSONObject,
+        output_schema: JSONObject | None = None,
+        wrap_output: bool = False,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: JSONObject | None = None,
+        icons: list[JSONValue] | None = None,
+        meta: JSONObject | None = None,
+        thread: bool = False,
+        context_param: str | None = None,
+        params: dict[str, _schema.ParamInfo] = FRESH_DICT,
+        validator: _schema.Validator | None = None,
+        task: str = "forbidden",
+        task_start: str = "auto",
+    ) -> None:
+        self.name = name
+        self.fn = fn
+        self.input_schema = input_schema
+        self.output_schema = output_schema
+        self.wrap_output = wrap_output
+        self.title = title
+        self.description = description
+        self.annotations = annotations
+        self.icons = icons
+        self.meta = meta
+        self.thread = thread
+        self.context_param = context_param
+        self.params = {} if params is FRESH_DICT else params
+        self.validator = validator
+        self.task = task
+        self.task_start = task_start
 
     @classmethod
     def from_function(
@@ -231,19 +266,41 @@ def tool_exception_result(exc: BaseException) -> JSONObject:
     return error_result(f"Error executing tool: {type(exc).__name__}: {exc}")
 
 
-@dataclass(slots=True, kw_only=True)
-class _Listed:
+class _Listed(Record, frozen=False):
     """What resources and resource templates share: how they are described."""
 
     name: str
     fn: Handler
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    annotations: JSONObject | None = None
-    icons: list[JSONValue] | None = None
-    meta: JSONObject | None = None
-    context_param: str | None = None
+    title: str | None
+    description: str | None
+    mime_type: str | None
+    annotations: JSONObject | None
+    icons: list[JSONValue] | None
+    meta: JSONObject | None
+    context_param: str | None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        fn: Handler,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: JSONObject | None = None,
+        icons: list[JSONValue] | None = None,
+        meta: JSONObject | None = None,
+        context_param: str | None = None,
+    ) -> None:
+        self.name = name
+        self.fn = fn
+        self.title = title
+        self.description = description
+        self.mime_type = mime_type
+        self.annotations = annotations
+        self.icons = icons
+        self.meta = meta
+        self.context_param = context_param
 
     def _describe(self, out: JSONObject) -> JSONObject:
         for key, value in (
@@ -259,10 +316,14 @@ class _Listed:
         return out
 
 
-@dataclass(slots=True, kw_only=True)
-class ResourceDef(_Listed):
+class ResourceDef(_Listed, frozen=False):
     uri: str
-    size: int | None = None
+    size: int | None
+
+    def __init__(self, *, uri: str, size: int | None = None, **listed: Any) -> None:
+        super().__init__(**listed)
+        self.uri = uri
+        self.size = size
 
     def to_json(self) -> JSONObject:
         out = self._describe({"uri": self.uri, "name": self.name})
@@ -271,9 +332,12 @@ class ResourceDef(_Listed):
         return out
 
 
-@dataclass(slots=True, kw_only=True)
-class TemplateDef(_Listed):
+class TemplateDef(_Listed, frozen=False):
     template: UriTemplate
+
+    def __init__(self, *, template: UriTemplate, **listed: Any) -> None:
+        super().__init__(**listed)
+        self.template = template
 
     def to_json(self) -> JSONObject:
         return self._describe({"uriTemplate": self.template.template, "name": self.name})
@@ -305,16 +369,35 @@ def resource_contents(uri: str, mime_type: str | None, value: object) -> list[JS
     return out
 
 
-@dataclass(slots=True)
-class PromptDef:
+class PromptDef(Record, frozen=False):
     name: str
     fn: Handler
     arguments: list[JSONObject]
-    title: str | None = None
-    description: str | None = None
-    icons: list[JSONValue] | None = None
-    meta: JSONObject | None = None
-    context_param: str | None = None
+    title: str | None
+    description: str | None
+    icons: list[JSONValue] | None
+    meta: JSONObject | None
+    context_param: str | None
+
+    def __init__(
+        self,
+        name: str,
+        fn: Handler,
+        arguments: list[JSONObject],
+        title: str | None = None,
+        description: str | None = None,
+        icons: list[JSONValue] | None = None,
+        meta: JSONObject | None = None,
+        context_param: str | None = None,
+    ) -> None:
+        self.name = name
+        self.fn = fn
+        self.arguments = arguments
+        self.title = title
+        self.description = description
+        self.icons = icons
+        self.meta = meta
+        self.context_param = context_param
 
     @classmethod
     def from_function(
@@ -386,11 +469,22 @@ def prompt_result(prompt: PromptDef, value: object) -> JSONObject:
     return out
 
 
-@dataclass(slots=True)
-class CompletionDef:
+class CompletionDef(Record, frozen=False):
     """Completes one argument of a prompt or a resource template."""
 
     fn: Callable[..., Awaitable[object] | object]
     ref_type: str  # "ref/prompt" | "ref/resource"
     ref: str  # prompt name or template string
     argument: str | None  # None: every argument
+
+    def __init__(
+        self,
+        fn: Callable[..., Awaitable[object] | object],
+        ref_type: str,
+        ref: str,
+        argument: str | None,
+    ) -> None:
+        self.fn = fn
+        self.ref_type = ref_type
+        self.ref = ref
+        self.argument = argument

@@ -33,26 +33,23 @@ public names of the others.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import typing
-from collections.abc import Callable, Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._convert import _Converters, convert_arguments
-from ._docstrings import _param_docs, docstring_summary
-from ._jsonable import _jsonable_default, to_jsonable
-from ._jsonschema import Validator, compile, validate
-from ._schema_types import (
-    _EMPTY,
-    _NONE_TYPE,
-    Field,
-    ParamInfo,
-    _Builder,
-    _is_union,
-    _strip_wrappers,
-    _unwrap,
-)
-from .sansio._json import JSONObject, JSONValue
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection
+
+    from ._convert import convert_arguments as convert_arguments
+    from ._docstrings import docstring_summary as docstring_summary
+    from ._jsonable import to_jsonable as to_jsonable
+    from ._jsonschema import Validator as Validator
+    from ._jsonschema import compile as compile
+    from ._jsonschema import validate as validate
+    from ._schema_types import Field as Field
+    from ._schema_types import ParamInfo as ParamInfo
+    from .sansio._json import JSONObject, JSONValue
 
 __all__ = (
     "Field",
@@ -66,6 +63,29 @@ __all__ = (
     "to_jsonable",
     "validate",
 )
+
+# The re-exported names load on first use (PEP 562), and so do the modules the
+# schema builders below need: a client imports this module for ``compile`` alone
+# (output validation, once it lists tools), and should not pay for the rest.
+_LAZY = {
+    "convert_arguments": "._convert",
+    "docstring_summary": "._docstrings",
+    "to_jsonable": "._jsonable",
+    "Validator": "._jsonschema",
+    "compile": "._jsonschema",
+    "validate": "._jsonschema",
+    "Field": "._schema_types",
+    "ParamInfo": "._schema_types",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __package__), name)
+    globals()[name] = value
+    return value
 
 
 def _callable_name(fn: object) -> str:
@@ -88,6 +108,8 @@ def _type_hints(fn: object, name: str) -> dict[str, Any]:
 
 
 def _annotated_description(tp: object) -> str | None:
+    from ._schema_types import Field, _strip_wrappers
+
     tp = _strip_wrappers(tp)
     description = None
     if typing.get_origin(tp) is typing.Annotated:
@@ -102,6 +124,8 @@ def _annotated_description(tp: object) -> str | None:
 def _is_skipped_type(tp: object, skip_types: tuple[type, ...]) -> bool:
     if not skip_types:
         return False
+    from ._schema_types import _NONE_TYPE, _is_union, _unwrap
+
     tp = _unwrap(tp)
     origin = typing.get_origin(tp)
     if _is_union(origin):
@@ -124,6 +148,11 @@ def function_input_schema(
     left out. Raises ``TypeError`` for ``*args``, ``**kwargs``, positional-only
     parameters and annotations with no JSON Schema equivalent.
     """
+    from ._convert import _Converters
+    from ._docstrings import _param_docs
+    from ._jsonable import _jsonable_default
+    from ._schema_types import _EMPTY, ParamInfo, _Builder
+
     name = _callable_name(fn)
     try:
         sig = inspect.signature(fn)
@@ -190,6 +219,8 @@ def return_schema(fn: Callable[..., object]) -> tuple[JSONObject | None, bool]:
     types with no JSON Schema equivalent (content blocks, custom classes) give
     ``(None, False)``: such tools have no structured output.
     """
+    from ._schema_types import _EMPTY, _NONE_TYPE, _Builder, _unwrap
+
     name = _callable_name(fn)
     try:
         ann = _type_hints(fn, name).get("return", _EMPTY)

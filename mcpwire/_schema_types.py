@@ -39,6 +39,7 @@ from typing import Any
 from ._docstrings import _param_docs, _summary_from_doc
 from ._jsonable import _jsonable_default
 from .sansio._json import JSONObject, JSONValue
+from .sansio._record import FRESH_DICT, Record, fill
 
 __all__ = (
     "Field",
@@ -65,8 +66,7 @@ _MAPPINGS = (dict, cabc.Mapping, cabc.MutableMapping)
 _WRAPPERS = frozenset(("Required", "NotRequired", "ReadOnly"))
 
 
-@dataclasses.dataclass(frozen=True)
-class Field:
+class Field(Record):
     """Schema keywords for ``Annotated[X, Field(...)]``.
 
     ``min_length``/``max_length`` become ``minLength``/``maxLength`` for strings,
@@ -74,22 +74,35 @@ class Field:
     for objects.
     """
 
-    description: str | None = None
-    title: str | None = None
-    minimum: float | None = None
-    maximum: float | None = None
-    min_length: int | None = None
-    max_length: int | None = None
-    pattern: str | None = None
-    examples: Sequence[JSONValue] | None = None
+    description: str | None
+    title: str | None
+    minimum: float | None
+    maximum: float | None
+    min_length: int | None
+    max_length: int | None
+    pattern: str | None
+    examples: Sequence[JSONValue] | None
 
-    def __post_init__(self) -> None:
-        if self.pattern is not None:
+    def __init__(
+        self,
+        description: str | None = None,
+        title: str | None = None,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        min_length: int | None = None,
+        max_length: int | None = None,
+        pattern: str | None = None,
+        examples: Sequence[JSONValue] | None = None,
+    ) -> None:
+        if pattern is not None:
             try:
-                re.compile(self.pattern)
+                re.compile(pattern)
             except re.error as exc:
-                msg = f"Field pattern {self.pattern!r} is not a valid regex: {exc}"
+                msg = f"Field pattern {pattern!r} is not a valid regex: {exc}"
                 raise ValueError(msg) from exc
+        fill(
+            self, (description, title, minimum, maximum, min_length, max_length, pattern, examples)
+        )
 
     def apply(self, schema: JSONObject) -> None:
         """Add this field's keywords to ``schema`` (in place)."""
@@ -119,8 +132,7 @@ class Field:
             schema["examples"] = list(self.examples)
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class ParamInfo:
+class ParamInfo(Record, eq=False):
     """One parameter of a tool or prompt function, as seen by ``function_input_schema``.
 
     ``default`` is ``inspect.Parameter.empty`` when there is none. ``converter``
@@ -131,10 +143,22 @@ class ParamInfo:
     name: str
     annotation: object
     required: bool
-    default: object = _EMPTY
-    description: str | None = None
-    schema: JSONObject = dataclasses.field(default_factory=dict)
-    converter: Callable[[JSONValue], object] | None = None
+    default: object
+    description: str | None
+    schema: JSONObject
+    converter: Callable[[JSONValue], object] | None
+
+    def __init__(
+        self,
+        name: str,
+        annotation: object,
+        required: bool,
+        default: object = _EMPTY,
+        description: str | None = None,
+        schema: JSONObject = FRESH_DICT,
+        converter: Callable[[JSONValue], object] | None = None,
+    ) -> None:
+        fill(self, (name, annotation, required, default, description, schema, converter))
 
 
 # --------------------------------------------------------------------------- helpers

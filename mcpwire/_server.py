@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import functools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
@@ -37,6 +36,7 @@ from ._transport import Transport
 from ._versions import ALL_VERSIONS, LOG_LEVELS
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import Notification, Request, RequestId
+from .sansio._record import FRESH_DICT, FRESH_SET, Record
 from .sansio._state import Lifecycle, LifecycleInput, LifecycleState
 
 if TYPE_CHECKING:
@@ -71,34 +71,74 @@ _NEVER_WAIT = frozenset(
 DEFAULT_PAGE_SIZE = 100
 
 
-@dataclass(slots=True)
-class Listener:
+class Listener(Record, frozen=False):
     """One modern ``subscriptions/listen`` stream."""
 
     id: RequestId
-    tools: bool = False
-    prompts: bool = False
-    resources: bool = False
-    uris: frozenset[str] = frozenset()
-    task_ids: frozenset[str] = frozenset()
+    tools: bool
+    prompts: bool
+    resources: bool
+    uris: frozenset[str]
+    task_ids: frozenset[str]
+
+    def __init__(
+        self,
+        id: RequestId,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        uris: frozenset[str] = frozenset(),
+        task_ids: frozenset[str] = frozenset(),
+    ) -> None:
+        self.id = id
+        self.tools = tools
+        self.prompts = prompts
+        self.resources = resources
+        self.uris = uris
+        self.task_ids = task_ids
 
 
-@dataclass(eq=False, slots=True)
-class Connection:
+class Connection(Record, frozen=False, eq=False):
     """Per-connection server state."""
 
     server: Server
-    session: Session | None = None
-    lifecycle: Lifecycle = field(default_factory=Lifecycle)
-    version: str | None = None
-    client_capabilities: JSONObject = field(default_factory=dict)
-    client_info: JSONObject | None = None
-    log_level: str | None = None
-    subscriptions: set[str] = field(default_factory=set)
-    listeners: dict[RequestId, Listener] = field(default_factory=dict)
-    stop_listening: anyio.Event | None = None
+    session: Session | None
+    lifecycle: Lifecycle
+    version: str | None
+    client_capabilities: JSONObject
+    client_info: JSONObject | None
+    log_level: str | None
+    subscriptions: set[str]
+    listeners: dict[RequestId, Listener]
+    stop_listening: anyio.Event | None
     #: Where this connection's task handlers run when the server hosts none.
-    task_host: anyio.abc.TaskGroup | None = None
+    task_host: anyio.abc.TaskGroup | None
+
+    def __init__(
+        self,
+        server: Server,
+        session: Session | None = None,
+        lifecycle: Lifecycle | None = None,
+        version: str | None = None,
+        client_capabilities: JSONObject = FRESH_DICT,
+        client_info: JSONObject | None = None,
+        log_level: str | None = None,
+        subscriptions: set[str] = FRESH_SET,
+        listeners: dict[RequestId, Listener] = FRESH_DICT,
+        stop_listening: anyio.Event | None = None,
+        task_host: anyio.abc.TaskGroup | None = None,
+    ) -> None:
+        self.server = server
+        self.session = session
+        self.lifecycle = Lifecycle() if lifecycle is None else lifecycle
+        self.version = version
+        self.client_capabilities = {} if client_capabilities is FRESH_DICT else client_capabilities
+        self.client_info = client_info
+        self.log_level = log_level
+        self.subscriptions = set() if subscriptions is FRESH_SET else subscriptions
+        self.listeners = {} if listeners is FRESH_DICT else listeners
+        self.stop_listening = stop_listening
+        self.task_host = task_host
 
     async def server_stopping(self, rid: RequestId) -> None:
         """Wait until the server ends its subscription streams (``close_subscriptions``)."""
@@ -421,7 +461,7 @@ class Server:
         session_idle_timeout: float | None = 30 * 60.0,
         max_sessions: int = 10_000,
         event_store: EventStore | None = None,
-        task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+        task_status: TaskStatus[int] | None = None,
         **options: Any,
     ) -> None:
         """Serve MCP over streamable HTTP, both eras, at ``http://host:port/path``.
@@ -433,6 +473,8 @@ class Server:
         """
         from ._http_server import serve_http
 
+        # anyio's TASK_STATUS_IGNORED is named here rather than as the default:
+        # naming it at import time would load anyio's task-group modules.
         await serve_http(
             self,
             host,
@@ -444,7 +486,7 @@ class Server:
             session_idle_timeout=session_idle_timeout,
             max_sessions=max_sessions,
             event_store=event_store,
-            task_status=task_status,
+            task_status=anyio.TASK_STATUS_IGNORED if task_status is None else task_status,
             **options,
         )
 

@@ -44,12 +44,10 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 import anyio
 import anyio.abc
-import anyio.lowlevel
 
 from ._errors import JSONRPCError
 from .sansio._json import JSONObject, JSONValue
@@ -148,30 +146,30 @@ def _iso(seconds: float) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-@dataclass(eq=False)
 class Task:
     """One task: its status, what it waits for, and how it ended."""
 
-    task_id: str
-    created_at: float
-    ttl_ms: int | None
-    poll_interval_ms: int | None
-    expires: float | None
-    wall_clock: Callable[[], float] = time.time
-    status: str = "working"
-    status_message: str | None = None
-    updated_at: float = 0.0
-    result: JSONObject | None = None
-    error: JSONObject | None = None
-    #: Outstanding input requests by wire key, and answers not yet taken by the handler.
-    pending: dict[str, JSONValue] = field(default_factory=dict)
-    answers: dict[str, JSONValue] = field(default_factory=dict)
-    keys_used: set[str] = field(default_factory=set)
-    scope: anyio.CancelScope | None = None
-    _wake: anyio.Event | None = None
-
-    def __post_init__(self) -> None:
-        self.updated_at = self.updated_at or self.created_at
+    def __init__(
+        self,
+        task_id: str,
+        created_at: float,
+        ttl_ms: int | None,
+        poll_interval_ms: int | None,
+        expires: float | None,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.task_id, self.created_at, self.updated_at = task_id, created_at, created_at
+        self.ttl_ms, self.poll_interval_ms, self.expires = ttl_ms, poll_interval_ms, expires
+        self.wall_clock, self.status = wall_clock, "working"
+        self.status_message: str | None = None
+        self.result: JSONObject | None = None
+        self.error: JSONObject | None = None
+        #: Outstanding input requests by wire key, and answers not yet taken by the handler.
+        self.pending: dict[str, JSONValue] = {}
+        self.answers: dict[str, JSONValue] = {}
+        self.keys_used: set[str] = set()
+        self.scope: anyio.CancelScope | None = None
+        self._wake: anyio.Event | None = None
 
     @property
     def terminal(self) -> bool:
@@ -244,7 +242,9 @@ class Task:
         """Wait until every one of ``keys`` is answered; hand the answers over."""
         while any(key not in self.answers for key in keys):
             if self.terminal:  # cancelled: its scope is too, so the checkpoint raises
-                await anyio.lowlevel.checkpoint()
+                from anyio.lowlevel import checkpoint
+
+                await checkpoint()
                 raise JSONRPCError(ErrorCode.INTERNAL_ERROR, f"The task is {self.status}")
             if self._wake is None:
                 self._wake = anyio.Event()

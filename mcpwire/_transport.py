@@ -23,14 +23,17 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol, Union
+from typing import TYPE_CHECKING, Protocol, Union
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ._errors import ConnectionClosed
 from .sansio import _messages as m
 from .sansio._messages import RequestId
+
+if TYPE_CHECKING:
+    # Only the memory pair needs these, and anyio loads them on first use.
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 __all__ = (
     "DirectTransport",

@@ -3,14 +3,14 @@
 Every view keeps the wire form in ``raw`` so nothing the server sent is lost,
 and exposes the fields by Python names. ``from_json`` never raises on missing
 optional fields; it is lenient about what it reads and strict only where a
-field is required for the view to mean anything.
+field is required for the view to mean anything. Views are frozen records
+(``sansio._record``): ``raw`` is neither shown by ``repr`` nor compared.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from .sansio._json import JSONObject, JSONValue
+from .sansio._record import FRESH_DICT, Record, fill, setters
 
 __all__ = (
     "CallToolResult",
@@ -37,17 +37,34 @@ def _obj(obj: JSONObject, key: str) -> JSONObject | None:
     return value if isinstance(value, dict) else None
 
 
-@dataclass(frozen=True, slots=True)
-class Content:
+class Content(Record, hidden=("raw",)):
     """One content block: ``type`` is text, image, audio, resource_link or resource."""
 
     type: str
-    text: str | None = None
-    data: str | None = None
-    mime_type: str | None = None
-    uri: str | None = None
-    resource: JSONObject | None = None
-    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+    text: str | None
+    data: str | None
+    mime_type: str | None
+    uri: str | None
+    resource: JSONObject | None
+    raw: JSONObject
+
+    def __init__(
+        self,
+        type: str,
+        text: str | None = None,
+        data: str | None = None,
+        mime_type: str | None = None,
+        uri: str | None = None,
+        resource: JSONObject | None = None,
+        raw: JSONObject = FRESH_DICT,
+    ) -> None:
+        _content_type(self, type)
+        _content_text(self, text)
+        _content_data(self, data)
+        _content_mime_type(self, mime_type)
+        _content_uri(self, uri)
+        _content_resource(self, resource)
+        _content_raw(self, {} if raw is FRESH_DICT else raw)
 
     @classmethod
     def from_json(cls, raw: JSONValue) -> Content:
@@ -64,17 +81,33 @@ class Content:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Tool:
+class Tool(Record, hidden=("raw",)):
     name: str
     input_schema: JSONObject
-    title: str | None = None
-    description: str | None = None
-    output_schema: JSONObject | None = None
-    annotations: JSONObject | None = None
-    icons: list[JSONValue] | None = None
-    meta: JSONObject | None = None
-    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+    title: str | None
+    description: str | None
+    output_schema: JSONObject | None
+    annotations: JSONObject | None
+    icons: list[JSONValue] | None
+    meta: JSONObject | None
+    raw: JSONObject
+
+    def __init__(
+        self,
+        name: str,
+        input_schema: JSONObject,
+        title: str | None = None,
+        description: str | None = None,
+        output_schema: JSONObject | None = None,
+        annotations: JSONObject | None = None,
+        icons: list[JSONValue] | None = None,
+        meta: JSONObject | None = None,
+        raw: JSONObject = FRESH_DICT,
+    ) -> None:
+        fill(
+            self,
+            (name, input_schema, title, description, output_schema, annotations, icons, meta, raw),
+        )
 
     @classmethod
     def from_json(cls, raw: JSONObject) -> Tool:
@@ -92,13 +125,26 @@ class Tool:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class CallToolResult:
+class CallToolResult(Record, hidden=("raw",)):
     content: list[Content]
-    structured: JSONValue = None
-    is_error: bool = False
-    meta: JSONObject | None = None
-    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+    structured: JSONValue
+    is_error: bool
+    meta: JSONObject | None
+    raw: JSONObject
+
+    def __init__(
+        self,
+        content: list[Content],
+        structured: JSONValue = None,
+        is_error: bool = False,
+        meta: JSONObject | None = None,
+        raw: JSONObject = FRESH_DICT,
+    ) -> None:
+        _call_tool_result_content(self, content)
+        _call_tool_result_structured(self, structured)
+        _call_tool_result_is_error(self, is_error)
+        _call_tool_result_meta(self, meta)
+        _call_tool_result_raw(self, raw)
 
     @property
     def text(self) -> str:
@@ -118,15 +164,26 @@ class CallToolResult:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Resource:
+class Resource(Record, hidden=("raw",)):
     uri: str
     name: str
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    size: int | None = None
-    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+    title: str | None
+    description: str | None
+    mime_type: str | None
+    size: int | None
+    raw: JSONObject
+
+    def __init__(
+        self,
+        uri: str,
+        name: str,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        raw: JSONObject = FRESH_DICT,
+    ) -> None:
+        fill(self, (uri, name, title, description, mime_type, size, raw))
 
     @classmethod
     def from_json(cls, raw: JSONObject) -> Resource:
@@ -142,14 +199,24 @@ class Resource:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceTemplate:
+class ResourceTemplate(Record, hidden=("raw",)):
     uri_template: str
     name: str
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+    title: str | None
+    description: str | None
+    mime_type: str | None
+    raw: JSONObject
+
+    def __init__(
+        self,
+        uri_template: str,
+        name: str,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        raw: JSONObject = FRESH_DICT,
+    ) -> None:
+        fill(self, (uri_template, name, title, description, mime_type, raw))
 
     @classmethod
     def from_json(cls, raw: JSONObject) -> ResourceTemplate:
@@ -163,15 +230,24 @@ class ResourceTemplate:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class ResourceContents:
+class ResourceContents(Record, hidden=("raw",)):
     """One item of ``resources/read``: ``text`` or base64 ``blob``."""
 
     uri: str
-    mime_type: str | None = None
-    text: str | None = None
-    blob: str | None = None
-    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+    mime_type: str | None
+    text: str | None
+    blob: str | None
+    raw: JSONObject
+
+    def __init__(
+        self,
+        uri: str,
+        mime_type: str | None = None,
+        text: str | None = None,
+        blob: str | None = None,
+        raw: JSONObject = FRESH_DICT,
+    ) -> None:
+        fill(self, (uri, mime_type, text, blob, raw))
 
     @classmethod
     def from_json(cls, raw: JSONValue) -> ResourceContents:
@@ -186,20 +262,31 @@ class ResourceContents:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class PromptArgument:
+class PromptArgument(Record):
     name: str
-    description: str | None = None
-    required: bool = False
+    description: str | None
+    required: bool
+
+    def __init__(self, name: str, description: str | None = None, required: bool = False) -> None:
+        fill(self, (name, description, required))
 
 
-@dataclass(frozen=True, slots=True)
-class Prompt:
+class Prompt(Record, hidden=("raw",)):
     name: str
     arguments: list[PromptArgument]
-    title: str | None = None
-    description: str | None = None
-    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+    title: str | None
+    description: str | None
+    raw: JSONObject
+
+    def __init__(
+        self,
+        name: str,
+        arguments: list[PromptArgument],
+        title: str | None = None,
+        description: str | None = None,
+        raw: JSONObject = FRESH_DICT,
+    ) -> None:
+        fill(self, (name, arguments, title, description, raw))
 
     @classmethod
     def from_json(cls, raw: JSONObject) -> Prompt:
@@ -218,11 +305,18 @@ class Prompt:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class GetPromptResult:
+class GetPromptResult(Record, hidden=("raw",)):
     messages: list[JSONObject]
-    description: str | None = None
-    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+    description: str | None
+    raw: JSONObject
+
+    def __init__(
+        self,
+        messages: list[JSONObject],
+        description: str | None = None,
+        raw: JSONObject = FRESH_DICT,
+    ) -> None:
+        fill(self, (messages, description, raw))
 
     @classmethod
     def from_json(cls, raw: JSONObject) -> GetPromptResult:
@@ -236,11 +330,13 @@ class GetPromptResult:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Completion:
+class Completion(Record):
     values: list[str]
-    total: int | None = None
-    has_more: bool = False
+    total: int | None
+    has_more: bool
+
+    def __init__(self, values: list[str], total: int | None = None, has_more: bool = False) -> None:
+        fill(self, (values, total, has_more))
 
     @classmethod
     def from_json(cls, raw: JSONObject) -> Completion:
@@ -258,8 +354,7 @@ class Completion:
 _TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
 
-@dataclass(frozen=True, slots=True)
-class Task:
+class Task(Record, hidden=("raw",)):
     """A task of the tasks extension (SEP-2663), as a ``CreateTaskResult`` or ``tasks/get``
     shows it: ``status`` is working, input_required, completed, failed or cancelled.
 
@@ -270,15 +365,46 @@ class Task:
 
     task_id: str
     status: str
-    status_message: str | None = None
-    created_at: str | None = None
-    last_updated_at: str | None = None
-    ttl_ms: int | None = None
-    poll_interval_ms: int | None = None
-    input_requests: JSONObject | None = None
-    result: JSONObject | None = None
-    error: JSONObject | None = None
-    raw: JSONObject = field(default_factory=dict, repr=False, compare=False)
+    status_message: str | None
+    created_at: str | None
+    last_updated_at: str | None
+    ttl_ms: int | None
+    poll_interval_ms: int | None
+    input_requests: JSONObject | None
+    result: JSONObject | None
+    error: JSONObject | None
+    raw: JSONObject
+
+    def __init__(
+        self,
+        task_id: str,
+        status: str,
+        status_message: str | None = None,
+        created_at: str | None = None,
+        last_updated_at: str | None = None,
+        ttl_ms: int | None = None,
+        poll_interval_ms: int | None = None,
+        input_requests: JSONObject | None = None,
+        result: JSONObject | None = None,
+        error: JSONObject | None = None,
+        raw: JSONObject = FRESH_DICT,
+    ) -> None:
+        fill(
+            self,
+            (
+                task_id,
+                status,
+                status_message,
+                created_at,
+                last_updated_at,
+                ttl_ms,
+                poll_interval_ms,
+                input_requests,
+                result,
+                error,
+                raw,
+            ),
+        )
 
     @property
     def terminal(self) -> bool:
@@ -307,3 +433,22 @@ class Task:
             error=_obj(raw, "error"),
             raw=raw,
         )
+
+
+# The hot records' __init__ store their fields through these (see ``sansio._record``).
+(
+    _content_type,
+    _content_text,
+    _content_data,
+    _content_mime_type,
+    _content_uri,
+    _content_resource,
+    _content_raw,
+) = setters(Content)
+(
+    _call_tool_result_content,
+    _call_tool_result_structured,
+    _call_tool_result_is_error,
+    _call_tool_result_meta,
+    _call_tool_result_raw,
+) = setters(CallToolResult)

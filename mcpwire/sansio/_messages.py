@@ -32,11 +32,11 @@ The rules (JSON-RPC 2.0 plus MCP's narrowing, spec-notes §9):
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
 from typing import Union
 
 from . import _codec
 from ._json import JSONObject, JSONValue
+from ._record import Record, setters
 
 __all__ = (
     "Batch",
@@ -89,47 +89,63 @@ def is_request_id(value: object) -> bool:
     return cls is str or cls is int
 
 
-@dataclass(frozen=True, slots=True)
-class Request:
+class Request(Record):
     id: RequestId
     method: str
-    params: JSONObject | None = None
+    params: JSONObject | None
+
+    def __init__(self, id: RequestId, method: str, params: JSONObject | None = None) -> None:
+        _request_id(self, id)
+        _request_method(self, method)
+        _request_params(self, params)
 
 
-@dataclass(frozen=True, slots=True)
-class Notification:
+class Notification(Record):
     method: str
-    params: JSONObject | None = None
+    params: JSONObject | None
+
+    def __init__(self, method: str, params: JSONObject | None = None) -> None:
+        _notification_method(self, method)
+        _notification_params(self, params)
 
 
-@dataclass(frozen=True, slots=True)
-class Response:
+class Response(Record):
     id: RequestId
     result: JSONObject
 
+    def __init__(self, id: RequestId, result: JSONObject) -> None:
+        _response_id(self, id)
+        _response_result(self, result)
 
-@dataclass(frozen=True, slots=True)
-class ErrorObject:
+
+class ErrorObject(Record):
     """A JSON-RPC error object. ``data=None`` means the member is absent."""
 
     code: int
     message: str
-    data: JSONValue = None
+    data: JSONValue
+
+    def __init__(self, code: int, message: str, data: JSONValue = None) -> None:
+        _error_code(self, code)
+        _error_message(self, message)
+        _error_data(self, data)
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorResponse:
+class ErrorResponse(Record):
     """An error response; ``id`` is ``None`` when the request's id was unknowable."""
 
     id: RequestId | None
     error: ErrorObject
 
+    def __init__(self, id: RequestId | None, error: ErrorObject) -> None:
+        _error_response_id(self, id)
+        _error_response_error(self, error)
+
 
 Message = Union[Request, Notification, Response, ErrorResponse]
 
 
-@dataclass(frozen=True, slots=True)
-class Invalid:
+class Invalid(Record):
     """Input that is not a valid message.
 
     Attributes:
@@ -140,20 +156,43 @@ class Invalid:
     """
 
     error: ErrorObject
-    id: RequestId | None = None
-    reply: bool = True
-    method: str | None = None
+    id: RequestId | None
+    reply: bool
+    method: str | None
+
+    def __init__(
+        self,
+        error: ErrorObject,
+        id: RequestId | None = None,
+        reply: bool = True,
+        method: str | None = None,
+    ) -> None:
+        _invalid_error(self, error)
+        _invalid_id(self, id)
+        _invalid_reply(self, reply)
+        _invalid_method(self, method)
 
     def response(self) -> ErrorResponse:
         return ErrorResponse(self.id, self.error)
 
 
-@dataclass(frozen=True, slots=True)
-class Batch:
+class Batch(Record):
     """A non-empty JSON array of items, each classified on its own."""
 
     items: tuple[Message | Invalid, ...]
 
+    def __init__(self, items: tuple[Message | Invalid, ...]) -> None:
+        _batch_items(self, items)
+
+
+# Each record's __init__ stores its fields through these (see ``_record``).
+_request_id, _request_method, _request_params = setters(Request)
+_notification_method, _notification_params = setters(Notification)
+_response_id, _response_result = setters(Response)
+_error_code, _error_message, _error_data = setters(ErrorObject)
+_error_response_id, _error_response_error = setters(ErrorResponse)
+_invalid_error, _invalid_id, _invalid_reply, _invalid_method = setters(Invalid)
+(_batch_items,) = setters(Batch)
 
 Incoming = Union[Request, Notification, Response, ErrorResponse, Invalid, Batch]
 
