@@ -49,7 +49,6 @@ from .sansio import _messages as m
 from .sansio._codec import DEFAULT_LIMITS, Limits
 from .sansio._messages import RequestId
 from .sansio._ndjson import LineTooLong, NDJSONReader, NonJSONLine
-from .sansio._oversized import oversized
 
 __all__ = (
     "STDERR_TAIL_BYTES",
@@ -176,6 +175,9 @@ class _Framed:
             if type(item) is bytes:
                 parsed = m.parse(item, limits)
             elif type(item) is LineTooLong:
+                # Rare, so loaded on first use (a smaller idle server).
+                from .sansio._oversized import oversized
+
                 parsed = oversized(item.head, item.limit)
             else:
                 assert type(item) is NonJSONLine
