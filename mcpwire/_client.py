@@ -331,10 +331,11 @@ class Client(TaskMethods):
             if isinstance(meta, dict):
                 envelope = {**meta, **envelope}
             params["_meta"] = envelope
-        kwargs: dict[str, object] = {}
-        if timeout is not None:
-            kwargs["timeout"] = timeout
-        return await self.session.request(method, params or None, on_progress=on_progress, **kwargs)  # type: ignore[arg-type]
+        if timeout is None:  # the session's default
+            return await self.session.request(method, params or None, on_progress=on_progress)
+        return await self.session.request(
+            method, params or None, timeout=timeout, on_progress=on_progress
+        )
 
     async def _cached(
         self, method: str, key: str, params: JSONObject, use_cache: bool
@@ -344,34 +345,12 @@ class Client(TaskMethods):
             hit = self._cache.get((method, key))
             if hit is not None and hit[0] > time.monotonic():
                 return hit[1]
-        result, rounds = await self._rounds(method, params)
+        result, rounds = await run_rounds(self, method, params)
         ttl = result.get("ttlMs")
         # Results of multi-round retries are never cached (caching.mdx).
         if cacheable and rounds == 0 and isinstance(ttl, (int, float)) and ttl > 0:
             self._cache[(method, key)] = (time.monotonic() + ttl / 1000.0, result)
         return result
-
-    async def _with_input_rounds(
-        self,
-        method: str,
-        params: JSONObject,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> JSONObject:
-        result, _ = await self._rounds(method, params, timeout=timeout, on_progress=on_progress)
-        return result
-
-    async def _rounds(
-        self,
-        method: str,
-        params: JSONObject,
-        *,
-        timeout: float | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> tuple[JSONObject, int]:
-        """Send, answering ``InputRequiredResult``s; returns the result and the rounds taken."""
-        return await run_rounds(self, method, params, timeout=timeout, on_progress=on_progress)
 
     async def _pages(
         self, method: str, key: str, cursor_kind: str, use_cache: bool
@@ -412,18 +391,20 @@ class Client(TaskMethods):
         self, params: JSONObject, timeout: float | None, on_progress: ProgressCallback | None
     ) -> JSONObject:
         try:
-            return await self._with_input_rounds(
-                "tools/call", params, timeout=timeout, on_progress=on_progress
+            result, _ = await run_rounds(
+                self, "tools/call", params, timeout=timeout, on_progress=on_progress
             )
+            return result
         except JSONRPCError as exc:
             if exc.code != ErrorCode.HEADER_MISMATCH or not hasattr(self.transport, "learn_tools"):
                 raise
         # 2026-07-28 streamable-http.mdx: on -32020 the client SHOULD re-list the
         # tools (their x-mcp-header annotations) and retry once.
         await self.list_tools(cache=False)
-        return await self._with_input_rounds(
-            "tools/call", params, timeout=timeout, on_progress=on_progress
+        result, _ = await run_rounds(
+            self, "tools/call", params, timeout=timeout, on_progress=on_progress
         )
+        return result
 
     async def call_tool(
         self,
@@ -508,7 +489,8 @@ class Client(TaskMethods):
         params: JSONObject = {"name": name}
         if arguments:
             params["arguments"] = dict(arguments)
-        return GetPromptResult.from_json(await self._with_input_rounds("prompts/get", params))
+        result, _ = await run_rounds(self, "prompts/get", params)
+        return GetPromptResult.from_json(result)
 
     async def complete(
         self, ref: JSONObject, argument: str, value: str, context: dict[str, str] | None = None
