@@ -107,7 +107,8 @@ class _Pending:
     __slots__ = ("done", "hard_deadline", "on_progress", "scope", "timeout", "value")
 
     def __init__(self, on_progress: ProgressCallback | None, timeout: float) -> None:
-        self.done = anyio.Event()
+        #: Made only if the caller must wait (a direct transport answers during send).
+        self.done: anyio.Event | None = None
         self.value: Response | ErrorResponse | ConnectionClosed | None = None
         self.on_progress = on_progress
         self.timeout = timeout
@@ -272,7 +273,8 @@ class Session:
         for pending in self._pending.values():
             if pending.value is None:  # an answer that already arrived stands
                 pending.value = error
-                pending.done.set()
+                if pending.done is not None:
+                    pending.done.set()
         self.rpc.fail_all()
         for scope in self._running.values():
             scope.cancel()
@@ -347,13 +349,13 @@ class Session:
         started = anyio.current_time()
         pending.hard_deadline = started + hard
         try:
-            # The deadline covers the send too: a peer that stopped reading
-            # (a full pipe) must not hang the caller in send().
+            # The deadline covers the send too: a stalled peer (full pipe) must not hang it.
             with anyio.CancelScope(deadline=started + limit) as scope:
                 pending.scope = scope
                 await self.send(request, related=related)
                 if pending.value is None:  # a direct transport may have answered already
-                    await pending.done.wait()
+                    done = pending.done = anyio.Event()
+                    await done.wait()
             value = pending.value
             if value is None:
                 raise RequestTimeout(method, limit)
@@ -461,7 +463,8 @@ class Session:
         pending = self._pending.get(message.id)  # type: ignore[arg-type]
         if pending is not None:
             pending.value = message
-            pending.done.set()
+            if pending.done is not None:
+                pending.done.set()
 
     async def _notification(self, note: Notification) -> None:
         method = note.method
