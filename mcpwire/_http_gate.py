@@ -1,25 +1,122 @@
-"""The verdicts of the request gate on header values, cached (HTTP server).
+"""Request and response heads of the HTTP server, each piece of work done once.
 
-Clients send the same ``Accept``, ``Content-Type``, ``Host`` and ``Origin``
-on every request, so what the server decides about each value is kept in a
-small LRU cache per rule: a request's headers are parsed once per distinct
-value, not once per request and rule (media types are split on quoted-string
-aware separators, hosts and origins parsed and matched against the allow
-lists). The rules themselves are ``sansio._http``'s; only values up to
+``RequestHead`` is the part of a request's head the server looks at: method,
+path, query, and the header fields by lower-case name, decoded once. Clients
+send the same head on every request of a keep-alive connection, so
+``HTTPConnection`` keeps the last one and gives it out again for the same
+bytes (or a copy with the new value when only ``Content-Length`` differs).
+
+The gate's verdicts on header values are cached too: clients send the same
+``Accept``, ``Content-Type``, ``Host`` and ``Origin`` on every request, so
+what the server decides about each value is kept in a small LRU cache per
+rule, and a request's headers are parsed once per distinct value, not once
+per request and rule (media types are split on quoted-string aware
+separators, hosts and origins parsed and matched against the allow lists).
+The rules themselves are ``sansio._http``'s; only values up to
 ``CACHED_VALUE`` characters are cached, so the caches stay small whatever
 clients send, and a longer value is judged afresh each time.
+
+The heads of the server's responses, finally, repeat as well: each of the
+few header lists it answers with is validated by h11 once
+(``validated_head``, see the note above it).
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import h11
 
 from .sansio._http import accepts, host_allowed, is_json_media_type, origin_allowed
 
-__all__ = ("CACHED_VALUE", "host_ok", "json_content", "negotiate", "origin_ok")
+if TYPE_CHECKING:
+    from h11._headers import Headers as H11Headers
+
+__all__ = (
+    "CACHED_VALUE",
+    "HeaderItems",
+    "RequestHead",
+    "ValidatedHeaders",
+    "host_ok",
+    "json_content",
+    "negotiate",
+    "origin_ok",
+    "validated_head",
+)
 
 #: Header values up to this long have their verdicts cached.
 CACHED_VALUE = 256
+
+
+class RequestHead:
+    """The parts of a request's head the server looks at, decoded once.
+
+    Built from an ``h11.Request`` (``from_h11``) or from an ASGI scope
+    (``_asgi.request_head``): header names are made lower case (HTTP field
+    names are case-insensitive), values are latin-1 decoded.
+    """
+
+    __slots__ = ("duplicated", "headers", "method", "path", "query", "size")
+
+    def __init__(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        raw_headers: Iterable[tuple[bytes, bytes]],
+        *,
+        size: int | None = None,
+    ) -> None:
+        self.method = method.upper()
+        self.path = path
+        self.query = query
+        # One pass: decode, measure, and combine repeated fields with ", "
+        # (RFC 9110 section 5.3); the names seen more than once are kept for
+        # the checks that forbid that.
+        headers: dict[str, str] = {}
+        duplicated: set[str] = set()
+        measured = len(method) + len(path) + len(query)
+        for raw_name, raw_value in raw_headers:
+            name = raw_name.lower().decode("latin-1")
+            value = raw_value.decode("latin-1")
+            measured += len(name) + len(value) + 4
+            if name in headers:
+                duplicated.add(name)
+                headers[name] = headers[name] + ", " + value
+            else:
+                headers[name] = value
+        #: About the size of the head on the wire (h11 only bounds heads that
+        #: arrive in pieces; one that arrives whole is measured here).
+        self.size = size if size is not None else measured
+        self.headers = headers
+        self.duplicated = duplicated
+
+    def with_length(self, length: str) -> RequestHead:
+        """This head with another ``Content-Length`` value (h11 allows one)."""
+        head = RequestHead.__new__(RequestHead)
+        head.method = self.method
+        head.path = self.path
+        head.query = self.query
+        head.duplicated = self.duplicated
+        old = self.headers.get("content-length", "")
+        head.headers = {**self.headers, "content-length": length}
+        head.size = self.size - len(old) + len(length)
+        return head
+
+    @classmethod
+    def from_h11(
+        cls, event: h11.Request, items: list[tuple[bytes, bytes]] | None = None
+    ) -> RequestHead:
+        """The head of an h11 request; ``items``: its ``headers.raw_items()``."""
+        target = event.target.decode("latin-1")
+        path, _, query = target.partition("?")
+        # The names as received (a list, quicker to walk than h11's view of
+        # them); made lower case above, as h11 does.
+        if items is None:
+            items = event.headers.raw_items()
+        return cls(event.method.decode("ascii", "replace"), path, query, items)
 
 
 def _acceptable(accept: str | None) -> tuple[bool, bool]:
@@ -58,3 +155,69 @@ def origin_ok(origin: str, allowed: tuple[str, ...]) -> bool:
     if len(origin) > CACHED_VALUE:
         return origin_allowed(origin, allowed)
     return _origin_verdicts(origin, allowed)
+
+
+# -- response heads, validated once ----------------------------------------------------
+#
+# h11 checks every header of every response it is given against the field
+# grammar (a regular expression per name and value). The server answers with
+# a handful of header lists that repeat (the JSON and SSE heads, a session's
+# id): each distinct list is checked by h11 once, and its validated form (the
+# triples h11 keeps: raw name, lower-case name, value) handed to later
+# responses directly, with only ``Content-Length`` added, whose value is a
+# decimal count. h11 still frames and sends every response. Should h11's
+# header container ever not take validated triples, every response goes the
+# ordinary way.
+
+HeaderItems = tuple[tuple[bytes, bytes, bytes], ...]
+#: Validated header lists kept before the table starts over.
+_MAX_VALIDATED = 256
+_known_heads: dict[tuple[tuple[str, str], ...], tuple[HeaderItems, bool] | None] = {}
+
+
+def validated_head(headers: list[tuple[str, str]]) -> tuple[HeaderItems, bool] | None:
+    """``headers`` as h11 validates them, and whether they close the connection;
+    ``None`` when they must go the ordinary way (framing headers of their own)."""
+    if ValidatedHeaders is None:
+        return None
+    key = tuple(headers)
+    try:
+        return _known_heads[key]
+    except KeyError:
+        pass
+    encoded = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in headers]
+    checked = h11.Response(status_code=200, headers=encoded).headers
+    items = tuple(
+        (raw, name, value)
+        for (raw, value), (name, _) in zip(checked.raw_items(), checked, strict=True)
+    )
+    names = {name for _, name, _ in items}
+    found: tuple[HeaderItems, bool] | None = None
+    if not names & {b"content-length", b"transfer-encoding"}:
+        closing = any(
+            name == b"connection" and value.lower() == b"close" for _, name, value in items
+        )
+        found = (items, closing)
+    if len(_known_heads) >= _MAX_VALIDATED:
+        _known_heads.clear()
+    _known_heads[key] = found
+    return found
+
+
+def _header_container() -> type[H11Headers] | None:
+    """h11's header container, if it takes validated triples as this module assumes."""
+    try:
+        from h11._headers import Headers
+
+        probe = h11.Response(status_code=200, headers=Headers([(b"X-A", b"x-a", b"1")]))
+        if probe.headers.raw_items() == [(b"X-A", b"1")] and list(probe.headers) == [
+            (b"x-a", b"1")
+        ]:
+            return Headers
+    except Exception:  # any surprise means: validate every response
+        pass
+    return None
+
+
+#: h11's header container for validated triples (``None``: validate every response).
+ValidatedHeaders = _header_container()

@@ -109,7 +109,14 @@ class LegacyEndpoint:
         session.closed = True
         session.transport.end_input()
 
-    async def _session_for(self, http: HTTPExchange, head: RequestHead) -> HTTPSession | None:
+    async def _session_for(
+        self, http: HTTPExchange, head: RequestHead, *, touch: bool = True
+    ) -> HTTPSession | None:
+        """The live session a message names (answering the client if there is none).
+
+        ``touch``: mark the session used now (a request's ``_answer`` does so
+        itself when it is done, which is the time that counts for idleness).
+        """
         sid = head.headers.get(MCP_SESSION_ID)
         if sid is None:
             await self.app.json_error(
@@ -140,7 +147,8 @@ class LegacyEndpoint:
                 f"(this session speaks {session.version})",
             )
             return None
-        session.touch()
+        if touch:
+            session.touch()
         return session
 
     # -- POST -------------------------------------------------------------------------------
@@ -151,10 +159,11 @@ class LegacyEndpoint:
         if req.method == "initialize":
             await self._initialize(http, req, can_json)
             return
-        session = await self._session_for(http, head)
+        session = await self._session_for(http, head, touch=False)
         if session is None:
             return
         if req.id in session.streams:
+            session.touch()
             await self.app.json_error(
                 http,
                 400,

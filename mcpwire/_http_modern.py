@@ -91,6 +91,11 @@ __all__ = ("InlineSession", "ModernEndpoint")
 _MAX_TOOLS_SEEN = 4096
 
 
+async def _answered(request: Request, ctx: RequestContext) -> JSONObject:
+    """An ``InlineSession``'s handler once its one request has been answered."""
+    raise JSONRPCError(ErrorCode.INTERNAL_ERROR, "this request has been answered")
+
+
 class InlineSession:
     """What a handler served inline sees as its session (see the module docstring).
 
@@ -102,7 +107,7 @@ class InlineSession:
     later notifications are dropped.
     """
 
-    __slots__ = ("dropped", "events", "final", "on_request", "served", "sse_ok", "transport")
+    __slots__ = ("dropped", "events", "final", "on_request", "served", "sse_ok")
 
     closed = False
 
@@ -113,8 +118,11 @@ class InlineSession:
         self.events: list[bytes] = []
         self.final: Response | ErrorResponse | None = None
         self.dropped = 0
-        #: ``Context`` looks for transport features here (``close_sse_stream``): none.
-        self.transport = self
+
+    @property
+    def transport(self) -> InlineSession:
+        """Where ``Context`` looks for transport features (``close_sse_stream``): none."""
+        return self
 
     async def notify(
         self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
@@ -307,7 +315,14 @@ class ModernEndpoint:
             self._no_cancel = anyio.CancelScope()
         # The reply exactly as a session shapes it: the result, the handler's
         # JSONRPCError, or -32603 for anything else (logged).
-        reply = await Session._reply(session, req, RequestContext(session, req, self._no_cancel))
+        try:
+            reply = await Session._reply(
+                session, req, RequestContext(session, req, self._no_cancel)
+            )
+        finally:
+            # The connection and its session refer to each other: undone here,
+            # they go as soon as the request does, not at the next collection.
+            inline.on_request = _answered
         final = inline.final or reply
         if not inline.events and not force_sse:
             status = 200

@@ -190,9 +190,9 @@ class ResponseStream:
         self.sse = False
         self.finished = False
         self.outbox: Outbox | None = Outbox()
-        # Taking it yields to the loop: a producer that emits in a tight loop lets
-        # the pump drain the outbox between frames (which is bounded).
-        self._lock = anyio.Lock()
+        # Made when first needed (``lock``): a stream whose response is all it
+        # carries never needs one.
+        self._lock: anyio.Lock | None = None
         #: Extra response headers (``Mcp-Session-Id``), read when the response starts.
         self.headers: list[tuple[str, str]] = []
 
@@ -228,13 +228,13 @@ class ResponseStream:
 
     async def commit(self) -> None:
         """Switch to ``text/event-stream`` now (the consumer's keep-alive path)."""
-        async with self._lock:
+        async with self.lock:
             if not self.finished:
                 await self._commit()
 
     async def event(self, message: Message) -> None:
         """Send a notification or request that belongs to this response."""
-        async with self._lock:
+        async with self.lock:
             if self.finished:
                 return
             if not self.sse:
@@ -246,6 +246,13 @@ class ResponseStream:
     async def final(self, message: Response | ErrorResponse) -> None:
         """Send the response that ends the stream."""
         lock = self._lock
+        if lock is None and not self.sse:
+            # No producer ever took the lock, and a JSON answer is queued
+            # without a pause: nothing can come between.
+            if not self.finished:
+                self._final_json(message)
+            return
+        lock = self.lock
         if lock.locked():
             async with lock:
                 await self._final(message)
@@ -267,6 +274,10 @@ class ResponseStream:
             data = encode_sse(message, await self._record(message))
             self._put(Frame("sse", data, final=True))
             return
+        self._final_json(message)
+
+    def _final_json(self, message: Response | ErrorResponse) -> None:
+        self.finished = True
         status = 200
         if self.modern and type(message) is ErrorResponse:
             status = http_status_for_error(message.error.code)
@@ -281,7 +292,7 @@ class ResponseStream:
         ``Last-Event-ID``. False when that is not possible (modern era, JSON
         only, already finished).
         """
-        async with self._lock:
+        async with self.lock:
             if self.finished or self.owner is None or not self.sse_ok or self.outbox is None:
                 return False
             await self._commit()
@@ -309,6 +320,13 @@ class ResponseStream:
 
     @property
     def lock(self) -> anyio.Lock:
+        """Held while frames are recorded and queued, so ids and frames keep one order.
+
+        Taking it yields to the loop: a producer that emits in a tight loop
+        lets the pump drain the outbox between frames (which is bounded).
+        """
+        if self._lock is None:
+            self._lock = anyio.Lock()
         return self._lock
 
 

@@ -29,16 +29,35 @@ The request handlers (``_http_server``, ``_http_modern``, ``_http_legacy``,
 concerns one request and its response, and a ``RequestHead``; the ASGI
 adapter (``_asgi``) provides the same two from an ASGI scope and its
 ``receive``/``send``, so both ways in share every rule.
+
+What a request costs beyond h11's parsing and framing is kept small, since
+it is paid on every request of a connection:
+
+* on asyncio the server's connections are ``AsyncioStream``s
+  (``_aio_stream``): reads need no cancel scope, since the wait for a head
+  is bounded by one timer per connection, moved on only when it fires
+  (``_watch``), and a body still on its way by the stream's own timeout;
+  a write that the kernel takes at once needs no pass round the loop. Any
+  other stream (trio's, a test's) is read and written under anyio cancel
+  scopes, with the same deadlines;
+* a head that repeats the previous request's gives the same ``RequestHead``
+  (``_http_gate``), and a response with the previous one's head, status and
+  length reuses its h11 event; response header lists are validated by h11
+  once each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
 from typing import Protocol, Union
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import h11
+
+from ._aio_stream import AsyncioStream
+from ._http_gate import HeaderItems, RequestHead, ValidatedHeaders, validated_head
 
 __all__ = (
     "BodyTooLarge",
@@ -56,6 +75,8 @@ _LINGER_SECONDS = 1.0
 _LINGER_BYTES = 256 * 1024
 
 _Sendable = Union[h11.InformationalResponse, h11.Response, h11.Data, h11.EndOfMessage]
+#: h11's events are immutable: one end of message serves every response.
+_END = h11.EndOfMessage()
 
 
 class PeerGone(Exception):
@@ -68,59 +89,6 @@ class ReadTimeout(PeerGone):
 
 class BodyTooLarge(Exception):
     """The request body is larger than the configured limit."""
-
-
-class RequestHead:
-    """The parts of a request's head the server looks at, decoded once.
-
-    Built from an ``h11.Request`` (``from_h11``) or from an ASGI scope
-    (``_asgi.request_head``): header names are lower case either way (h11
-    and ASGI both normalise them), values are latin-1 decoded.
-    """
-
-    __slots__ = ("duplicated", "headers", "method", "path", "query", "raw_headers", "size")
-
-    def __init__(
-        self,
-        method: str,
-        path: str,
-        query: str,
-        raw_headers: Iterable[tuple[bytes, bytes]],
-        *,
-        size: int | None = None,
-    ) -> None:
-        self.method = method.upper()
-        self.path = path
-        self.query = query
-        # One pass: decode, measure, and combine repeated fields with ", "
-        # (RFC 9110 section 5.3); the names seen more than once are kept for
-        # the checks that forbid that.
-        raw: list[tuple[str, str]] = []
-        headers: dict[str, str] = {}
-        duplicated: set[str] = set()
-        measured = len(method) + len(path) + len(query)
-        for raw_name, raw_value in raw_headers:
-            name = raw_name.decode("latin-1")
-            value = raw_value.decode("latin-1")
-            raw.append((name, value))
-            measured += len(name) + len(value) + 4
-            if name in headers:
-                duplicated.add(name)
-                headers[name] = headers[name] + ", " + value
-            else:
-                headers[name] = value
-        self.raw_headers = raw
-        #: About the size of the head on the wire (h11 only bounds heads that
-        #: arrive in pieces; one that arrives whole is measured here).
-        self.size = size if size is not None else measured
-        self.headers = headers
-        self.duplicated = duplicated
-
-    @classmethod
-    def from_h11(cls, event: h11.Request) -> RequestHead:
-        target = event.target.decode("latin-1")
-        path, _, query = target.partition("?")
-        return cls(event.method.decode("ascii", "replace"), path, query, event.headers)
 
 
 class HTTPExchange(Protocol):
@@ -187,14 +155,63 @@ class HTTPConnection:
         self.peer_closed = False
         #: A response that must close the connection was sent (``Connection: close``).
         self.closing = False
+        #: The last response head: its header list, status, length, h11 event.
+        self._last_head: tuple[HeaderItems, int, int | None, h11.Response] | None = None
+        #: The last request's line, headers, head, and where its length is.
+        self._last_request: (
+            tuple[bytes, bytes, list[tuple[bytes, bytes]], RequestHead, int] | None
+        ) = None
+        #: The stream when it is an ``AsyncioStream`` (asyncio's own TCP
+        #: connections): read without a cancel scope, written without a pass
+        #: round the loop. Its writes count as done only once the kernel has
+        #: taken every byte (a write buffer limit of zero), as anyio's streams
+        #: do, so the write deadline covers a peer that stops reading.
+        self._fast: AsyncioStream | None = None
+        # The deadline for the head being awaited on an ``AsyncioStream``
+        # (``_watch``): one timer per connection that is moved on only when
+        # it fires, not one timer per request.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._head_due: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_due = 0.0
+        self._expired = False
+        if isinstance(stream, AsyncioStream):
+            self._fast = stream
+            self._loop = asyncio.get_running_loop()
+            if stream.transport is not None:
+                stream.transport.set_write_buffer_limits(0)
 
     # -- reading ---------------------------------------------------------------------
 
-    async def _fill(self) -> int:
+    async def _receive(self, timeout: float | None) -> bytes | None:
+        """The next bytes from the client: ``b""`` at end of input or when the
+        connection broke, ``None`` when ``timeout`` seconds passed first.
+
+        On an ``AsyncioStream`` the deadline is a timer on the loop; on any
+        other stream it is an anyio cancel scope.
+        """
+        fast = self._fast
+        if fast is not None:
+            try:
+                return await fast.receive_chunk(timeout)
+            except TimeoutError:
+                return None
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                return None if self._expired else b""
         try:
-            data = await self.stream.receive(_RECEIVE_SIZE)
+            if timeout is None:
+                return await self.stream.receive(_RECEIVE_SIZE)
+            with anyio.move_on_after(timeout):
+                return await self.stream.receive(_RECEIVE_SIZE)
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            data = b""
+            return b""
+        return None
+
+    async def _fill(self, timeout: float | None) -> int | None:
+        """Hand the next bytes to h11: how many (0: end of input), ``None`` on timeout."""
+        data = await self._receive(timeout)
+        if data is None:
+            return None
         if not data:
             self.peer_closed = True
         self.h11.receive_data(data)
@@ -207,23 +224,117 @@ class HTTPConnection:
         then on the whole head must arrive within ``read_timeout`` (a client
         that trickles a head in byte by byte is dropped). Raises
         ``h11.RemoteProtocolError`` for a malformed or oversized head.
+
+        A head that arrives in one piece, the usual case, costs one wait and
+        no cancel scope: the ``read_timeout`` deadline is set only once a head
+        has turned out to be incomplete, and on an ``AsyncioStream`` both
+        deadlines are kept by the connection's own timer (``_watch``).
         """
-        deadline = anyio.current_time() + idle_timeout
+        timeout: float | None = idle_timeout
+        deadline: float | None = None
         begun = False
-        while True:
-            event = self.h11.next_event()
-            if event is not h11.NEED_DATA:
-                if isinstance(event, h11.Request):
-                    return RequestHead.from_h11(event)
-                return None  # ConnectionClosed
-            if self.peer_closed:
-                return None
-            with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
-                if await self._fill() and not begun:
-                    begun = True
+        buffered, ended = self.h11.trailing_data
+        fast = self._fast
+        if fast is not None:
+            if buffered or fast.looks_dead():
+                # Input is waiting already (pipelined requests, or the end):
+                # the receive below will not wait, so let other tasks run
+                # first, as every anyio stream operation does.
+                await anyio.lowlevel.checkpoint()
+            self._watch(idle_timeout)
+            timeout = None
+        # With nothing buffered between requests h11 can only answer
+        # NEED_DATA: the first read needs no asking.
+        skip = not buffered and not ended and self.h11.their_state is h11.IDLE
+        try:
+            while True:
+                if skip:
+                    skip = False
+                    event: object = h11.NEED_DATA
+                else:
+                    event = self.h11.next_event()
+                if event is not h11.NEED_DATA:
+                    if type(event) is h11.Request:
+                        return self._head_of(event)
+                    return None  # ConnectionClosed
+                if self.peer_closed:
+                    return None
+                if begun and deadline is None:  # the head has begun: read_timeout from now
+                    if fast is not None:
+                        self._watch(self.read_timeout)
                     deadline = anyio.current_time() + self.read_timeout
-                continue
-            return None  # nothing, or not enough, in time
+                if deadline is not None and fast is None:
+                    timeout = max(0.0, deadline - anyio.current_time())
+                got = await self._fill(timeout)
+                if got is None:
+                    return None  # nothing, or not enough, in time
+                begun = begun or got > 0
+        finally:
+            self._head_due = None
+
+    def _head_of(self, event: h11.Request) -> RequestHead:
+        """The ``RequestHead`` of ``event``, from the previous one when it can be.
+
+        A client on a keep-alive connection repeats its request line and
+        headers, often all but ``Content-Length``: the same bytes give the
+        same head (nothing changes a ``RequestHead`` once made), and a new
+        length alone gives a copy with that value.
+        """
+        items = event.headers.raw_items()
+        last = self._last_request
+        if last is not None and last[1] == event.target and last[0] == event.method:
+            if last[2] == items:
+                return last[3]
+            at = last[4]
+            before = last[2]
+            if (
+                at >= 0
+                and len(items) == len(before)
+                and items[at][0] == before[at][0]
+                and items[:at] == before[:at]
+                and items[at + 1 :] == before[at + 1 :]
+            ):
+                head = last[3].with_length(items[at][1].decode("latin-1"))
+                self._last_request = (event.method, event.target, items, head, at)
+                return head
+        head = RequestHead.from_h11(event, items)
+        at = -1
+        for i, (name, _) in enumerate(items):
+            if name.lower() == b"content-length":
+                at = i
+        self._last_request = (event.method, event.target, items, head, at)
+        return head
+
+    def _watch(self, timeout: float) -> None:
+        """Give the head now awaited ``timeout`` seconds (``AsyncioStream`` only).
+
+        The connection keeps one timer: when it fires before the head's
+        deadline (which later requests have moved on), it is set again for
+        that deadline; when the deadline has passed with the head still
+        awaited, the connection is closed, which ends the wait (``_expired``
+        tells that apart from the client's own end of input).
+        """
+        assert self._loop is not None
+        due = self._loop.time() + timeout
+        self._head_due = due
+        if self._timer is None or self._timer_due > due:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self._loop.call_at(due, self._expire)
+            self._timer_due = due
+
+    def _expire(self) -> None:
+        self._timer = None
+        due = self._head_due
+        if due is None or self._fast is None:
+            return  # no head awaited now: the next wait sets the timer again
+        if due > self._timer_due:
+            assert self._loop is not None
+            self._timer = self._loop.call_at(due, self._expire)
+            self._timer_due = due
+            return
+        self._expired = True
+        self._fast.abort()
 
     async def read_body(self, limit: int, declared: int | None = None) -> bytes:
         """The request body, whole. Raises ``BodyTooLarge`` or ``PeerGone``.
@@ -239,14 +350,14 @@ class HTTPConnection:
         while True:
             event = self.h11.next_event()
             if event is h11.NEED_DATA:
-                # Only a body still on its way needs a deadline (and a cancel
-                # scope); one that came with the head is taken as it is.
+                # Only a body still on its way needs a deadline; one that came
+                # with the head is taken as it is.
                 if deadline is None:
                     deadline = anyio.current_time() + self.read_timeout
-                with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
-                    if self.h11.they_are_waiting_for_100_continue:
-                        await self._send(h11.InformationalResponse(status_code=100, headers=[]))
-                    await self._fill()
+                if self.h11.they_are_waiting_for_100_continue:
+                    await self._send(h11.InformationalResponse(status_code=100, headers=[]))
+                remaining = deadline - anyio.current_time()
+                if remaining > 0 and await self._fill(remaining) is not None:
                     continue
                 raise ReadTimeout("the request body did not arrive in time")
             cls = type(event)
@@ -274,21 +385,56 @@ class HTTPConnection:
         if not pieces:
             return
         data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        fast = self._fast
         try:
-            with anyio.move_on_after(self.write_timeout) as scope:
-                await self.stream.send(data)
+            if fast is not None:
+                # Written at once; only what the kernel did not take at once
+                # is waited for (the write buffer limit is zero), under the
+                # write deadline.
+                fast.write(data)
+                transport = fast.transport
+                if transport is None or not transport.get_write_buffer_size():
+                    return
+                with anyio.move_on_after(self.write_timeout) as scope:
+                    await fast.drain()
+            else:
+                with anyio.move_on_after(self.write_timeout) as scope:
+                    await self.stream.send(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             self.h11.send_failed()
             raise PeerGone(str(exc)) from exc
         if scope.cancelled_caught:
             self.h11.send_failed()
+            if fast is not None:
+                fast.abort()  # what is still buffered will never be read
             raise PeerGone("the client stopped reading")
 
-    def _head(self, status: int, headers: list[tuple[str, str]]) -> h11.Response:
-        for name, value in headers:
-            if name.lower() == "connection" and value.lower() == "close":
-                self.closing = True
-        return h11.Response(status_code=status, headers=_encode(headers))
+    def _head(
+        self, status: int, headers: list[tuple[str, str]], length: int | None = None
+    ) -> h11.Response:
+        """The response head for h11; ``length``, when given, becomes ``Content-Length``."""
+        known = validated_head(headers)
+        if known is None or ValidatedHeaders is None:
+            if length is not None:
+                headers = [*headers, ("content-length", str(length))]
+            for name, value in headers:
+                if name.lower() == "connection" and value.lower() == "close":
+                    self.closing = True
+            return h11.Response(status_code=status, headers=_encode(headers))
+        items, closing = known
+        if closing:
+            self.closing = True
+        # Responses on one connection tend to repeat (the same head, status
+        # and length): the last head is kept, as h11's events are immutable.
+        last = self._last_head
+        if last is not None and last[0] is items and last[1] == status and last[2] == length:
+            return last[3]
+        full = list(items)
+        if length is not None:
+            full.append((b"content-length", b"content-length", b"%d" % length))
+        response = h11.Response(status_code=status, headers=ValidatedHeaders(full))
+        self._last_head = (items, status, length, response)
+        return response
 
     async def start(self, status: int, headers: list[tuple[str, str]], data: bytes = b"") -> None:
         """Send the head of a response whose body follows in ``write`` calls.
@@ -307,17 +453,17 @@ class HTTPConnection:
     async def finish(self, data: bytes = b"") -> None:
         """End a streamed response; ``data``, when given, is its last piece."""
         if data:
-            await self._send(h11.Data(data=data), h11.EndOfMessage())
+            await self._send(h11.Data(data=data), _END)
         else:
-            await self._send(h11.EndOfMessage())
+            await self._send(_END)
 
     async def respond(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
         """Send a whole response with its ``Content-Length``: head and body in one write."""
-        head = self._head(status, [*headers, ("content-length", str(len(body)))])
+        head = self._head(status, headers, len(body))
         if body:
-            await self._send(head, h11.Data(data=body), h11.EndOfMessage())
+            await self._send(head, h11.Data(data=body), _END)
         else:
-            await self._send(head, h11.EndOfMessage())
+            await self._send(head, _END)
 
     async def respond_text(
         self, status: int, text: str, headers: list[tuple[str, str]] | None = None
@@ -333,15 +479,7 @@ class HTTPConnection:
         """
         buffered = 0
         while buffered <= 2 * self.max_header_size:
-            try:
-                data = await self.stream.receive(_RECEIVE_SIZE)
-            except (
-                anyio.EndOfStream,
-                anyio.BrokenResourceError,
-                anyio.ClosedResourceError,
-                OSError,
-            ):
-                data = b""
+            data = await self._receive(None)
             if not data:
                 self.peer_closed = True
                 return
@@ -370,6 +508,13 @@ class HTTPConnection:
         it is read: so the write side is shut, and input drained (at most
         ``_LINGER_BYTES`` for ``_LINGER_SECONDS``) before the socket closes.
         """
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        fast = self._fast
+        transport = fast.transport if fast is not None else None
+        if fast is not None and transport is not None and transport.get_write_buffer_size():
+            fast.abort()  # a write cut short: what it left is dropped, as anyio does
         with anyio.CancelScope(shield=True):
             try:
                 if self.closing and not self.peer_closed:
@@ -378,7 +523,10 @@ class HTTPConnection:
                 pass
             finally:
                 try:
-                    await self.stream.aclose()
+                    # Bounded: a stream that waits to flush what it holds must
+                    # not wait on a peer that stopped reading.
+                    with anyio.move_on_after(self.write_timeout):
+                        await self.stream.aclose()
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     pass
 

@@ -41,7 +41,7 @@ import anyio.abc
 import h11
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mcpwire import (
@@ -1631,8 +1631,12 @@ def test_inline_path_answers_exactly_like_the_full_path() -> None:
         counter = iter(range(10, 10**6))
         seen: set[tuple[Any, ...]] = set()
 
+        # Drawn cases cover statuses by chance; these cover each kind for sure.
         @settings(max_examples=150, deadline=None, database=None)
         @given(case=inline_cases())
+        @example(case=("modern", ACCEPT, {"method": "no/such/method", "params": {}}, {}))
+        @example(case=("modern", ACCEPT, {"method": "tools/call", "params": {"name": "x"}}, {}))
+        @example(case=("legacy", "text/event-stream", {"method": "ping", "params": {}}, {}))
         def check(case: tuple[Any, ...]) -> None:
             rid = next(counter)
             answers = [
