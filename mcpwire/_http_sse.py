@@ -24,9 +24,8 @@ server (their streams are closed at shutdown).
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
-import urllib.parse
 from typing import TYPE_CHECKING
 
 import anyio
@@ -98,7 +97,7 @@ class SSEEndpoint:
         if len(self.connections) >= self.app.options.max_sessions:
             await http.respond_text(503, "Too many open connections", [("retry-after", "1")])
             return
-        session_id = secrets.token_hex(16)
+        session_id = os.urandom(16).hex()  # as secrets.token_hex(16)
         stream = ResponseStream("", None, sse_ok=True)
         stream.sse = True
         transport = SSEServerTransport(stream)
@@ -135,6 +134,8 @@ class SSEEndpoint:
         except ReadTimeout:
             await http.respond_text(408, "Request Timeout", [("connection", "close")])
             return
+        import urllib.parse  # only the deprecated transport needs it
+
         values = urllib.parse.parse_qs(head.query).get("session_id", [])
         session_id = values[0] if len(values) == 1 else ""
         if not _SESSION_ID.fullmatch(session_id):
