@@ -28,6 +28,8 @@ from collections.abc import Callable
 import anyio
 import anyio.to_thread
 
+from ._aio_stream import running_asyncio_loop
+
 __all__ = ("FDReader", "FDWriter", "readiness_capable")
 
 #: The most one read returns: a pipe's whole default capacity on Linux.
@@ -108,11 +110,11 @@ class FDReader(_FD):
     @property
     def push_capable(self) -> bool:
         """True when reads can be pushed to ``sink`` (a pipe or socket on asyncio)."""
-        return self._nonblocking and _running_asyncio_loop() is not None
+        return self._nonblocking and running_asyncio_loop() is not None
 
     async def wait_pushed(self) -> None:
         """Push mode: wait until the sink has been called at least once more."""
-        loop = self._loop or _running_asyncio_loop()
+        loop = self._loop or running_asyncio_loop()
         assert loop is not None
         if self._eof or self._closed:
             return
@@ -135,7 +137,7 @@ class FDReader(_FD):
 
     def resume(self) -> None:
         if self._loop is None and not self._eof and not self._closed:
-            loop = _running_asyncio_loop()
+            loop = running_asyncio_loop()
             if loop is not None:
                 self._watch(loop)
 
@@ -146,7 +148,7 @@ class FDReader(_FD):
             return await anyio.to_thread.run_sync(
                 _read_blocking, self.fd, max_bytes, abandon_on_cancel=True
             )
-        loop = self._loop or _running_asyncio_loop()
+        loop = self._loop or running_asyncio_loop()
         if loop is not None:
             return await self._read_asyncio(loop)
         while True:
@@ -222,13 +224,6 @@ class FDReader(_FD):
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
         super().close()
-
-
-def _running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:  # not on asyncio (trio)
-        return None
 
 
 def _read_into(fd: int, view: memoryview) -> bytes:
