@@ -250,7 +250,22 @@ class FDWriter(_FD):
 
     __slots__ = ()
 
-    async def write_all(self, data: bytes) -> None:
+    def write_now(self, data: bytes) -> memoryview | None:
+        """Write what the descriptor takes at once; the unwritten rest, or None if none.
+
+        Never waits. On a blocking descriptor (written by a worker thread) nothing
+        is written here and all of ``data`` is the rest. Raises as ``write_all``.
+        """
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if not self._nonblocking:
+            return memoryview(data)
+        written = self._write_some(data)
+        if written == len(data):
+            return None
+        return memoryview(data)[written:]
+
+    async def write_all(self, data: bytes | memoryview) -> None:
         """Write every byte; raises ``anyio.BrokenResourceError`` if the reader is gone."""
         if self._closed:
             raise anyio.ClosedResourceError
@@ -259,22 +274,24 @@ class FDWriter(_FD):
             await anyio.to_thread.run_sync(_write_blocking, self.fd, view)
             return
         while view:
-            try:
-                written = os.write(self.fd, view)
-            except BlockingIOError:
-                written = 0
-            except (BrokenPipeError, ConnectionResetError) as exc:
-                raise anyio.BrokenResourceError from exc
-            except OSError as exc:
-                if self._closed:
-                    raise anyio.ClosedResourceError from exc
-                raise anyio.BrokenResourceError from exc
-            view = view[written:]
+            view = view[self._write_some(view) :]
             if view:
                 try:
                     await anyio.wait_writable(self.fd)
                 except (anyio.ClosedResourceError, ValueError, OSError) as exc:
                     raise anyio.ClosedResourceError from exc
+
+    def _write_some(self, data: bytes | memoryview) -> int:
+        try:
+            return os.write(self.fd, data)
+        except BlockingIOError:
+            return 0
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            raise anyio.BrokenResourceError from exc
+        except OSError as exc:
+            if self._closed:
+                raise anyio.ClosedResourceError from exc
+            raise anyio.BrokenResourceError from exc
 
 
 def _write_blocking(fd: int, view: memoryview) -> None:

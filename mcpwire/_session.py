@@ -42,7 +42,6 @@ cancellation.
 from __future__ import annotations
 
 import logging
-import math
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Final
@@ -51,6 +50,8 @@ import anyio
 import anyio.abc
 
 from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
+from ._pending import Pending, running_loop
+from ._request_context import RequestContext
 from ._transport import Transport
 from .sansio._json import JSONObject
 from .sansio._messages import (
@@ -103,60 +104,6 @@ class _Unset:
 _UNSET: Final = _Unset()
 
 
-class _Pending:
-    __slots__ = ("done", "hard_deadline", "on_progress", "scope", "timeout", "value")
-
-    def __init__(self, on_progress: ProgressCallback | None, timeout: float) -> None:
-        #: Made only if the caller must wait (a direct transport answers during send).
-        self.done: anyio.Event | None = None
-        self.value: Response | ErrorResponse | ConnectionClosed | None = None
-        self.on_progress = on_progress
-        self.timeout = timeout
-        self.hard_deadline = math.inf
-        self.scope: anyio.CancelScope | None = None
-
-
-class RequestContext:
-    """What a request handler knows about the request it is serving."""
-
-    __slots__ = ("_scope", "request", "session")
-
-    def __init__(self, session: Session, request: Request, scope: anyio.CancelScope) -> None:
-        self.session = session
-        self.request = request
-        self._scope = scope
-
-    @property
-    def request_id(self) -> RequestId:
-        return self.request.id
-
-    @property
-    def cancelled(self) -> bool:
-        """True once the peer cancelled this request (or the session is closing)."""
-        return self._scope.cancel_called
-
-    @property
-    def progress_token(self) -> str | int | None:
-        params = self.request.params
-        meta = params.get("_meta") if params else None
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
-        return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
-
-    async def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        """Send ``notifications/progress`` if the requester asked for progress."""
-        token = self.progress_token
-        if token is None:
-            return
-        params: JSONObject = {"progressToken": token, "progress": progress}
-        if total is not None:
-            params["total"] = total
-        if message is not None:
-            params["message"] = message
-        await self.session.notify("notifications/progress", params, related=self.request.id)
-
-
 async def _no_requests(request: Request, ctx: RequestContext) -> JSONObject:
     raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {request.method}")
 
@@ -202,7 +149,7 @@ class Session:
         self.serve_inline: Callable[[Request], bool] | None = None
         self.rpc = RPCState()
         self.invalid_received = 0
-        self._pending: dict[RequestId, _Pending] = {}
+        self._pending: dict[RequestId, Pending] = {}
         self._running: dict[RequestId, anyio.CancelScope] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._reader_scope = anyio.CancelScope()
@@ -226,6 +173,11 @@ class Session:
         if set_fast_path is not None:
             # Responses can be settled where they are parsed, without the reader task.
             set_fast_path(self._settle_now)
+        start_send = getattr(self.transport, "start_send", None)
+        # A transport that can write without waiting lets requests wait on a loop
+        # timer instead of a deadline scope (asyncio only; see _pending).
+        self._loop = running_loop() if start_send is not None else None
+        self._start_send = start_send if self._loop is not None else None
         self._tg.start_soon(self._reader)
         return self
 
@@ -272,9 +224,7 @@ class Session:
         self._closed = error
         for pending in self._pending.values():
             if pending.value is None:  # an answer that already arrived stands
-                pending.value = error
-                if pending.done is not None:
-                    pending.done.set()
+                pending.settle(error)
         self.rpc.fail_all()
         for scope in self._running.values():
             scope.cancel()
@@ -301,9 +251,7 @@ class Session:
         try:
             await self.transport.send(message, related=related)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            if self._closed is None:
-                self._shutdown(self.transport.close_error())
-            raise self._closed_error() from exc
+            raise self._broken(exc) from exc
 
     async def request(
         self,
@@ -344,18 +292,22 @@ class Session:
         request, _ = self.rpc.start_request(method, params, progress=on_progress is not None)
         if on_id is not None:
             on_id(request.id)
-        pending = _Pending(on_progress, limit)
+        pending = Pending(on_progress, limit)
         self._pending[request.id] = pending
         started = anyio.current_time()
         pending.hard_deadline = started + hard
         try:
-            # The deadline covers the send too: a stalled peer (full pipe) must not hang it.
-            with anyio.CancelScope(deadline=started + limit) as scope:
-                pending.scope = scope
-                await self.send(request, related=related)
-                if pending.value is None:  # a direct transport may have answered already
-                    done = pending.done = anyio.Event()
-                    await done.wait()
+            if self._start_send is None:
+                rest: Awaitable[None] | None = self.send(request, related=related)
+            else:
+                rest = self._send_now(request, related)
+            if rest is None:  # written whole: only the wait needs the deadline
+                assert self._loop is not None
+                await pending.wait_timed(self._loop, started + limit)
+            else:
+                # The deadline covers the send too: a stalled peer (full pipe) must
+                # not hang it. A direct transport may answer during the send.
+                await pending.send_and_wait(rest, started + limit)
             value = pending.value
             if value is None:
                 raise RequestTimeout(method, limit)
@@ -369,6 +321,29 @@ class Session:
             err = value.error
             raise JSONRPCError(err.code, err.message, err.data)
         raise self._closed_error()
+
+    def _send_now(self, message: Message, related: RequestId | None) -> Awaitable[None] | None:
+        """``transport.start_send``: None once sent whole, else what finishes the send."""
+        assert self._start_send is not None
+        if self._closed is not None:
+            raise self._closed_error()
+        try:
+            rest: Awaitable[None] | None = self._start_send(message, related=related)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            raise self._broken(exc) from exc
+        return None if rest is None else self._finish_send(rest)
+
+    async def _finish_send(self, rest: Awaitable[None]) -> None:
+        try:
+            await rest
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            raise self._broken(exc) from exc
+
+    def _broken(self, exc: BaseException) -> ConnectionClosed:
+        """The transport failed under a send: the session ends with the transport's reason."""
+        if self._closed is None:
+            self._shutdown(self.transport.close_error())
+        return self._closed_error()
 
     async def _abandon(self, rid: RequestId, method: str) -> None:
         notice = self.rpc.abandon(rid, f"{method} timed out or was cancelled by the caller")
@@ -462,9 +437,7 @@ class Session:
             return
         pending = self._pending.get(message.id)  # type: ignore[arg-type]
         if pending is not None:
-            pending.value = message
-            if pending.done is not None:
-                pending.done.set()
+            pending.settle(message)
 
     async def _notification(self, note: Notification) -> None:
         method = note.method
@@ -486,11 +459,8 @@ class Session:
         except Exception:
             logger.exception("notification handler failed for %s", method)
 
-    async def _progress(self, pending: _Pending, params: JSONObject) -> None:
-        if pending.scope is not None:
-            pending.scope.deadline = min(
-                anyio.current_time() + pending.timeout, pending.hard_deadline
-            )
+    async def _progress(self, pending: Pending, params: JSONObject) -> None:
+        pending.extend()
         if pending.on_progress is None:
             return
         progress = params.get("progress")

@@ -37,7 +37,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import IO
 
 import anyio
@@ -197,21 +197,40 @@ class _Sender:
 
     def __init__(self, writer: FDWriter) -> None:
         self.writer = writer
-        self._lock = anyio.Lock()
+        # A semaphore, not a lock: the rest of a partial write may be finished by
+        # whichever task awaits it, not only the one that started the frame.
+        self._lock = anyio.Semaphore(1)
 
-    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
+    def start_send(self, message: Outbound) -> Awaitable[None] | None:
+        """Write ``message`` now if the pipe takes it whole (None); else what finishes it.
+
+        Frames never interleave: while a send is unfinished (the lock taken), a
+        message waits its turn whole; a partial write takes the lock for its rest.
+        The uncontended case, a pipe with room, has no scheduling point at all.
+        """
         data = m.serialize_line(message)
-        lock = self._lock
-        try:
-            # Uncontended (the common case): no scheduling point before the write,
-            # which usually completes at once on a pipe with room.
-            lock.acquire_nowait()
-        except anyio.WouldBlock:
-            await lock.acquire()
-        try:
+        if self._lock.value == 0:
+            return self._send_data(data)
+        rest = self.writer.write_now(data)
+        if rest is None:
+            return None
+        self._lock.acquire_nowait()  # free: nothing ran since the check above
+        return self._finish(rest)
+
+    async def send(self, message: Outbound) -> None:
+        rest = self.start_send(message)
+        if rest is not None:
+            await rest
+
+    async def _send_data(self, data: bytes) -> None:
+        async with self._lock:
             await self.writer.write_all(data)
+
+    async def _finish(self, rest: memoryview) -> None:
+        try:
+            await self.writer.write_all(rest)
         finally:
-            lock.release()
+            self._lock.release()
 
 
 class StdioClientTransport:
@@ -309,6 +328,12 @@ class StdioClientTransport:
 
     async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
         await self._sender.send(message)
+
+    def start_send(
+        self, message: Outbound, *, related: RequestId | None = None
+    ) -> Awaitable[None] | None:
+        """``send`` without waiting when the pipe has room: None, or what finishes it."""
+        return self._sender.start_send(message)
 
     def set_fast_path(self, fast: Callable[[m.Incoming], bool]) -> None:
         self._framed.fast_path = fast
@@ -467,6 +492,12 @@ class StdioServerTransport:
 
     async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
         await self._sender.send(message)
+
+    def start_send(
+        self, message: Outbound, *, related: RequestId | None = None
+    ) -> Awaitable[None] | None:
+        """``send`` without waiting when the pipe has room: None, or what finishes it."""
+        return self._sender.start_send(message)
 
     def set_fast_path(self, fast: Callable[[m.Incoming], bool]) -> None:
         self._framed.fast_path = fast

@@ -1,0 +1,126 @@
+"""Waiting for the answer to one outgoing request: its deadline, wake-up and progress.
+
+Two ways to wait, with one observable behaviour:
+
+* The general way: the send and the wait run in an anyio cancel scope whose
+  deadline is the request's (a stalled peer that never drains its pipe must
+  not hang the send either), and the answer sets an ``anyio.Event``.
+* The asyncio way, for a transport that can write a message without waiting
+  (``start_send``: stdio with room in the pipe, the usual case). Once the
+  request is out, only the wait needs a deadline, and a loop timer with a
+  bare future gives it for a fraction of the cost of a deadline scope and an
+  event (their setup and teardown were about a tenth of a stdio client's CPU
+  per call). A send that cannot finish at once goes the general way.
+
+Either way an expired deadline leaves ``value`` unset, which the session
+turns into ``RequestTimeout``; progress moves the deadline (never past the
+hard cap); closing the session settles every waiter with its error.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ._errors import ConnectionClosed
+from .sansio._messages import ErrorResponse, Response
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ._session import ProgressCallback
+
+__all__ = ("Pending", "running_loop")
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The running asyncio loop, or None; asyncio is not imported where unused (trio)."""
+    if "asyncio" not in sys.modules:
+        return None
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _release(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class Pending:
+    """One request in flight: what answered it, and how its caller is woken."""
+
+    __slots__ = (
+        "_event",
+        "_future",
+        "_loop",
+        "_timer",
+        "hard_deadline",
+        "on_progress",
+        "scope",
+        "timeout",
+        "value",
+    )
+
+    def __init__(self, on_progress: ProgressCallback | None, timeout: float) -> None:
+        self.value: Response | ErrorResponse | ConnectionClosed | None = None
+        self.on_progress = on_progress
+        self.timeout = timeout
+        self.hard_deadline = math.inf
+        #: The general way's deadline scope.
+        self.scope: anyio.CancelScope | None = None
+        #: Made only if the caller must wait (a direct transport answers during send).
+        self._event: anyio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._future: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def settle(self, value: Response | ErrorResponse | ConnectionClosed) -> None:
+        """Record the outcome and wake the caller."""
+        self.value = value
+        if self._future is not None:
+            _release(self._future)
+        elif self._event is not None:
+            self._event.set()
+
+    async def send_and_wait(self, sending: Awaitable[None], deadline: float) -> None:
+        """The general way: finish ``sending``, then wait, all before ``deadline``."""
+        with anyio.CancelScope(deadline=deadline) as scope:
+            self.scope = scope
+            await sending
+            if self.value is None:
+                event = self._event = anyio.Event()
+                await event.wait()
+
+    async def wait_timed(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        """The asyncio way, the request being out: wait until answered or ``deadline``.
+
+        ``deadline`` is on ``anyio.current_time()``'s clock, which on asyncio is
+        the loop's. Cancelling the caller cancels the awaited future as usual.
+        """
+        if self.value is not None:
+            return
+        future = self._future = loop.create_future()
+        self._loop = loop
+        self._timer = loop.call_at(deadline, _release, future)
+        try:
+            await future
+        finally:
+            self._timer.cancel()
+
+    def extend(self) -> None:
+        """Progress arrived: the deadline is ``timeout`` from now, within the hard cap."""
+        deadline = min(anyio.current_time() + self.timeout, self.hard_deadline)
+        if self.scope is not None:
+            self.scope.deadline = deadline
+        elif self._timer is not None and self._future is not None and not self._future.done():
+            assert self._loop is not None
+            self._timer.cancel()
+            self._timer = self._loop.call_at(deadline, _release, self._future)
