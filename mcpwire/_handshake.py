@@ -20,8 +20,7 @@ which the server refuses with -32021 to requests that do not declare it).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator
-from contextlib import contextmanager
+from collections.abc import Hashable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
@@ -64,14 +63,22 @@ _ERA_CACHE_MAX = 256
 _DECLARE_TASKS: ContextVar[bool | None] = ContextVar("mcpwire_declare_tasks", default=None)
 
 
-@contextmanager
-def declaring_tasks(declare: bool | None) -> Iterator[None]:
-    """Within the block, modern envelopes declare the tasks extension iff ``declare``."""
-    token = _DECLARE_TASKS.set(declare)
-    try:
-        yield
-    finally:
-        _DECLARE_TASKS.reset(token)
+class declaring_tasks:
+    """Within the block, modern envelopes declare the tasks extension iff ``declare``.
+
+    A class rather than a generator context manager: it wraps every ``call_tool``.
+    """
+
+    __slots__ = ("_declare", "_token")
+
+    def __init__(self, declare: bool | None) -> None:
+        self._declare = declare
+
+    def __enter__(self) -> None:
+        self._token = _DECLARE_TASKS.set(self._declare)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _DECLARE_TASKS.reset(self._token)
 
 
 def tasks_declared(client: Client) -> bool:

@@ -245,9 +245,19 @@ def loads(data: bytes | bytearray | memoryview | str, limits: Limits = DEFAULT_L
             if wide and _has_wide_int(data):
                 raise NotJSON("invalid JSON: an integer does not fit in 64 bits")
             return value
+    if type(data) is bytes:  # the usual frame: the two scans below, inline
+        # Nesting needs an opening bracket per level: count them (C speed) first.
+        if (
+            data.count(b"{") + data.count(b"[") > limits.max_depth
+            and isinstance(value, (dict, list))
+            and _depth_exceeds(value, limits.max_depth)
+        ):
+            raise MessageTooDeep(limits.max_depth)
+        if data.translate(_DIGITS_AS_ZERO).find(_ZERO_RUN) >= 0 and _has_wide_int(data):
+            raise NotJSON("invalid JSON: an integer does not fit in 64 bits")
+        return value
     if (
         isinstance(value, (dict, list))
-        # Nesting needs an opening bracket per level: count them (C speed) first.
         and _openers(data) > limits.max_depth
         and _depth_exceeds(value, limits.max_depth)
     ):
