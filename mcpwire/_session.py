@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
 import anyio.abc
@@ -67,6 +67,9 @@ from .sansio._messages import (
     error_response,
 )
 from .sansio._rpc import RPCState
+
+if TYPE_CHECKING:
+    import asyncio
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]
@@ -155,6 +158,9 @@ class Session:
         self._reader_scope = anyio.CancelScope()
         self._closed: ConnectionClosed | None = None
         self._ended = anyio.Event()
+        #: ``transport.start_send`` and the loop, when requests may wait on a timer.
+        self._start_send: Callable[..., Awaitable[None] | None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -177,7 +183,8 @@ class Session:
         # A transport that can write without waiting lets requests wait on a loop
         # timer instead of a deadline scope (asyncio only; see _pending).
         self._loop = running_loop() if start_send is not None else None
-        self._start_send = start_send if self._loop is not None else None
+        if self._loop is not None:
+            self._start_send = start_send
         self._tg.start_soon(self._reader)
         return self
 
@@ -557,7 +564,10 @@ class Session:
         if self._closed is not None:
             return
         try:
-            await self.transport.send(message)
+            if self._start_send is None:
+                await self.transport.send(message)
+            elif (rest := self._start_send(message)) is not None:
+                await rest
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             # The reader sees the same end of connection and reports it.
             pass
