@@ -35,6 +35,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from ._loops import running_asyncio_loop
+
 __all__ = (
     "DEFAULT_MAX_BUFFERED",
     "READ_SIZE",
@@ -48,14 +50,6 @@ READ_SIZE = 64 * 1024
 #: Unread bytes queued before the transport stops reading.
 DEFAULT_MAX_BUFFERED = 1024 * 1024
 _EXPIRED = object()
-
-
-def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
-    """The running asyncio loop, or ``None`` (on trio)."""
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):

@@ -28,7 +28,7 @@ from collections.abc import Callable
 import anyio
 import anyio.to_thread
 
-from ._aio_stream import running_asyncio_loop
+from ._loops import running_asyncio_loop
 
 __all__ = ("FDReader", "FDWriter", "readiness_capable")
 

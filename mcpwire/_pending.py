@@ -20,7 +20,6 @@ hard cap); closing the session settles every waiter with its error.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
@@ -34,19 +33,7 @@ if TYPE_CHECKING:
 
     from ._session import ProgressCallback
 
-__all__ = ("Pending", "running_loop")
-
-
-def running_loop() -> asyncio.AbstractEventLoop | None:
-    """The running asyncio loop, or None; asyncio is not imported where unused (trio)."""
-    if "asyncio" not in sys.modules:
-        return None
-    import asyncio
-
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+__all__ = ("Pending",)
 
 
 def _release(future: asyncio.Future[None]) -> None:

@@ -50,7 +50,8 @@ import anyio
 import anyio.abc
 
 from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
-from ._pending import Pending, running_loop
+from ._loops import running_asyncio_loop
+from ._pending import Pending
 from ._request_context import RequestContext
 from ._transport import Transport
 from .sansio._json import JSONObject
@@ -182,7 +183,7 @@ class Session:
         start_send = getattr(self.transport, "start_send", None)
         # A transport that can write without waiting lets requests wait on a loop
         # timer instead of a deadline scope (asyncio only; see _pending).
-        self._loop = running_loop() if start_send is not None else None
+        self._loop = running_asyncio_loop() if start_send is not None else None
         if self._loop is not None:
             self._start_send = start_send
         self._tg.start_soon(self._reader)
