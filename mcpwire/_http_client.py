@@ -65,12 +65,15 @@ import anyio
 from ._http_client_base import (
     ERROR_BODY_EXCERPT,
     http_error,
+    jsonrpc_error,
     make_options,
+    status_error,
 )
 from ._http_client_conn import (
     URL,
     BodyTooLarge,
     ConnectionFailed,
+    Headers,
     HTTPError,
     HTTPResponse,
     InvalidRequest,
@@ -78,6 +81,7 @@ from ._http_client_conn import (
     RedirectRefused,
 )
 from ._http_client_headers import (
+    NAME_PARAMS,
     ToolHeaderMap,
     modern_headers,
     request_protocol_version,
@@ -100,6 +104,8 @@ _FALLBACK_STATUSES = frozenset({400, 404, 405, 406})
 #: URLs found to serve the deprecated HTTP+SSE transport in this process.
 _KNOWN_SSE: set[str] = set()
 _KNOWN_SSE_MAX = 256
+#: Distinct request header sets kept (see ``_request_headers``).
+_HEADER_CACHE_SIZE = 128
 
 
 class HTTPClientTransport(EventStreams):
@@ -149,6 +155,9 @@ class HTTPClientTransport(EventStreams):
         self._get_running = False
         self._get_answered: anyio.Event | None = None
         self._sse: SSEConnection | None = None
+        #: Request headers by what they depend on (see ``_request_headers``).
+        self._header_cache: dict[tuple[object, ...], Headers] = {}
+        self._extra_headers = list(self.options.headers)
 
     # -- learning ---------------------------------------------------------------------
 
@@ -218,6 +227,38 @@ class HTTPClientTransport(EventStreams):
         headers.extend(self.options.headers)
         return headers
 
+    def _request_headers(self, request: m.Request) -> Headers:
+        """``_headers(request)``, kept for the next request that shares them.
+
+        Requests that differ only in id and arguments (the usual traffic) get
+        the same headers, so they are built once per method, name and era
+        state; ``Mcp-Param-*`` values depend on the arguments and are built
+        every time.
+        """
+        extra = self.options.headers
+        if extra != self._extra_headers:  # the options were changed in place
+            self._extra_headers = list(extra)
+            self._header_cache.clear()
+        method = request.method
+        version = request_protocol_version(request)
+        key: tuple[object, ...]
+        if version is not None and method != "initialize":
+            field = NAME_PARAMS.get(method)
+            name = request.params.get(field) if field is not None and request.params else None
+            if name is not None and (
+                type(name) is not str or (method == "tools/call" and name in self.tool_headers)
+            ):
+                return self._headers(request)
+            key = (version, method, name)
+        else:
+            key = (method == "initialize", self.protocol_version, self.session_id)
+        headers = self._header_cache.get(key)
+        if headers is None:
+            if len(self._header_cache) >= _HEADER_CACHE_SIZE:
+                self._header_cache.clear()
+            headers = self._header_cache[key] = tuple(self._headers(request))
+        return headers
+
     async def _send_request(self, request: m.Request) -> None:
         if request.method == "initialize":
             self._init_request = request
@@ -228,7 +269,7 @@ class HTTPClientTransport(EventStreams):
         for attempt in (1, 2):
             sent_session = self.session_id
             stream = Stream(request.id)
-            expired = await self._request_exchange(request, stream, self._headers(request))
+            expired = await self._request_exchange(request, stream, self._request_headers(request))
             if not expired:
                 return
             # 404 to a request carrying our session id: the session is gone and the
@@ -259,37 +300,64 @@ class HTTPClientTransport(EventStreams):
                 )
                 return
 
-    async def _request_exchange(
-        self, request: m.Request, stream: Stream, headers: list[tuple[str, str]]
-    ) -> bool:
-        """POST one request and deliver its answer; True if the session had expired."""
-        failure: HTTPError | None = None
-        expired = False
-        with self._exchange():
-            try:
-                response = await self.http.request(
-                    "POST", self.url, headers, m.serialize(request), timeout=None
-                )
-            except (RedirectRefused, InvalidRequest) as exc:
-                await self._final(
-                    stream, http_error(request.id, ErrorCode.INVALID_REQUEST, str(exc))
-                )
-                return False
-            except (ConnectionFailed, ReadTimeout) as exc:
-                failure = exc
-            else:
-                async with response:
-                    expired = await self._answer(request, response, stream, headers)
-        if failure is not None:
-            raise self._fail(f"cannot reach the MCP server at {self.url}: {failure}") from None
-        return expired
+    async def _request_exchange(self, request: m.Request, stream: Stream, headers: Headers) -> bool:
+        """POST one request and deliver its answer; True if the session had expired.
+
+        Failure and close must stop an exchange wherever it waits. Where
+        ``HTTPClient.abort`` alone does that (plain TCP on asyncio: it closes
+        the socket, and cancels waits for a slot or a connection), the usual
+        exchange, a request and its JSON answer, runs without a cancel scope of
+        its own: entering and leaving one is a sizeable share of the CPU a
+        request costs on asyncio. What waits on more than the socket (an event
+        stream, an error answer, a fallback) gets the scope as always.
+        """
+        if self.http.abortable(self.url):
+            if self._stopped():
+                return False  # as the pre-cancelled exchange scope would: nothing is sent
+            outcome = await self._post_request(request, stream, headers, scoped=False)
+            if isinstance(outcome, HTTPError) and self._stopped():
+                return False  # aborted by failure or close (see _stop_everything)
+        else:
+            outcome = False
+            with self._exchange():
+                outcome = await self._post_request(request, stream, headers, scoped=True)
+        if isinstance(outcome, HTTPError):
+            raise self._fail(f"cannot reach the MCP server at {self.url}: {outcome}") from None
+        return outcome
+
+    async def _post_request(
+        self, request: m.Request, stream: Stream, headers: Headers, *, scoped: bool
+    ) -> bool | HTTPError:
+        """The exchange of ``_request_exchange``: whether the session had expired,
+        or why the server could not be reached."""
+        try:
+            response = await self.http.request(
+                "POST", self.url, headers, m.serialize(request), timeout=None
+            )
+        except (RedirectRefused, InvalidRequest) as exc:
+            await self._final(stream, http_error(request.id, ErrorCode.INVALID_REQUEST, str(exc)))
+            return False
+        except (ConnectionFailed, ReadTimeout) as exc:
+            return exc
+        try:
+            if scoped or (
+                200 <= response.status < 300 and response.media_type != "text/event-stream"
+            ):
+                return await self._answer(request, response, stream, headers)
+            with self._exchange():
+                return await self._answer(request, response, stream, headers)
+            return False  # the exchange was stopped by failure or close
+        finally:
+            if not response.release():  # ``async with response``, minus two awaits
+                with anyio.CancelScope(shield=True):
+                    await response.aclose()
 
     async def _answer(
         self,
         request: m.Request,
         response: HTTPResponse,
         stream: Stream,
-        headers: list[tuple[str, str]],
+        headers: Headers,
     ) -> bool:
         status = response.status
         rid = request.id
@@ -312,6 +380,8 @@ class HTTPClientTransport(EventStreams):
                 return False
             except HTTPError as exc:
                 stream.cause = str(exc)
+                if self._stopped():
+                    return False  # the transport failed or closed meanwhile: nothing to deliver
             if kind == "application/json" and body.strip() and body.strip() != b"null":
                 await self._deliver_body(stream, body)
                 return False
@@ -337,7 +407,7 @@ class HTTPClientTransport(EventStreams):
             body = await response.read_body(ERROR_BODY_EXCERPT, truncate=True)
         except HTTPError:
             body = b""
-        error = _jsonrpc_error(body) if response.media_type == "application/json" else None
+        error = jsonrpc_error(body) if response.media_type == "application/json" else None
         if (
             error is None
             and request.method == "initialize"
@@ -348,7 +418,7 @@ class HTTPClientTransport(EventStreams):
             await self._fall_back(request, stream, status)
             return False
         if error is None:
-            error = _status_error(request, response, body)
+            error = status_error(request, response, body)
         await self._final(stream, m.ErrorResponse(rid, error))
         return False
 
@@ -485,28 +555,6 @@ class HTTPClientTransport(EventStreams):
 
 def _has_cursor(request: m.Request) -> bool:
     return bool(request.params) and "cursor" in request.params  # type: ignore[operator]
-
-
-def _jsonrpc_error(body: bytes) -> m.ErrorObject | None:
-    """The JSON-RPC error in an HTTP error body, if it holds one."""
-    if not body.strip():
-        return None
-    item = m.parse(body)
-    return item.error if type(item) is m.ErrorResponse else None
-
-
-def _status_error(request: m.Request, response: HTTPResponse, body: bytes) -> m.ErrorObject:
-    status = response.status
-    text = f"HTTP {status} {response.reason}".rstrip()
-    if status in (401, 403):
-        challenge = response.header("www-authenticate")
-        text += " (the server requires authorization"
-        text += f"; WWW-Authenticate: {challenge})" if challenge else ")"
-    message = f"{request.method}: the server answered {text}"
-    if body.strip():
-        message += ": " + " ".join(body.decode("utf-8", "replace").split())[:300]
-    code = ErrorCode.INVALID_REQUEST if 400 <= status < 500 else ErrorCode.INTERNAL_ERROR
-    return http_error(request.id, code, message, status=status, body=body).error
 
 
 def open_http_transport(

@@ -19,7 +19,10 @@ Failure is one-way: ``_fail(error)`` records why the transport can no longer
 work (the server is unreachable, its event stream is gone for good), cancels
 every exchange still in flight (their callers are told through the session,
 which sees the inbox end and fails every pending request with
-``close_error()``), and stops the background tasks. Later ``send()`` calls
+``close_error()``), and stops the background tasks. An exchange runs in a
+cancel scope the transport keeps (``_exchange``), except where
+``HTTPClient.abort`` alone can stop it (see ``_http_client``): closing its
+socket ends it there, and it then delivers nothing, as a cancelled one would. Later ``send()`` calls
 raise ``anyio.BrokenResourceError``, which the session turns into the same
 ``ConnectionClosed``.
 
@@ -34,9 +37,9 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
+from types import TracebackType
 from typing import Any
 
 import anyio
@@ -66,8 +69,10 @@ __all__ = (
     "backoff_delay",
     "excerpt",
     "http_error",
+    "jsonrpc_error",
     "make_options",
     "next_events",
+    "status_error",
 )
 
 logger = logging.getLogger("mcpwire.http")
@@ -97,6 +102,29 @@ def http_error(
     if body:
         data["body"] = excerpt(body, ERROR_BODY_EXCERPT)
     return m.error_response(rid, code, message, data or None)
+
+
+def jsonrpc_error(body: bytes) -> m.ErrorObject | None:
+    """The JSON-RPC error in an HTTP error body, if it holds one."""
+    if not body.strip():
+        return None
+    item = m.parse(body)
+    return item.error if type(item) is m.ErrorResponse else None
+
+
+def status_error(request: m.Request, response: HTTPResponse, body: bytes) -> m.ErrorObject:
+    """What stands in for an HTTP error answer that holds no JSON-RPC error."""
+    status = response.status
+    text = f"HTTP {status} {response.reason}".rstrip()
+    if status in (401, 403):
+        challenge = response.header("www-authenticate")
+        text += " (the server requires authorization"
+        text += f"; WWW-Authenticate: {challenge})" if challenge else ")"
+    message = f"{request.method}: the server answered {text}"
+    if body.strip():
+        message += ": " + " ".join(body.decode("utf-8", "replace").split())[:300]
+    code = m.ErrorCode.INVALID_REQUEST if 400 <= status < 500 else m.ErrorCode.INTERNAL_ERROR
+    return http_error(request.id, code, message, status=status, body=body).error
 
 
 def backoff_delay(attempt: int, base: float, retry_ms: int | None) -> float:
@@ -216,6 +244,8 @@ def make_options(
 class HTTPTransportBase:
     """Inbox, failure and task plumbing (see the module docstring)."""
 
+    http: HTTPClient
+
     def __init__(self, description: str) -> None:
         self._description = description
         self._inbox_in, self._inbox = anyio.create_memory_object_stream[m.Incoming](INBOX_SIZE)
@@ -283,10 +313,13 @@ class HTTPTransportBase:
 
     async def _deliver_final(self, item: m.Incoming, *, queued_ahead: bool) -> None:
         """Deliver a stream's last message, through the fast path when order allows."""
+        if queued_ahead or not self._settle_now(item):
+            await self._deliver(item)
+
+    def _settle_now(self, item: m.Incoming) -> bool:
+        """Settle ``item`` through the fast path; False when it must go to the inbox."""
         fast = self._fast
-        if not queued_ahead and fast is not None and self._error is None and fast(item):
-            return
-        await self._deliver(item)
+        return fast is not None and self._error is None and fast(item)
 
     # -- failure and shutdown ---------------------------------------------------------
 
@@ -298,22 +331,20 @@ class HTTPTransportBase:
             self._stop_everything()
         return anyio.BrokenResourceError(reason)
 
+    def _stopped(self) -> bool:
+        """True once the transport has failed or been closed."""
+        return self._error is not None or self._closed
+
     def _stop_everything(self) -> None:
         self._inbox_in.close()
         for scope in list(self._inflight) + list(self._background):
             scope.cancel()
+        # Exchanges that run without a scope of their own (see _http_client) stop here.
+        self.http.abort()
 
-    @contextmanager
-    def _exchange(self) -> Iterator[anyio.CancelScope]:
+    def _exchange(self) -> _Exchange:
         """Track one in-flight exchange so that failure or close can abort it."""
-        with anyio.CancelScope() as scope:
-            if self._error is not None or self._closed:
-                scope.cancel()
-            self._inflight.add(scope)
-            try:
-                yield scope
-            finally:
-                self._inflight.discard(scope)
+        return _Exchange(self)
 
     def _spawn(self, name: str, fn: Callable[[], Awaitable[None]]) -> bool:
         """Start ``fn`` in the background; False when no task group is available."""
@@ -338,3 +369,36 @@ class HTTPTransportBase:
         self._closed = True
         self._stop_everything()
         self._inbox.close()
+
+
+class _Exchange:
+    """The cancel scope of one exchange, known to its transport while it runs.
+
+    A plain context manager class rather than a generator-based one: it is on
+    every exchange's path, and the generator would add about half the cost of
+    the scope itself.
+    """
+
+    __slots__ = ("_owner", "_scope")
+
+    def __init__(self, owner: HTTPTransportBase) -> None:
+        self._owner = owner
+        self._scope = anyio.CancelScope()
+
+    def __enter__(self) -> anyio.CancelScope:
+        scope = self._scope.__enter__()
+        owner = self._owner
+        if owner._error is not None or owner._closed:
+            scope.cancel()
+        owner._inflight.add(scope)
+        return scope
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        scope = self._scope
+        self._owner._inflight.discard(scope)
+        return scope.__exit__(exc_type, exc, tb)

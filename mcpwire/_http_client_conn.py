@@ -31,6 +31,13 @@ Bounds
     read (the ``timeout`` given per request; ``None`` leaves the caller's own
     deadline in charge, which is what long-lived event streams need).
 
+Aborting
+    ``abort()`` breaks every exchange in progress from any task, for a
+    transport that has failed or closed: waits for a slot or a connection are
+    cancelled, and sockets in use are closed where that needs no wait (plain
+    TCP on asyncio, ``abortable``), so their reads and writes fail at once.
+    An aborted exchange fails with ``ConnectionFailed`` and is never retried.
+
 Redirects
     Only 307 and 308 are followed (they keep the method and body, RFC 9110
     §15.4.8-9), only to the same origin (credentials in our headers must never
@@ -49,20 +56,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import urljoin, urlsplit
 
 import anyio
 import anyio.abc
 import h11
 
 from ._aio_stream import AsyncioStream, running_asyncio_loop
-from ._http_client_headers import media_type
-from ._http_client_net import Verify
+from ._http_client_headers import raw_media_type
+from ._http_client_net import URL, Verify
 from ._http_client_net import describe as _describe
 from ._http_client_net import ssl_context as _ssl_context
 from ._http_client_sock import (
+    NETWORK_ERRORS,
     BodyTooLarge,
     ConnectionFailed,
     HTTPError,
@@ -71,6 +77,7 @@ from ._http_client_sock import (
     ReadTimeout,
     RedirectRefused,
     StreamSocket,
+    aborted,
 )
 
 if TYPE_CHECKING:
@@ -109,78 +116,27 @@ _Socket = StreamSocket
 Headers = Sequence[tuple[str, str]]
 
 
-@dataclass(frozen=True, slots=True)
-class URL:
-    """An absolute ``http``/``https`` URL, split the way a request needs it."""
-
-    raw: str
-    scheme: str
-    host: str
-    port: int
-    target: str
-
-    @classmethod
-    def parse(cls, text: str) -> URL:
-        """Parse an absolute URL; ``ValueError`` says what is wrong with it."""
-        if any(c in text for c in "\r\n\t ") or not text.isprintable():
-            raise ValueError(f"not a valid URL (whitespace or control characters): {text!r}")
-        parts = urlsplit(text)
-        scheme = parts.scheme.lower()
-        if scheme not in ("http", "https"):
-            raise ValueError(f"only http:// and https:// URLs are supported, not {text!r}")
-        if parts.username is not None or parts.password is not None:
-            raise ValueError(
-                "credentials in the URL are not sent; use headers (Authorization) "
-                f"instead: {text!r}"
-            )
-        host = parts.hostname
-        if not host:
-            raise ValueError(f"the URL has no host: {text!r}")
-        try:
-            port = parts.port
-        except ValueError:
-            raise ValueError(f"the URL has an invalid port: {text!r}") from None
-        if port is None:
-            port = 443 if scheme == "https" else 80
-        target = parts.path or "/"
-        if parts.query:
-            target += "?" + parts.query
-        return cls(text, scheme, host, port, target)
-
-    @property
-    def origin(self) -> tuple[str, str, int]:
-        return (self.scheme, self.host, self.port)
-
-    @property
-    def authority(self) -> str:
-        """The Host header value: the port only when it is not the scheme's default."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        default = 443 if self.scheme == "https" else 80
-        return host if self.port == default else f"{host}:{self.port}"
-
-    def join(self, reference: str) -> URL:
-        """Resolve a reference (RFC 3986 §5) against this URL."""
-        return URL.parse(urljoin(self.raw, reference))
-
-    def __str__(self) -> str:
-        return self.raw
-
-
-_NETWORK_ERRORS = (
-    OSError,
-    anyio.BrokenResourceError,
-    anyio.ClosedResourceError,
-    anyio.EndOfStream,
-    h11.RemoteProtocolError,
-)
-
-
 class HTTPResponse:
     """A response whose head has arrived; the body is read on demand.
 
     Always ``aclose()`` it (``async with`` does): a body read to its end
     returns the socket to the pool, anything else closes the socket.
+
+    The head's fields are decoded when first asked for: the usual JSON answer
+    needs only its status and media type.
     """
+
+    __slots__ = (
+        "_client",
+        "_done",
+        "_head",
+        "_headers",
+        "_media",
+        "_sock",
+        "status",
+        "timeout",
+        "url",
+    )
 
     def __init__(
         self,
@@ -193,13 +149,27 @@ class HTTPResponse:
         self._client = client
         self._sock: _Socket | None = sock
         self.url = url
+        self._head = head
         self.status: int = head.status_code
-        self.reason = head.reason.decode("latin-1", "replace")
-        self.headers: list[tuple[str, str]] = [
-            (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in head.headers
-        ]
+        self._headers: list[tuple[str, str]] | None = None
+        self._media: str | None = None
         self.timeout = timeout
         self._done = False
+
+    @property
+    def reason(self) -> str:
+        return self._head.reason.decode("latin-1", "replace")
+
+    @property
+    def headers(self) -> list[tuple[str, str]]:
+        """The header fields in order, names lowercased."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = [
+                (k.decode("latin-1").lower(), v.decode("latin-1"))
+                for k, v in self._head.headers.raw_items()
+            ]
+        return headers
 
     def header(self, name: str) -> str | None:
         """The first value of a header (names are case-insensitive), or ``None``."""
@@ -211,7 +181,11 @@ class HTTPResponse:
 
     @property
     def media_type(self) -> str:
-        return media_type(self.header("content-type"))
+        """The Content-Type without its parameters, lowercased (``""`` if none)."""
+        known = self._media
+        if known is None:
+            known = self._media = raw_media_type(self._head.headers.raw_items())
+        return known
 
     async def read_chunk(self) -> bytes:
         """The next piece of the body; ``b""`` once it has ended.
@@ -223,10 +197,15 @@ class HTTPResponse:
         sock = self._sock
         if self._done or sock is None:
             return b""
+        conn = sock.h11
         while True:
             try:
-                event = await sock.next_event(self.timeout)
-            except _NETWORK_ERRORS as exc:
+                # What h11 holds already (usually the whole body, which came
+                # with the head) is taken without a trip through the socket.
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    event = await sock.next_event(self.timeout)
+            except NETWORK_ERRORS as exc:
                 self._done = True
                 await self._discard()
                 raise ConnectionFailed(
@@ -285,12 +264,20 @@ class HTTPResponse:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        if not self.release():
+            with anyio.CancelScope(shield=True):
+                await self.aclose()
+
+    def release(self) -> bool:
+        """Put the socket back in the pool if that needs no wait (the usual case after
+        a body read to its end); True when nothing is left for ``aclose()`` to do."""
         sock = self._sock
-        if sock is not None and self._done and sock.reusable() and self._client._keep(sock):
-            self._sock = None  # back in the pool, without a wait (the usual case)
-            return
-        with anyio.CancelScope(shield=True):
-            await self.aclose()
+        if sock is None:
+            return True
+        if self._done and sock.reusable() and self._client._keep(sock):
+            self._sock = None
+            return True
+        return False
 
 
 class HTTPClient:
@@ -332,11 +319,39 @@ class HTTPClient:
         # Uncontended (the usual case), taking a slot does not yield to the loop.
         self._slots = anyio.Semaphore(max_connections, fast_acquire=True)
         self._idle: dict[tuple[str, str, int], list[_Socket]] = {}
+        #: Sockets checked out for an exchange, and the waits for a slot or a
+        #: connection in progress: what ``abort()`` breaks.
+        self._busy: set[_Socket] = set()
+        self._waits: set[anyio.CancelScope] = set()
+        self._aborts = 0
+        self._on_asyncio: bool | None = None
         self._requests: dict[tuple[object, ...], h11.Request] = {}
         self._ssl: ssl.SSLContext | None = None
         self._closed = False
         #: Sockets opened (for tests and diagnostics: reuse keeps this low).
         self.connections_opened = 0
+
+    def abortable(self, url: URL) -> bool:
+        """True if ``abort()`` alone stops an exchange with ``url`` wherever it waits:
+        plain TCP on asyncio, whose sockets close from any task without waiting."""
+        on_asyncio = self._on_asyncio
+        if on_asyncio is None:  # a client's sockets all live in the loop it first ran in
+            on_asyncio = self._on_asyncio = running_asyncio_loop() is not None
+        return on_asyncio and url.scheme == "http"
+
+    def abort(self) -> None:
+        """Break every exchange in progress, from any task, without waiting.
+
+        Waits for a slot or a connection are cancelled and sockets in use that
+        can be closed at once (see ``abortable``) are: their exchanges fail with
+        ``ConnectionFailed`` and are not retried. Idle sockets stay, and
+        requests sent afterwards go ahead as usual.
+        """
+        self._aborts += 1
+        for scope in tuple(self._waits):
+            scope.cancel()
+        for sock in tuple(self._busy):
+            sock.abort()
 
     async def request(
         self,
@@ -402,26 +417,39 @@ class HTTPClient:
                 if len(self._requests) >= _REQUEST_CACHE_SIZE:
                     self._requests.clear()
                 self._requests[key] = request
+        slots = self._slots
+        aborts = self._aborts
         for attempt in range(2):
-            await self._slots.acquire()
             try:
-                sock, reused = await self._checkout(url)
-            except BaseException:
-                self._slots.release()
-                raise
+                slots.acquire_nowait()  # a free slot needs no wait (the usual case)
+            except anyio.WouldBlock:
+                await self._acquire_slot()
+            sock = self._reuse(url)
+            reused = sock is not None
+            if sock is None:
+                try:
+                    sock, reused = await self._checkout(url)
+                except BaseException:
+                    self._slots.release()
+                    raise
+            self._busy.add(sock)
+            if aborts != self._aborts:  # abort() came while this waited
+                await self._drop(sock)
+                raise aborted()
             sock.bytes_in = 0
             try:
                 # Head and body in one write: one system call, one segment
                 # for a small request (and no Nagle delay between the two).
                 if body:
-                    await sock.send(request, h11.Data(data=body), _END)
+                    event = await sock.exchange((request, h11.Data(data=body), _END), timeout)
                 else:
-                    await sock.send(request, _END)
-                event = await sock.next_event(timeout)
+                    event = await sock.exchange((request, _END), timeout)
                 while type(event) is h11.InformationalResponse:
                     event = await sock.next_event(timeout)
-            except _NETWORK_ERRORS as exc:
+            except NETWORK_ERRORS as exc:
                 await self._drop(sock)
+                if aborts != self._aborts:
+                    raise aborted() from exc
                 if reused and attempt == 0 and not sock.bytes_in:
                     # A kept-alive socket the server had already closed: one more
                     # try on a fresh socket (see the module docstring).
@@ -450,6 +478,28 @@ class HTTPClient:
         except (h11.LocalProtocolError, UnicodeEncodeError) as exc:
             raise InvalidRequest(f"cannot send {method} {url}: {exc}") from None
 
+    async def _acquire_slot(self) -> None:
+        """Wait for a free slot where ``abort()`` can stop the wait."""
+        with anyio.CancelScope() as scope:
+            self._waits.add(scope)
+            try:
+                await self._slots.acquire()
+            finally:
+                self._waits.discard(scope)
+        if scope.cancelled_caught:
+            raise aborted()
+
+    def _reuse(self, url: URL) -> _Socket | None:
+        """The newest idle socket for ``url`` if it can be used as it is (the usual
+        case, without a wait); anything else is left to ``_checkout``."""
+        idle = self._idle.get(url.origin)
+        if not idle or self._closed:
+            return None
+        sock = idle[-1]
+        if time.monotonic() - sock.idle_since > self.keepalive_expiry or sock.looks_dead():
+            return None
+        return idle.pop()
+
     async def _checkout(self, url: URL) -> tuple[_Socket, bool]:
         if self._closed:
             raise ConnectionFailed("the HTTP client is closed")
@@ -460,7 +510,16 @@ class HTTPClient:
             if now - sock.idle_since <= self.keepalive_expiry and not sock.looks_dead():
                 return sock, True
             await sock.close()
-        return await self._connect(url), False
+        fresh: _Socket | None = None
+        with anyio.CancelScope() as scope:  # abort() can stop the wait
+            self._waits.add(scope)
+            try:
+                fresh = await self._connect(url)
+            finally:
+                self._waits.discard(scope)
+        if fresh is None:
+            raise aborted()
+        return fresh, False
 
     async def _connect(self, url: URL) -> _Socket:
         tls = url.scheme == "https"
@@ -507,6 +566,7 @@ class HTTPClient:
         if self._closed or (len(idle) if idle is not None else 0) >= self.max_keepalive:
             return False
         self._slots.release()
+        self._busy.discard(sock)
         sock.h11.start_next_cycle()
         sock.idle_since = time.monotonic()
         self._idle.setdefault(sock.origin, []).append(sock)
@@ -514,6 +574,7 @@ class HTTPClient:
 
     async def _release(self, sock: _Socket) -> None:
         self._slots.release()
+        self._busy.discard(sock)
         if self._closed:
             await sock.close()
             return
@@ -526,6 +587,7 @@ class HTTPClient:
 
     async def _drop(self, sock: _Socket) -> None:
         self._slots.release()
+        self._busy.discard(sock)
         await sock.close()
 
     async def aclose(self) -> None:

@@ -56,6 +56,7 @@ __all__ = (
     "header_list",
     "media_type",
     "modern_headers",
+    "raw_media_type",
     "request_protocol_version",
     "tool_header_map",
 )
@@ -117,6 +118,24 @@ def media_type(content_type: str | None) -> str:
     if not content_type:
         return ""
     return content_type.split(";", 1)[0].strip().lower()
+
+
+#: Content-Type values seen -> their media types (servers send a handful).
+_MEDIA_TYPES: dict[bytes, str] = {}
+_MEDIA_TYPES_MAX = 64
+
+
+def raw_media_type(headers: Iterable[tuple[bytes, bytes]]) -> str:
+    """``media_type`` of the Content-Type among raw ``(name, value)`` header pairs."""
+    for name, value in headers:
+        if name.lower() == b"content-type":
+            known = _MEDIA_TYPES.get(value)
+            if known is None:
+                known = media_type(value.decode("latin-1"))
+                if len(_MEDIA_TYPES) < _MEDIA_TYPES_MAX:
+                    _MEDIA_TYPES[value] = known
+            return known
+    return ""
 
 
 def header_list(

@@ -1,4 +1,7 @@
-"""Network helpers of the HTTP client: TLS contexts and short reasons for failures.
+"""Network helpers of the HTTP client: URLs, TLS contexts and short reasons for failures.
+
+``URL`` is an absolute ``http``/``https`` URL split the way a request needs it
+(origin, Host header, target), parsed strictly: no credentials, no whitespace.
 
 ``ssl_context`` builds the context an ``https`` URL is opened with: the system
 trust store with certificate and host name verification by default, none with
@@ -11,12 +14,14 @@ when there are some, looking through the exceptions anyio wraps them in.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
+from urllib.parse import urljoin, urlsplit
 
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ("Verify", "describe", "ssl_context")
+__all__ = ("URL", "Verify", "describe", "ssl_context")
 
 Verify = Union[bool, "ssl.SSLContext"]
 
@@ -52,3 +57,60 @@ def describe(exc: BaseException) -> str:
         cause = cause.__cause__
         seen += 1
     return str(exc) or type(exc).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class URL:
+    """An absolute ``http``/``https`` URL, split the way a request needs it."""
+
+    raw: str
+    scheme: str
+    host: str
+    port: int
+    target: str
+
+    @classmethod
+    def parse(cls, text: str) -> URL:
+        """Parse an absolute URL; ``ValueError`` says what is wrong with it."""
+        if any(c in text for c in "\r\n\t ") or not text.isprintable():
+            raise ValueError(f"not a valid URL (whitespace or control characters): {text!r}")
+        parts = urlsplit(text)
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https"):
+            raise ValueError(f"only http:// and https:// URLs are supported, not {text!r}")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError(
+                "credentials in the URL are not sent; use headers (Authorization) "
+                f"instead: {text!r}"
+            )
+        host = parts.hostname
+        if not host:
+            raise ValueError(f"the URL has no host: {text!r}")
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError(f"the URL has an invalid port: {text!r}") from None
+        if port is None:
+            port = 443 if scheme == "https" else 80
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        return cls(text, scheme, host, port, target)
+
+    @property
+    def origin(self) -> tuple[str, str, int]:
+        return (self.scheme, self.host, self.port)
+
+    @property
+    def authority(self) -> str:
+        """The Host header value: the port only when it is not the scheme's default."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        default = 443 if self.scheme == "https" else 80
+        return host if self.port == default else f"{host}:{self.port}"
+
+    def join(self, reference: str) -> URL:
+        """Resolve a reference (RFC 3986 §5) against this URL."""
+        return URL.parse(urljoin(self.raw, reference))
+
+    def __str__(self) -> str:
+        return self.raw

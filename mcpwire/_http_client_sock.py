@@ -1,7 +1,7 @@
 """One HTTP/1.1 client connection: a byte stream and the h11 machine framing it.
 
-Two implementations share one small interface (``send``, ``next_event``,
-``reusable``, ``looks_dead``, ``close``):
+Two implementations share one small interface (``send``, ``exchange``,
+``next_event``, ``reusable``, ``looks_dead``, ``abort``, ``close``):
 
 ``StreamSocket``
     Any anyio byte stream: TLS, and every socket on trio.
@@ -27,6 +27,7 @@ from ._aio_stream import AsyncioStream
 from ._errors import MCPWireError
 
 __all__ = (
+    "NETWORK_ERRORS",
     "BodyTooLarge",
     "ConnectionFailed",
     "HTTPError",
@@ -35,9 +36,12 @@ __all__ = (
     "ReadTimeout",
     "RedirectRefused",
     "StreamSocket",
+    "aborted",
 )
 
 _RECEIVE_SIZE = 65536
+#: ``h11.Connection.trailing_data`` when nothing is buffered and the peer has not closed.
+_NOTHING = (b"", False)
 
 
 class HTTPError(MCPWireError):
@@ -66,6 +70,21 @@ class BodyTooLarge(HTTPError):
     def __init__(self, limit: int) -> None:
         super().__init__(f"the response body exceeds the limit of {limit} bytes")
         self.limit = limit
+
+
+#: What a broken connection raises underneath (the socket, anyio, or h11 parsing).
+NETWORK_ERRORS = (
+    OSError,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.EndOfStream,
+    h11.RemoteProtocolError,
+)
+
+
+def aborted() -> ConnectionFailed:
+    """The error of an exchange that ``HTTPClient.abort`` broke."""
+    return ConnectionFailed("the exchange was aborted")
 
 
 def _frame(conn: h11.Connection, events: tuple[h11.Event, ...]) -> bytes:
@@ -100,11 +119,24 @@ class StreamSocket:
         if data:
             await self.stream.send(data)
 
-    async def next_event(self, timeout: float | None) -> h11.Event | type[h11.PAUSED]:
-        while True:
-            event = self.h11.next_event()
-            if event is not h11.NEED_DATA:
-                return event  # type: ignore[return-value]
+    async def exchange(
+        self, events: tuple[h11.Event, ...], timeout: float | None
+    ) -> h11.Event | type[h11.PAUSED]:
+        """Send a request's ``events``, then return the first event of the answer."""
+        await self.send(*events)
+        return await self.next_event(timeout, fresh=True)
+
+    async def next_event(
+        self, timeout: float | None, *, fresh: bool = False
+    ) -> h11.Event | type[h11.PAUSED]:
+        """The next event; ``fresh``: the first one since the request was sent.
+
+        Right after a request h11 usually holds nothing, and asking it would
+        only say NEED_DATA: then the socket is read first.
+        """
+        conn = self.h11
+        event = h11.NEED_DATA if fresh and conn.trailing_data == _NOTHING else conn.next_event()
+        while event is h11.NEED_DATA:
             data = b""
             if timeout is None:  # the caller's own deadline is in charge
                 try:
@@ -120,7 +152,9 @@ class StreamSocket:
                 if scope.cancelled_caught:
                     raise _timed_out(timeout)
             self.bytes_in += len(data)
-            self.h11.receive_data(data)
+            conn.receive_data(data)
+            event = conn.next_event()
+        return event  # type: ignore[return-value]
 
     def reusable(self) -> bool:
         return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
@@ -135,6 +169,9 @@ class StreamSocket:
         except (OSError, ValueError):
             return True
         return bool(readable)
+
+    def abort(self) -> None:
+        """Close at once from any task, if that needs no wait (here it does: no-op)."""
 
     async def close(self) -> None:
         await anyio.aclose_forcefully(self.stream)
@@ -154,22 +191,49 @@ class ProtocolSocket(StreamSocket):
         self.stream.write(_frame(self.h11, events))
         await self.stream.drain()
 
-    async def next_event(self, timeout: float | None) -> h11.Event | type[h11.PAUSED]:
+    async def exchange(
+        self, events: tuple[h11.Event, ...], timeout: float | None
+    ) -> h11.Event | type[h11.PAUSED]:
+        """Send a request's ``events``, then return the first event of the answer."""
         conn = self.h11
-        while True:
+        stream = self.stream
+        stream.write(_frame(conn, events))
+        await stream.drain()
+        if conn.trailing_data != _NOTHING:  # h11 holds bytes already: those come first
+            return await self.next_event(timeout)
+        while True:  # ``next_event(timeout, fresh=True)``, one await shorter
+            try:
+                data = await stream.receive_chunk(timeout)
+            except TimeoutError:
+                raise _timed_out(timeout or 0.0) from None
+            self.bytes_in += len(data)
+            conn.receive_data(data)
             event = conn.next_event()
             if event is not h11.NEED_DATA:
                 return event  # type: ignore[return-value]
+
+    async def next_event(
+        self, timeout: float | None, *, fresh: bool = False
+    ) -> h11.Event | type[h11.PAUSED]:
+        conn = self.h11
+        event = h11.NEED_DATA if fresh and conn.trailing_data == _NOTHING else conn.next_event()
+        while event is h11.NEED_DATA:
             try:
                 data = await self.stream.receive_chunk(timeout)
             except TimeoutError:
                 raise _timed_out(timeout or 0.0) from None
             self.bytes_in += len(data)
             conn.receive_data(data)
+            event = conn.next_event()
+        return event  # type: ignore[return-value]
 
     def looks_dead(self) -> bool:
         """True if an idle socket got anything: the peer's FIN (or garbage)."""
         return self.stream.looks_dead()
+
+    def abort(self) -> None:
+        """Close at once: a read or write waiting on the socket fails."""
+        self.stream.abort()
 
     async def close(self) -> None:
         self.stream.abort()

@@ -65,7 +65,7 @@ ACCEPT_SSE = "text/event-stream"
 _DRAIN = 0.05
 
 
-@dataclass
+@dataclass(slots=True)
 class Stream:
     """What one response stream (and its resumptions) has shown so far."""
 
@@ -105,15 +105,30 @@ class EventStreams(HTTPTransportBase):
                 self.protocol_version = version
 
     async def _final(self, stream: Stream, item: m.Response | m.ErrorResponse) -> None:
+        if not self._settled(stream, item):
+            await self._deliver(item)
+
+    def _settled(self, stream: Stream, item: m.Response | m.ErrorResponse) -> bool:
+        """Make ``item`` the stream's answer; False if it still has to be queued."""
         stream.done = True
         if stream.capture is not None:
             stream.capture.append(item)
-            return
+            return True
         self._peek(item)
-        await self._deliver_final(item, queued_ahead=stream.queued)
+        return not stream.queued and self._settle_now(item)
 
     async def _deliver_body(self, stream: Stream, body: bytes) -> None:
         item = m.parse(body, self.options.limits)
+        kind = type(item)
+        if (
+            (kind is m.Response or kind is m.ErrorResponse)
+            and item.id == stream.rid  # type: ignore[union-attr]
+            and stream.rid is not None
+            and not stream.done
+        ):
+            # The usual body: the answer itself (what ``_take`` would find).
+            await self._final(stream, item)  # type: ignore[arg-type]
+            return
         await self._take(stream, item)
         if not stream.done and stream.rid is not None:
             problem = item.error.message if type(item) is m.Invalid else "it holds no answer to it"

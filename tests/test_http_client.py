@@ -595,8 +595,25 @@ async def test_get_stream_reconnects_with_last_event_id_and_retry() -> None:
         assert seen.headers["mcp-protocol-version"] == LEGACY
 
 
+def _held_answer(kind: str) -> Any:
+    """An answer to a request that never comes: an open event stream, no head at
+    all, or a JSON head whose body stops short."""
+    if kind == "sse":
+        return Reply.sse(hold=anyio.Event())
+    if kind == "json-body":
+        head = [("Content-Type", "application/json"), ("Content-Length", "100")]
+        return Reply(200, head, [b'{"jsonrpc":'], hold=anyio.Event())
+
+    async def never(seen: Seen) -> Reply:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    return never
+
+
+@pytest.mark.parametrize("answer", ["sse", "json-head", "json-body"])
 @pytest.mark.parametrize("failure", ["503", "clean-end", "refused"])
-async def test_get_stream_gives_up_and_fails_pending_requests(failure: str) -> None:
+async def test_get_stream_gives_up_and_fails_pending_requests(failure: str, answer: str) -> None:
     async def get(seen: Seen) -> Reply:
         if failure == "503":
             return Reply.text(503, "busy")
@@ -604,7 +621,7 @@ async def test_get_stream_gives_up_and_fails_pending_requests(failure: str) -> N
             return Reply.sse(": nothing\n\n")
         return Reply(drop=True)  # the connection drops before the head
 
-    handler = legacy({"tools/call": Reply.sse(hold=anyio.Event())}, get=get)
+    handler = legacy({"tools/call": _held_answer(answer)}, get=get)
     async with (
         raw_server(handler) as server,
         legacy_client(
@@ -619,6 +636,37 @@ async def test_get_stream_gives_up_and_fails_pending_requests(failure: str) -> N
         assert "2 reconnection attempts failed" in str(info.value)
         with pytest.raises(ConnectionClosed):  # and later calls fail at once
             await c.call_tool("t", {})
+
+
+@pytest.mark.parametrize("answer", ["sse", "json-head", "json-body"])
+async def test_closing_the_client_ends_a_call_still_waiting(answer: str) -> None:
+    """Closing stops an exchange wherever it waits: for the answer (the socket is not
+    left to the server), or for a connection slot (one slot, two calls)."""
+    handler = legacy({"tools/call": _held_answer(answer)})
+    failed: list[BaseException] = []
+
+    async def call(c: Client) -> None:
+        try:
+            await c.call_tool("t", {})
+        except ConnectionClosed as exc:
+            failed.append(exc)
+
+    async with raw_server(handler) as server:
+        with anyio.fail_after(5):
+            # The client closes first, while both calls wait; they end at once.
+            async with (
+                anyio.create_task_group() as tg,
+                legacy_client(server.url, request_timeout=30, max_connections=1) as c,
+            ):
+                tg.start_soon(call, c)
+                tg.start_soon(call, c)
+                while server.seen[-1].rpc_method != "tools/call":
+                    await anyio.sleep(0.01)
+                await anyio.sleep(0.05)  # the second call waits for the slot
+        assert len(failed) == 2
+        transport = c.transport
+        assert isinstance(transport, HTTPClientTransport)
+        assert not transport.http._busy
 
 
 async def test_post_stream_resumes_with_get() -> None:

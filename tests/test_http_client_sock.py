@@ -190,3 +190,59 @@ async def test_request_heads_are_cached_boundedly_and_stay_exact() -> None:
             await r.read_body(10)
         assert server.seen[-1].headers["x-listed"] == "yes"
         await http.aclose()
+
+
+async def test_abort_ends_the_waits_for_a_connection_a_slot_and_an_answer(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``abort()``: a wait for a connection or a slot fails at once; a wait for the
+    answer too where the socket closes without waiting (``abortable``: plain TCP on
+    asyncio), and on the other kind the caller's own scope is what ends it."""
+    release = anyio.Event()
+
+    async def handler(seen: Seen) -> Reply:
+        await release.wait()
+        return _ok()
+
+    async with raw_server(handler) as server:
+        url = URL.parse(server.url)
+        http = HTTPClient(max_connections=1)
+        assert http.abortable(url) is (anyio_backend == "asyncio")
+        outcomes: list[str] = []
+
+        async def call() -> None:
+            with anyio.move_on_after(5):
+                try:
+                    await http.request("GET", url)
+                except ConnectionFailed as exc:
+                    outcomes.append(str(exc))
+                return
+            outcomes.append("timed out")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)  # holds the only slot, waiting for the answer
+            while not server.seen:
+                await anyio.sleep(0.01)
+            tg.start_soon(call)  # waits for the slot
+            await anyio.sleep(0.05)
+            http.abort()
+            if anyio_backend != "asyncio":
+                await anyio.sleep(0.05)
+                tg.cancel_scope.cancel()  # the first call waits on: its own scope ends it
+        expected = 2 if anyio_backend == "asyncio" else 1
+        assert outcomes == ["the exchange was aborted"] * expected
+        assert not http._busy
+
+        # A wait for a connection (one that never completes here).
+        async def never(url: URL) -> None:
+            await anyio.sleep_forever()
+
+        monkeypatch.setattr(http, "_connect", never)
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await anyio.sleep(0.05)
+                http.abort()
+        assert outcomes[-1] == "the exchange was aborted"
+        release.set()
+        await http.aclose()
