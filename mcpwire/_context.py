@@ -42,7 +42,7 @@ from .sansio._messages import ErrorCode, RequestId
 if TYPE_CHECKING:
     from ._server import Connection, Server
     from ._session import RequestContext
-    from ._tasks import TaskRun
+    from ._task_runs import TaskRun
 
 __all__ = (
     "CapabilityMissing",

@@ -57,7 +57,6 @@ from .sansio._messages import (
     is_request_id,
     serialize,
 )
-from .sansio._sse import encode_priming
 
 if TYPE_CHECKING:
     from ._http_server import HTTPServer
@@ -411,6 +410,8 @@ class LegacyEndpoint:
                 finished = stream.finished
                 priming = None
                 if not missed and not finished and session.priming:
+                    from .sansio._sse import encode_priming
+
                     event_id = await session.record(stream, None)
                     priming = encode_priming(event_id, retry=session.retry_ms)
             # The head, the priming event and the replay go out in one write.

@@ -69,9 +69,7 @@ from ._aio_stream import serve_listener
 from ._http_events import EventStore, MemoryEventStore
 from ._http_gate import host_ok, json_content, negotiate, origin_ok
 from ._http_legacy import LegacyEndpoint
-from ._http_modern import ModernEndpoint
 from ._http_options import HostList, HTTPServerOptions, http_options
-from ._http_sse import SSEEndpoint
 from ._http_streams import JSON_HEADERS, PumpResult, ResponseStream, pump
 from ._http_wire import (
     BodyTooLarge,
@@ -109,6 +107,8 @@ from .sansio._messages import (
 )
 
 if TYPE_CHECKING:
+    from ._http_modern import ModernEndpoint
+    from ._http_sse import SSEEndpoint
     from ._server import Server
 
 __all__ = ("HTTPServer", "HTTPServerOptions", "http_options", "serve_http")
@@ -133,8 +133,8 @@ class HTTPServer:
         self.options = options or HTTPServerOptions()
         self.event_store: EventStore = event_store or MemoryEventStore()
         self.legacy = LegacyEndpoint(self)
-        self.modern = ModernEndpoint(self)
-        self.sse = SSEEndpoint(self)
+        self._modern: ModernEndpoint | None = None
+        self._sse: SSEEndpoint | None = None
         self.port: int | None = None
         self.allowed_hosts: tuple[str, ...] | None = None
         self.allowed_origins: tuple[str, ...] | None = None
@@ -150,6 +150,28 @@ class HTTPServer:
         self._idle: dict[anyio.CancelScope, bool] = {}
         self._quiet: anyio.Event | None = None
 
+    # The modern endpoint and the deprecated HTTP+SSE one are made (and their
+    # modules loaded) by the first request that needs them: a server that only
+    # ever sees legacy sessions keeps neither in memory.
+
+    @property
+    def modern(self) -> ModernEndpoint:
+        endpoint = self._modern
+        if endpoint is None:
+            from ._http_modern import ModernEndpoint
+
+            endpoint = self._modern = ModernEndpoint(self)
+        return endpoint
+
+    @property
+    def sse(self) -> SSEEndpoint:
+        endpoint = self._sse
+        if endpoint is None:
+            from ._http_sse import SSEEndpoint
+
+            endpoint = self._sse = SSEEndpoint(self)
+        return endpoint
+
     # -- running ----------------------------------------------------------------------
 
     def stats(self) -> dict[str, int]:
@@ -164,7 +186,7 @@ class HTTPServer:
             "sessions_created": table.created,
             "sessions_evicted": table.evicted,
             "sessions_expired": table.expired_count,
-            "sse_connections": len(self.sse.connections),
+            "sse_connections": 0 if self._sse is None else len(self._sse.connections),
             "tasks": len(self._scopes),
         }
 
@@ -257,8 +279,10 @@ class HTTPServer:
                 scope.cancel()
         for session in self.legacy.table:
             session.standalone.end()
-        self.sse.close_all()
-        self.modern.stop_listening()
+        if self._sse is not None:
+            self._sse.close_all()
+        if self._modern is not None:
+            self._modern.stop_listening()
         with anyio.move_on_after(self.options.shutdown_timeout):
             while self.busy:
                 self._quiet = anyio.Event()

@@ -37,6 +37,7 @@ modern era disconnect means cancellation (``OneShotTransport``).
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 import anyio
@@ -55,7 +56,6 @@ from .sansio._messages import (
     Response,
     serialize,
 )
-from .sansio._sse import encode_comment, encode_event, encode_priming, encode_retry
 
 if TYPE_CHECKING:
     from ._http_sessions import HTTPSession
@@ -145,8 +145,24 @@ class Outbox:
         return None
 
 
+# The SSE encoders (``sansio._sse``, mostly the client's decoder) load with the
+# first SSE frame: a server whose answers are all JSON never needs them. The
+# per-event one is kept in a module global once loaded, so that encoding an
+# event costs no import statement; the rarer frames import where they are made.
+_encode_event: Callable[..., bytes] | None = None
+
+
 def encode_sse(message: Message, event_id: str | None) -> bytes:
-    return encode_event(serialize(message).decode("utf-8"), event="message", id=event_id)
+    encode = _encode_event or _load_event_encoder()
+    return encode(serialize(message).decode("utf-8"), event="message", id=event_id)
+
+
+def _load_event_encoder() -> Callable[..., bytes]:
+    global _encode_event
+    from .sansio._sse import encode_event
+
+    _encode_event = encode_event
+    return encode_event
 
 
 class ResponseStream:
@@ -222,6 +238,8 @@ class ResponseStream:
             if self.owner.priming:
                 # 2025-11-25 "SHOULD immediately send an SSE event consisting of an
                 # event ID and an empty data field" (transports.mdx).
+                from .sansio._sse import encode_priming
+
                 event_id = await self._record(None)
                 assert event_id is not None
                 self._put(Frame("sse", encode_priming(event_id, retry=self.owner.retry_ms)))
@@ -296,6 +314,8 @@ class ResponseStream:
             if self.finished or self.owner is None or not self.sse_ok or self.outbox is None:
                 return False
             await self._commit()
+            from .sansio._sse import encode_retry
+
             self._put(Frame("close", encode_retry(retry_ms)))
             self.outbox = None
             return True
@@ -356,6 +376,8 @@ async def pump(
                 if not stream.sse and stream.sse_ok:
                     await stream.commit()  # its priming frame (if any) is next in line
                 if stream.sse:
+                    from .sansio._sse import encode_comment
+
                     comment = encode_comment("keep-alive")
                     if not started:
                         await http.start(200, [*SSE_HEADERS, *stream.headers], comment)

@@ -402,7 +402,9 @@ async def _tools_call(call: Call) -> JSONObject:
         return await _invoke_tool(call, tool, args, ctx)
 
     if tool.task != "forbidden" and call.era == "modern":
-        return await _tasks.call_tool(call, tool.task, tool.task_start == "manual", invoke)
+        from ._task_runs import call_tool
+
+        return await call_tool(call, tool.task, tool.task_start == "manual", invoke)
     return await invoke(call.context())
 
 

@@ -31,7 +31,7 @@ from . import _methods
 from ._context import StateSealer
 from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef, is_quick
 from ._session import RequestContext, Session
-from ._tasks import Task, TaskStore
+from ._tasks import TaskStore
 from ._transport import Transport
 from ._versions import ALL_VERSIONS, LOG_LEVELS
 from .sansio._json import JSONObject, JSONValue
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from ._http_events import EventStore
     from ._registry import Handler
+    from ._task_runs import Task
     from ._uritemplate import UriTemplate
 
 __all__ = ("Connection", "Server")

@@ -76,3 +76,28 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError):
         mcpwire.NoSuchThing  # noqa: B018
     assert "Session" in dir(mcpwire)
+
+
+def test_server_stack_leaves_optional_parts_unloaded() -> None:
+    """A server with a plain tool, set up for HTTP, loads no part it has not used yet:
+    the modern and HTTP+SSE endpoints, the SSE encoders and the task machinery load
+    with the first request that needs them."""
+    code = (
+        "import mcpwire._http_server as h\n"
+        "from mcpwire import Server\n"
+        "server = Server('probe')\n"
+        "server.tool()(lambda text: text)\n"
+        "h.HTTPServer(server)\n"
+    )
+    watch = {
+        "mcpwire._http_modern",
+        "mcpwire._http_sse",
+        "mcpwire._task_runs",
+        "mcpwire.sansio._sse",
+    }
+    probe = f"{code}import json, sys\nprint(json.dumps(sorted(set(sys.modules) & {watch!r})))\n"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

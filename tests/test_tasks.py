@@ -25,16 +25,8 @@ from test_http_server import rpc
 from test_http_server import running as http_running
 
 from mcpwire import Context, JSONRPCError, Server, Session, ToolError
-from mcpwire._tasks import (
-    EVENTS,
-    STATUSES,
-    TASKS_EXTENSION,
-    TERMINAL,
-    Task,
-    TaskStateError,
-    TaskStore,
-    next_status,
-)
+from mcpwire._task_runs import EVENTS, Task, TaskStateError, next_status
+from mcpwire._tasks import STATUSES, TASKS_EXTENSION, TERMINAL, TaskStore
 from mcpwire.sansio._http import routing_header_mismatch
 
 WAIT = 5.0
