@@ -67,6 +67,7 @@ _CACHEABLE = frozenset(
 )
 #: Methods whose modern results may be InputRequiredResult (mrtr.mdx).
 _MRTR = frozenset({"tools/call", "prompts/get", "resources/read"})
+_ABSENT = object()
 
 
 def invalid_params(message: str, data: JSONValue = None) -> JSONRPCError:
@@ -222,11 +223,11 @@ async def _dispatch_modern(
             f"params._meta must be an object carrying {META_PROTOCOL_VERSION!r} and "
             f"{META_CLIENT_CAPABILITIES!r}"
         )
-    missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
-    if missing:
+    version = meta.get(META_PROTOCOL_VERSION, _ABSENT)
+    caps = meta.get(META_CLIENT_CAPABILITIES, _ABSENT)
+    if version is _ABSENT or caps is _ABSENT:
+        missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
         raise invalid_params("params._meta is missing the required key(s): " + ", ".join(missing))
-    version = meta[META_PROTOCOL_VERSION]
-    caps = meta[META_CLIENT_CAPABILITIES]
     if not isinstance(version, str):
         raise invalid_params(f"{META_PROTOCOL_VERSION} must be a string")
     if not isinstance(caps, dict):
@@ -242,18 +243,9 @@ async def _dispatch_modern(
     if level is not None and level not in LOG_LEVELS:
         raise invalid_params(f"{META_LOG_LEVEL} must be one of {', '.join(LOG_LEVELS)}")
     handler = _find(MODERN_METHODS, server, method)
-    call = Call(
-        server,
-        conn,
-        request,
-        rctx,
-        params,
-        "modern",
-        version,
-        caps,
-        info if isinstance(info, dict) else None,
-        level if isinstance(level, str) else None,
-    )
+    info = info if isinstance(info, dict) else None
+    level = level if isinstance(level, str) else None
+    call = Call(server, conn, request, rctx, params, "modern", version, caps, info, level)
     if method in _MRTR:
         result = await _with_input_rounds(call, handler)
     else:
@@ -398,17 +390,20 @@ async def _tools_call(call: Call) -> JSONObject:
         # Input validation failures are tool execution errors the model can fix.
         return error_result(f"Invalid arguments for tool {name}: " + "; ".join(problems))
 
-    async def invoke(ctx: Context) -> JSONObject:
-        return await _invoke_tool(call, tool, args, ctx)
-
     if tool.task != "forbidden" and call.era == "modern":
         from ._task_runs import call_tool
 
+        async def invoke(ctx: Context) -> JSONObject:
+            return await _invoke_tool(call, tool, args, ctx)
+
         return await call_tool(call, tool.task, tool.task_start == "manual", invoke)
-    return await invoke(call.context())
+    # A tool that takes no Context gets none built for it: the common case pays nothing.
+    return await _invoke_tool(call, tool, args, call.context() if tool.context_param else None)
 
 
-async def _invoke_tool(call: Call, tool: ToolDef, args: JSONObject, ctx: Context) -> JSONObject:
+async def _invoke_tool(
+    call: Call, tool: ToolDef, args: JSONObject, ctx: Context | None
+) -> JSONObject:
     try:
         kwargs = convert_arguments(tool.params, args)
         if tool.context_param is not None:

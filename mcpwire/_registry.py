@@ -72,6 +72,10 @@ def _is_plain(fn: Handler) -> bool:
 _quick_cache = functools.lru_cache(maxsize=4096)(_is_plain)
 
 
+#: Result types that are never awaitable.
+_PLAIN = frozenset({str, int, float, bool, dict, list, tuple, type(None)})
+
+
 async def call_handler(fn: Handler, kwargs: dict[str, object], *, thread: bool) -> object:
     """Call a sync or async handler; sync ones run inline unless ``thread``."""
     if thread:
@@ -83,7 +87,8 @@ async def call_handler(fn: Handler, kwargs: dict[str, object], *, thread: bool) 
         result = await anyio.to_thread.run_sync(run)
     else:
         result = fn(**kwargs)
-    if inspect.isawaitable(result):
+    # JSON-shaped values (what sync tools return) skip the ABC check of isawaitable.
+    if type(result) not in _PLAIN and inspect.isawaitable(result):
         result = await result
     return result
 

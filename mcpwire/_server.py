@@ -215,14 +215,14 @@ class Server:
 
     def server_info(self) -> JSONObject:
         info: JSONObject = {"name": self.name, "version": self.version}
-        for key, value in (
-            ("title", self.title),
-            ("description", self.description),
-            ("websiteUrl", self.website_url),
-            ("icons", self.icons),
-        ):
-            if value is not None:
-                info[key] = value
+        if self.title is not None:
+            info["title"] = self.title
+        if self.description is not None:
+            info["description"] = self.description
+        if self.website_url is not None:
+            info["websiteUrl"] = self.website_url
+        if self.icons is not None:
+            info["icons"] = self.icons
         return info
 
     def capabilities(self) -> JSONObject:
