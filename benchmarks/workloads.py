@@ -301,6 +301,18 @@ def _cases() -> list[Case]:
             unit="round trips/s",
         )
     )
+    out.append(
+        Case(
+            "h11-pair",
+            "httplimit",
+            "HTTP/1.1 keep-alive POST echo, raw socket client",
+            "blocking h11 client → blocking h11 server (pair limit)",
+            "",
+            "h11_pair",
+            limit="h11",
+            unit="round trips/s",
+        )
+    )
 
     # 9. payload scaling: one large string argument, echoed back.
     for transport in ("stdio", "http"):
@@ -1004,6 +1016,64 @@ async def setup_h11_echo(stack: contextlib.AsyncExitStack) -> Runner:
     return SyncRunner(loop, {"request_bytes": len(line)})
 
 
+async def setup_h11_pair(stack: contextlib.AsyncExitStack) -> Runner:
+    """Section 8, the pair limit: an h11 client on a blocking socket against the h11 echo.
+
+    What any client and server that both parse HTTP/1.1 with h11 can reach together:
+    the client frames each modern ``tools/call`` POST (the headers mcpwire's client
+    sends) with ``h11.Connection(CLIENT)`` and reads the answer back through it, with
+    no event loop and no JSON work on either side.
+    """
+    import h11
+
+    child = HTTPChild([sys.executable, H11_ECHO])
+    stack.callback(child.close)
+    child.wait_ready()
+    sock = socket.create_connection(("127.0.0.1", child.port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    stack.callback(sock.close)
+    line = REQUEST_LINE.rstrip() % 1
+    headers = [
+        ("Host", f"127.0.0.1:{child.port}"),
+        ("Content-Type", "application/json"),
+        ("Accept", HTTP_ACCEPT),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "echo"),
+        ("MCP-Protocol-Version", MODERN),
+        ("Content-Length", str(len(line))),
+    ]
+    http = h11.Connection(h11.CLIENT)
+    recv, sendall = sock.recv, sock.sendall
+
+    def call() -> bytes:
+        request = h11.Request(method="POST", target="/mcp", headers=headers)
+        sendall(http.send(request) + http.send(h11.Data(data=line)) + http.send(h11.EndOfMessage()))
+        body = b""
+        while True:
+            event = http.next_event()
+            if event is h11.NEED_DATA:
+                http.receive_data(recv(65536))
+            elif type(event) is h11.Data:
+                body += event.data
+            elif type(event) is h11.EndOfMessage:
+                http.start_next_cycle()
+                return body
+            elif type(event) is not h11.Response:
+                raise RuntimeError(f"h11 pair: unexpected {event!r}")
+
+    if call() != line:
+        raise RuntimeError("h11 pair: the echo differs from the request body")
+
+    def loop(n: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            call()
+        return time.perf_counter() - t0
+
+    loop(200)
+    return SyncRunner(loop, {"request_bytes": len(line)})
+
+
 async def setup_pipe(stack: contextlib.AsyncExitStack, *, pin: str) -> Runner:
     """Section 4: the most minimal echo loop over a pipe, blocking on both ends.
 
@@ -1139,6 +1209,7 @@ FACTORIES: dict[str, Callable[..., Awaitable[Runner]]] = {
     "raw": setup_raw,
     "raw_http": setup_raw_http,
     "h11_echo": setup_h11_echo,
+    "h11_pair": setup_h11_pair,
     "pipe": setup_pipe,
     "pipe_anyio": setup_pipe_anyio,
     "session_ping": setup_session_ping,
