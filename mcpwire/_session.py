@@ -302,7 +302,8 @@ class Session:
             on_id(request.id)
         pending = Pending(on_progress, limit)
         self._pending[request.id] = pending
-        started = anyio.current_time()
+        loop = self._loop  # on asyncio, anyio's clock is the loop's
+        started = loop.time() if loop is not None else anyio.current_time()
         pending.hard_deadline = started + hard
         try:
             if self._start_send is None:
@@ -310,8 +311,8 @@ class Session:
             else:
                 rest = self._send_now(request, related)
             if rest is None:  # written whole: only the wait needs the deadline
-                assert self._loop is not None
-                await pending.wait_timed(self._loop, started + limit)
+                assert loop is not None
+                await pending.wait_timed(loop, started + limit)
             else:
                 # The deadline covers the send too: a stalled peer (full pipe) must
                 # not hang it. A direct transport may answer during the send.

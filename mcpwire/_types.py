@@ -70,14 +70,18 @@ class Content(Record, hidden=("raw",)):
     def from_json(cls, raw: JSONValue) -> Content:
         if not isinstance(raw, dict):
             return cls(type="unknown", raw={"value": raw})
+        # Every result's content passes here: plain lookups, no helper calls.
+        get = raw.get
+        kind, text, data = get("type"), get("text"), get("data")
+        mime, uri, resource = get("mimeType"), get("uri"), get("resource")
         return cls(
-            type=_str(raw, "type") or "unknown",
-            text=_str(raw, "text"),
-            data=_str(raw, "data"),
-            mime_type=_str(raw, "mimeType"),
-            uri=_str(raw, "uri"),
-            resource=_obj(raw, "resource"),
-            raw=raw,
+            kind if isinstance(kind, str) and kind else "unknown",
+            text if isinstance(text, str) else None,
+            data if isinstance(data, str) else None,
+            mime if isinstance(mime, str) else None,
+            uri if isinstance(uri, str) else None,
+            resource if isinstance(resource, dict) else None,
+            raw,
         )
 
 
@@ -154,13 +158,18 @@ class CallToolResult(Record, hidden=("raw",)):
     @classmethod
     def from_json(cls, raw: JSONObject) -> CallToolResult:
         content = raw.get("content")
-        blocks = [Content.from_json(c) for c in content] if isinstance(content, list) else []
+        if isinstance(content, list):
+            parse = Content.from_json
+            blocks = [parse(c) for c in content]
+        else:
+            blocks = []
+        meta = raw.get("_meta")
         return cls(
-            content=blocks,
-            structured=raw.get("structuredContent"),
-            is_error=raw.get("isError") is True,
-            meta=_obj(raw, "_meta"),
-            raw=raw,
+            blocks,
+            raw.get("structuredContent"),
+            raw.get("isError") is True,
+            meta if isinstance(meta, dict) else None,
+            raw,
         )
 
 
