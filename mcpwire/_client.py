@@ -255,6 +255,7 @@ class Client(TaskMethods):
                 on_notification=self._on_notification,
                 request_timeout=self.request_timeout,
             )
+            self._session.on_late_response = self._on_late_response
             await self._session.__aenter__()
             self._session_entered = True
             await self._connect()

@@ -27,7 +27,11 @@ the deadline passed, a callback raised) sends ``tasks/cancel``, shielded and
 best-effort, so an abandoned task does not run on until its TTL. A caller
 cancelled before the ``CreateTaskResult`` arrives cancels only the
 ``tools/call`` request (``notifications/cancelled``): the client never
-learned a task id it could name.
+learned a task id it could name. Should the ``CreateTaskResult`` arrive after
+all (it was already on its way, or the server made the task just as the
+call timed out), the session hands the late answer to ``_on_late_response``,
+which sends the ``tasks/cancel`` the caller could not: a task nobody holds
+the id of would otherwise run on until its TTL.
 
 The ``tasks/*`` methods always declare the extension (the server answers
 -32021 otherwise) and are modern-only: on a legacy connection they raise
@@ -49,7 +53,7 @@ from ._errors import JSONRPCError, MCPWireError, RequestTimeout
 from ._handshake import declaring_tasks
 from ._types import CallToolResult, Task
 from .sansio._json import JSONObject, JSONValue
-from .sansio._messages import ErrorCode
+from .sansio._messages import ErrorCode, Response
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -229,6 +233,15 @@ class TaskMethods:
         with declaring_tasks(True):
             raw = await await_task(client, task, timeout=timeout, on_status=on_status)
         return CallToolResult.from_json(raw)
+
+    def _on_late_response(self, method: str, response: Response) -> None:
+        """The session's ``on_late_response``: cancel a task made for a call given up on."""
+        result = response.result
+        if method != "tools/call" or result.get("resultType") != "task":
+            return
+        task_id, group = result.get("taskId"), _client(self)._tg
+        if isinstance(task_id, str) and task_id and group is not None:
+            group.start_soon(_cancel_quietly, _client(self), task_id, name="late tasks/cancel")
 
     async def _task_request(
         self, method: str, task: str | Task, extra: JSONObject | None = None

@@ -67,7 +67,7 @@ from .sansio._messages import (
     Response,
     error_response,
 )
-from .sansio._rpc import RPCState
+from .sansio._rpc import ABANDONED_MEMORY, RPCState
 
 if TYPE_CHECKING:
     import asyncio
@@ -151,6 +151,11 @@ class Session:
         #: one. Only for handlers that never wait (a synchronous tool blocks the
         #: loop either way): it saves a task and a scheduling round per request.
         self.serve_inline: Callable[[Request], bool] | None = None
+        #: Hears ``(method, response)`` when a result arrives for a request given up
+        #: on (timed out, caller cancelled): what it made may need undoing, such as
+        #: a task the caller never learned the id of. Called in the reader; must not block.
+        self.on_late_response: Callable[[str, Response], None] | None = None
+        self._late: dict[RequestId, str] = {}
         self.rpc = RPCState()
         self.invalid_received = 0
         self._pending: dict[RequestId, Pending] = {}
@@ -358,6 +363,11 @@ class Session:
         notice = self.rpc.abandon(rid, f"{method} timed out or was cancelled by the caller")
         if notice is None or self._closed is not None:
             return
+        if self.on_late_response is not None:
+            late = self._late
+            late[rid] = method
+            if len(late) > ABANDONED_MEMORY:  # as many as the RPC state remembers
+                del late[next(iter(late))]
         with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_NOTICE_TIMEOUT):
             try:
                 await self.transport.send(notice)
@@ -443,6 +453,11 @@ class Session:
 
     def _resolve(self, message: Response | ErrorResponse) -> None:
         if self.rpc.response_received(message) is None:
+            if self._late:
+                method = self._late.pop(message.id, None)  # type: ignore[arg-type]
+                hook = self.on_late_response
+                if method is not None and hook is not None and type(message) is Response:
+                    hook(method, message)
             return
         pending = self._pending.get(message.id)  # type: ignore[arg-type]
         if pending is not None:

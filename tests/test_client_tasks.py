@@ -372,6 +372,81 @@ async def test_a_caller_timeout_cancels_the_task() -> None:
     assert gate.cancelled
 
 
+class HoldingTransport:
+    """The client end of a memory pair that holds back the first ``CreateTaskResult``.
+
+    The server is mcpwire's own, unchanged: this only delays delivery, as a slow
+    network would, so that the caller gives up while the answer is on its way.
+    """
+
+    def __init__(self, inner: mcpwire.MemoryTransport) -> None:
+        self.inner = inner
+        self.held = anyio.Event()
+        self.release = anyio.Event()
+
+    async def send(self, message: Any, *, related: Any = None) -> None:
+        await self.inner.send(message, related=related)
+
+    async def receive(self) -> Any:
+        item = await self.inner.receive()
+        if (
+            not self.held.is_set()
+            and isinstance(item, mcpwire.sansio.Response)
+            and item.result.get("resultType") == "task"
+        ):
+            self.held.set()
+            await self.release.wait()
+        return item
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def close_error(self) -> mcpwire.ConnectionClosed:
+        return self.inner.close_error()
+
+
+async def times_out(call: Any) -> None:
+    with pytest.raises(mcpwire.RequestTimeout):
+        await call
+
+
+@pytest.mark.parametrize("how", ["cancelled", "timed out", "start_tool_task cancelled"])
+async def test_a_task_created_after_the_caller_gave_up_is_cancelled(how: str) -> None:
+    # The CreateTaskResult is on its way when the caller gives up: the server has
+    # finished the tools/call request, so the notifications/cancelled for it
+    # changes nothing there; the late answer names the task, and the client
+    # cancels it (tasks/cancel), since nobody else could.
+    server, gate = build()
+    client_end, server_end = mcpwire.memory_pair()
+    holding = HoldingTransport(client_end)
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, server_end)
+            async with Client(holding, tasks=True) as client:
+                with anyio.CancelScope() as scope:
+                    async with anyio.create_task_group() as calls:
+                        if how == "timed out":
+                            calls.start_soon(times_out, client.call_tool("job", timeout=0.05))
+                        elif how == "cancelled":
+                            calls.start_soon(client.call_tool, "job")
+                        else:
+                            calls.start_soon(client.start_tool_task, "job")
+                        await holding.held.wait()
+                        await gate.reached.wait()
+                        if how != "timed out":
+                            scope.cancel()
+                (task,) = server.tasks._tasks.values()
+                assert task.status == "working"  # the late tasks/cancel has not been sent
+                holding.release.set()
+                while task.status == "working":
+                    await anyio.sleep(0.001)
+                assert task.status == "cancelled"
+                assert task.status_message == "Cancelled at the client's request"
+            tg.cancel_scope.cancel()
+    assert gate.cancelled
+    assert scope.cancelled_caught == (how != "timed out")
+
+
 # -- eras and headers --------------------------------------------------------------------------
 
 

@@ -32,6 +32,7 @@ from mcpwire.sansio import (
     Response,
     parse,
 )
+from mcpwire.sansio._rpc import ABANDONED_MEMORY
 
 pytestmark = pytest.mark.anyio
 
@@ -274,6 +275,67 @@ async def test_timeout_raises_and_sends_cancelled() -> None:
             await raw.send(Response(again.id, {"ok": True}))
         assert task_result == [{"ok": True}]
         assert client.rpc.counters.late_responses == 1
+
+
+async def test_a_late_answer_reaches_on_late_response_once(wire: bool) -> None:
+    # A request given up on (timed out, or its caller cancelled) may still be
+    # answered; the hook hears that answer once, with the method, and nothing else.
+    heard: list[tuple[str, Response]] = []
+    async with facing_raw(wire=wire) as (client, raw):
+        client.on_late_response = lambda method, response: heard.append((method, response))
+        with pytest.raises(RequestTimeout):
+            await client.request("slow", timeout=0.05)
+        first, notice = await receive(raw), await receive(raw)
+        assert type(first) is Request
+        assert type(notice) is Notification and notice.method == "notifications/cancelled"
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(client.request, "cancelled")
+                second = await receive(raw)
+                scope.cancel()
+        assert type(second) is Request
+        notice = await receive(raw)
+        assert type(notice) is Notification and notice.method == "notifications/cancelled"
+        await raw.send(ErrorResponse(first.id, ErrorObject(-32000, "too late")))
+        await raw.send(Response(second.id, {"made": "x"}))
+        await raw.send(Response(second.id, {"made": "again"}))  # a duplicate: not heard
+        await raw.send(Response(12345, {}))  # never asked for: not heard
+        got = await settled(client, "late", raw)
+        assert got == {"late": True}
+        assert [(method, r.result) for method, r in heard] == [("cancelled", {"made": "x"})]
+        assert client._late == {}
+
+
+async def test_late_answers_are_remembered_within_a_bound() -> None:
+    async def drain(raw: mcpwire.MemoryTransport) -> None:
+        while True:
+            await raw.receive()
+
+    async with facing_raw() as (client, raw), anyio.create_task_group() as tg:
+        tg.start_soon(drain, raw)
+        client.on_late_response = lambda method, response: None
+        for _ in range(ABANDONED_MEMORY + 5):
+            with pytest.raises(RequestTimeout):
+                await client.request("slow", timeout=0.001)
+        assert len(client._late) == ABANDONED_MEMORY
+        tg.cancel_scope.cancel()
+
+
+async def settled(client: Session, method: str, raw: mcpwire.MemoryTransport) -> JSONObject:
+    """One more request answered by the test: everything sent before it has been read."""
+    results: list[JSONObject] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: _collect(client.request(method), results))
+        while True:
+            item = await receive(raw)
+            if type(item) is Request and item.method == method:
+                await raw.send(Response(item.id, {method: True}))
+                break
+    return results[0]
+
+
+async def _collect(result: Any, into: list[JSONObject]) -> None:
+    into.append(await result)
 
 
 async def test_timeout_cancels_the_peer_handler(wire: bool) -> None:

@@ -49,7 +49,7 @@ from ._messages import (
     is_request_id,
 )
 
-__all__ = ("Counters", "InState", "OutState", "Outgoing", "RPCState")
+__all__ = ("ABANDONED_MEMORY", "Counters", "InState", "OutState", "Outgoing", "RPCState")
 
 #: How many abandoned ids are remembered so that a late answer is counted as
 #: "late" rather than "unknown". Bounded so a long-lived connection cannot grow.
