@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import ipaddress
 import logging
 import socket
+import sys
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
@@ -41,6 +43,7 @@ __all__ = (
     "DEFAULT_MAX_BUFFERED",
     "READ_SIZE",
     "AsyncioStream",
+    "open_tcp_listener",
     "running_asyncio_loop",
     "serve_listener",
 )
@@ -252,6 +255,41 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
 
 logger = logging.getLogger("mcpwire.http")
 
+
+async def open_tcp_listener(host: str, port: int) -> anyio.abc.Listener[Any]:
+    """``anyio.create_tcp_listener(local_host=host, local_port=port)``, minus the lookup.
+
+    anyio resolves even a literal address with ``getaddrinfo`` in the loop's
+    default executor, which starts a worker thread that then idles for the
+    process's lifetime (with its stack and a malloc arena of its own). A
+    literal IPv4 or IPv6 address, as the default ``127.0.0.1`` is, needs no
+    lookup: its socket is made here, with the options anyio would set, and
+    wrapped with ``SocketListener.from_socket`` where this anyio has it.
+    """
+    wrap = getattr(anyio.abc.SocketListener, "from_socket", None)
+    try:
+        family = socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+    except ValueError:
+        wrap = None  # a name: anyio looks it up (and may listen on several addresses)
+    if wrap is None:
+        return await anyio.create_tcp_listener(local_host=host, local_port=port)
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        if sys.platform != "win32":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((host, port))
+        sock.listen(_BACKLOG)
+        listener: anyio.abc.Listener[Any] = await wrap(sock)
+    except BaseException:
+        sock.close()
+        raise
+    return listener
+
+
+#: The listen backlog anyio uses (the kernel caps it at somaxconn).
+_BACKLOG = 65536
 #: Accept errors that concern one connection or a passing shortage, not the listener.
 _TRANSIENT_ACCEPT = (ConnectionAbortedError, ConnectionResetError, InterruptedError)
 _ACCEPT_BACKOFF = 0.1
@@ -264,7 +302,7 @@ async def serve_listener(
 ) -> None:
     """``listener.serve(handler, task_group)``, with ``AsyncioStream`` connections on asyncio.
 
-    ``listener`` comes from ``anyio.create_tcp_listener``; on asyncio its
+    ``listener`` comes from ``open_tcp_listener``; on asyncio its
     sockets are accepted here, each connection becoming an ``AsyncioStream``
     handed to ``handler`` in ``task_group``. The accept loops stop when this is
     cancelled, before the caller closes ``listener``. On trio, and for any other

@@ -65,7 +65,7 @@ import anyio
 import anyio.abc
 import h11
 
-from ._aio_stream import serve_listener
+from ._aio_stream import open_tcp_listener, serve_listener
 from ._http_events import EventStore, MemoryEventStore
 from ._http_gate import host_ok, json_content, negotiate, origin_ok
 from ._http_legacy import LegacyEndpoint
@@ -199,7 +199,7 @@ class HTTPServer:
     ) -> None:
         """Listen and serve until cancelled, then shut down gracefully."""
         self.resolve_allow_lists(host)
-        listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+        listener = await open_tcp_listener(host, port)
         self.port = int(listener.extra(anyio.abc.SocketAttribute.local_port))
         logger.info("serving MCP at http://%s:%d%s", host, self.port, self.options.path)
         async with self.hosting(listener) as tg:

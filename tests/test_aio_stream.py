@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -18,7 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcpwire._aio_stream import DEFAULT_MAX_BUFFERED, READ_SIZE, AsyncioStream, serve_listener
+from mcpwire._aio_stream import (
+    DEFAULT_MAX_BUFFERED,
+    READ_SIZE,
+    AsyncioStream,
+    open_tcp_listener,
+    serve_listener,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -172,9 +179,9 @@ def test_any_chunking_and_any_read_sizes_give_the_same_bytes(
     assert anyio.run(main, backend="asyncio") == b"".join(pieces)
 
 
-async def _serve_echo(seen: list[object]) -> list[object]:
+async def _serve_echo(seen: list[object], host: str = "127.0.0.1") -> list[object]:
     """Serve one echo connection with ``serve_listener``; return what the handler saw."""
-    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    listener = await open_tcp_listener(host, 0)
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
 
     async def echo(stream: anyio.abc.ByteStream) -> None:
@@ -184,13 +191,13 @@ async def _serve_echo(seen: list[object]) -> list[object]:
 
     async with anyio.create_task_group() as handlers, anyio.create_task_group() as tg:
         tg.start_soon(serve_listener, listener, echo, handlers)
-        async with await anyio.connect_tcp("127.0.0.1", port) as client:
+        async with await anyio.connect_tcp(host, port) as client:
             await client.send(b"hello")
             assert await client.receive() == b"hello"
         tg.cancel_scope.cancel()  # the accept loops end before the listener closes
     await listener.aclose()
     with pytest.raises(OSError):
-        await anyio.connect_tcp("127.0.0.1", port)
+        await anyio.connect_tcp(host, port)
     return seen
 
 
@@ -202,3 +209,26 @@ async def test_serve_listener_hands_asyncio_streams_to_the_handler() -> None:
 def test_serve_listener_on_trio_is_the_listeners_own_serve() -> None:
     seen = anyio.run(_serve_echo, [], backend="trio")
     assert len(seen) == 1 and not isinstance(seen[0], AsyncioStream)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost"])
+def test_open_tcp_listener_serves_on_both_backends(host: str) -> None:
+    for backend in ("asyncio", "trio"):
+        (stream,) = anyio.run(_serve_echo, [], host, backend=backend)
+        assert isinstance(stream, AsyncioStream) == (backend == "asyncio")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_a_literal_address_is_bound_without_a_lookup_thread(host: str) -> None:
+    # anyio resolves even a literal in the loop's executor, whose worker thread
+    # then idles for the life of the process: a server bound to 127.0.0.1 has none.
+    async def main() -> tuple[int, int, tuple[object, ...]]:
+        before = threading.active_count()
+        listener = await open_tcp_listener(host, 0)
+        async with listener:
+            raw = listener.extra(anyio.abc.SocketAttribute.raw_socket)
+            return before, threading.active_count(), raw.getsockname()
+
+    before, after, address = anyio.run(main, backend="asyncio")
+    assert after == before
+    assert address[0] == host and address[1] > 0
