@@ -54,22 +54,39 @@ def _context_param(fn: Handler) -> str | None:
 
 
 def is_quick(fn: Handler, *, thread: bool = False) -> bool:
-    """Whether calling ``fn`` never waits: a plain function run in the loop's thread."""
+    """Whether calling ``fn`` never waits: a plain function run in the loop's thread.
+
+    Quick handlers are served where the request is read (no task of their own,
+    no disconnect watch), so a wrong yes stalls that reader while the handler
+    waits. The answer comes from the function (a coroutine function waits, and
+    so does a plain wrapper of one made with ``functools.wraps``) and is
+    corrected by what ``call_handler`` sees: a plain function that returned an
+    awaitable once is not quick from then on.
+    """
     if thread:
         return False
     try:
-        return _quick_cache(fn)
+        return _quick_cache(fn) and id(fn) not in _WAITED
     except TypeError:  # an unhashable callable object
         return _is_plain(fn)
 
 
 def _is_plain(fn: Handler) -> bool:
     call = getattr(fn, "__call__", None)  # noqa: B004 - callable objects too
-    return not (inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call))
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call):
+        return False
+    try:
+        inner = inspect.unwrap(fn)
+    except ValueError:  # a __wrapped__ cycle: nothing to learn from it
+        return True
+    return inner is fn or not inspect.iscoroutinefunction(inner)
 
 
 # Asked on every tools/call; the answer for a function never changes.
 _quick_cache = functools.lru_cache(maxsize=4096)(_is_plain)
+#: Plain functions seen returning an awaitable, by id (held, so the id stays theirs).
+_WAITED: dict[int, Handler] = {}
+_WAITED_MAX = 4096
 
 
 #: Result types that are never awaitable.
@@ -89,6 +106,10 @@ async def call_handler(fn: Handler, kwargs: dict[str, object], *, thread: bool) 
         result = fn(**kwargs)
     # JSON-shaped values (what sync tools return) skip the ABC check of isawaitable.
     if type(result) not in _PLAIN and inspect.isawaitable(result):
+        if is_quick(fn, thread=thread):
+            if len(_WAITED) >= _WAITED_MAX:
+                _WAITED.clear()
+            _WAITED[id(fn)] = fn
         result = await result
     return result
 

@@ -23,6 +23,7 @@ HTTP client. The sections:
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import signal
@@ -880,6 +881,44 @@ async def test_modern_disconnect_cancels_the_handler(anyio_backend: str) -> None
             while state["cancelled"] == 0:
                 await anyio.sleep(0.02)
         assert state["finished"] == 0
+        assert http.stats()["busy_requests"] == 0
+
+
+async def test_modern_disconnect_cancels_a_plainly_wrapped_coroutine_tool(
+    anyio_backend: str,
+) -> None:
+    # A plain (not async-aware) decorator around an async tool: the tool still
+    # waits, so it must not take the inline path, where nothing watches for the
+    # client hanging up.
+    app = Server("wrapped", "1.0")
+    state = {"cancelled": 0}
+
+    def plain(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    @app.tool()
+    @plain
+    async def block(seconds: float = 30.0) -> str:
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            state["cancelled"] += 1
+            raise
+        return "done"
+
+    async with running(app) as http:
+        raw = await Raw.connect(http.port or 0)
+        body, headers = modern(1, "tools/call", {"name": "block", "arguments": {"seconds": 30}})
+        await raw.send(body=body, headers=headers)
+        await anyio.sleep(0.2)
+        await raw.aclose()
+        with anyio.fail_after(5):
+            while state["cancelled"] == 0:
+                await anyio.sleep(0.02)
         assert http.stats()["busy_requests"] == 0
 
 

@@ -12,6 +12,7 @@ a Hypothesis sweep over legacy and modern request sequences.
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 
 import mcpwire
 from mcpwire import Context, JSONRPCError, RequestContext, Server, Session, ToolError
+from mcpwire._registry import call_handler, is_quick
 from mcpwire.sansio import Batch, ErrorResponse, Notification, Request, Response
 
 pytestmark = pytest.mark.anyio
@@ -1054,3 +1056,67 @@ async def test_sweep_every_request_answered_once_notifications_never(ops: list[s
         await raw.send(Request("end", "ping"))
         last = await receive(raw)
         assert isinstance(last, Response) and last.id == "end", last
+
+
+# -- which handlers are served inline ----------------------------------------------------
+
+
+def _plain_wrapper(fn: Any) -> Any:
+    """A decorator that is not async-aware: a plain function returning fn's coroutine."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+async def test_a_plain_wrapper_of_a_coroutine_function_does_not_stall_the_reader() -> None:
+    # Served inline, the wrapped tool would hold the session's reader while it
+    # waits, and the request that releases it would never be read.
+    server = Server("wrapped")
+    reached, go = anyio.Event(), anyio.Event()
+
+    @server.tool()
+    @_plain_wrapper
+    async def waits() -> str:
+        reached.set()
+        await go.wait()
+        return "went"
+
+    @server.tool()
+    def release() -> str:
+        go.set()
+        return "released"
+
+    assert not is_quick(waits)
+    client_end, server_end = mcpwire.memory_pair()
+    results: list[str] = []
+
+    async def call(name: str) -> None:
+        results.append((await client.call_tool(name)).text)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, server_end)
+            async with mcpwire.Client(client_end) as client, anyio.create_task_group() as calls:
+                calls.start_soon(call, "waits")
+                await reached.wait()
+                await call("release")
+            tg.cancel_scope.cancel()
+    assert results == ["released", "went"]
+
+
+async def test_a_plain_function_seen_returning_an_awaitable_is_not_quick_again() -> None:
+    async def later() -> str:
+        return "later"
+
+    def sneaky() -> Any:  # nothing in the function says it returns a coroutine
+        return later()
+
+    assert is_quick(sneaky)
+    assert await call_handler(sneaky, {}, thread=False) == "later"
+    assert not is_quick(sneaky)
+    assert is_quick(release_like := (lambda: "plain"))  # a plain result teaches nothing
+    assert await call_handler(release_like, {}, thread=False) == "plain"
+    assert is_quick(release_like)
