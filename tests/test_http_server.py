@@ -871,6 +871,12 @@ async def test_json_response_mode_never_streams(anyio_backend: str) -> None:
 
 async def test_modern_disconnect_cancels_the_handler(anyio_backend: str) -> None:
     app, state = probe_app()
+    await hang_up_on_block(app, state)
+    assert state["finished"] == 0
+
+
+async def hang_up_on_block(app: Server, state: dict[str, int]) -> None:
+    """Call the ``block`` tool (modern era), hang up mid-call, and see it cancelled."""
     async with running(app) as http:
         raw = await Raw.connect(http.port or 0)
         body, headers = modern(1, "tools/call", {"name": "block", "arguments": {"seconds": 30}})
@@ -880,7 +886,6 @@ async def test_modern_disconnect_cancels_the_handler(anyio_backend: str) -> None
         with anyio.fail_after(5):
             while state["cancelled"] == 0:
                 await anyio.sleep(0.02)
-        assert state["finished"] == 0
         assert http.stats()["busy_requests"] == 0
 
 
@@ -910,16 +915,7 @@ async def test_modern_disconnect_cancels_a_plainly_wrapped_coroutine_tool(
             raise
         return "done"
 
-    async with running(app) as http:
-        raw = await Raw.connect(http.port or 0)
-        body, headers = modern(1, "tools/call", {"name": "block", "arguments": {"seconds": 30}})
-        await raw.send(body=body, headers=headers)
-        await anyio.sleep(0.2)
-        await raw.aclose()
-        with anyio.fail_after(5):
-            while state["cancelled"] == 0:
-                await anyio.sleep(0.02)
-        assert http.stats()["busy_requests"] == 0
+    await hang_up_on_block(app, state)
 
 
 async def test_last_event_id_replay_is_scoped_to_its_session(anyio_backend: str) -> None:
