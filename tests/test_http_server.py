@@ -31,7 +31,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -281,12 +281,14 @@ async def initialize(raw: Raw, version: str = LEGACY) -> str:
     return sid
 
 
-def probe_app() -> tuple[Server, dict[str, int]]:
-    """A small server whose tools report what happened to them."""
+def probe_app(wrap: Callable[[Any], Any] = lambda fn: fn) -> tuple[Server, dict[str, int]]:
+    """A small server whose tools report what happened to them (``block`` decorated
+    with ``wrap``)."""
     app = Server("probe", "1.0")
     state = {"cancelled": 0, "finished": 0}
 
     @app.tool()
+    @wrap
     async def block(seconds: float = 30.0) -> str:
         try:
             await anyio.sleep(seconds)
@@ -895,9 +897,6 @@ async def test_modern_disconnect_cancels_a_plainly_wrapped_coroutine_tool(
     # A plain (not async-aware) decorator around an async tool: the tool still
     # waits, so it must not take the inline path, where nothing watches for the
     # client hanging up.
-    app = Server("wrapped", "1.0")
-    state = {"cancelled": 0}
-
     def plain(fn: Any) -> Any:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -905,16 +904,7 @@ async def test_modern_disconnect_cancels_a_plainly_wrapped_coroutine_tool(
 
         return wrapper
 
-    @app.tool()
-    @plain
-    async def block(seconds: float = 30.0) -> str:
-        try:
-            await anyio.sleep(seconds)
-        except anyio.get_cancelled_exc_class():
-            state["cancelled"] += 1
-            raise
-        return "done"
-
+    app, state = probe_app(wrap=plain)
     await hang_up_on_block(app, state)
 
 
