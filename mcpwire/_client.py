@@ -260,15 +260,28 @@ class Client(TaskMethods):
             self._session_entered = True
             await self._connect()
         except BaseException:
-            await self.aclose()
+            await self._exit()
             raise
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+        await self._exit()
 
     async def aclose(self) -> None:
-        """Close the session and the transport (stopping a stdio child). Idempotent."""
+        """End the connection: pending calls fail with ``ConnectionClosed`` and the
+        transport closes (a stdio child is stopped). Idempotent.
+
+        Safe anywhere inside ``async with``, under any cancel scope or task group:
+        the task groups ``async with`` entered are exited by its own exit, the only
+        place anyio allows (the nesting they were entered in). A client entered by
+        hand (``await client.__aenter__()``) is finished with ``__aexit__``, as an
+        ``AsyncExitStack`` does.
+        """
+        session = self._session
+        if session is not None and self._session_entered:
+            await session.close()
+
+    async def _exit(self) -> None:
         # Task groups must be exited in the scope nesting they were entered in, so
         # no shielding scope wraps these exits; Session.close shields its own I/O.
         tg, self._tg = self._tg, None

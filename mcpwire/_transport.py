@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol, Union
 
 import anyio
+import anyio.lowlevel
 
 from ._errors import ConnectionClosed
 from .sansio import _messages as m
@@ -46,6 +47,8 @@ __all__ = (
 
 #: Messages in flight per direction before a sender waits (back-pressure, not loss).
 MEMORY_BUFFER = 256
+#: A direct transport's sends between two checkpoints (see ``DirectTransport.send``).
+YIELD_EVERY = 16
 
 Outbound = Union[m.Message, "list[m.Message]"]
 
@@ -138,10 +141,11 @@ class DirectTransport:
 
     ``send()`` runs the peer session's dispatch in the sender's own task, and
     the peer serves a request inline there: a round trip costs no task switch
-    at all. Each caller's request runs in that caller's task, so concurrent
-    callers stay concurrent, and a caller's deadline or cancellation reaches
-    the handler directly. Until the peer session attaches, messages wait in a
-    queue (bounded like the memory pair's).
+    at all (but for one checkpoint every ``YIELD_EVERY`` sends, so that a loop
+    of calls cannot starve the event loop). Each caller's request runs in that
+    caller's task, so concurrent callers stay concurrent, and a caller's
+    deadline or cancellation reaches the handler directly. Until the peer
+    session attaches, messages wait in a queue (bounded like the memory pair's).
     """
 
     def __init__(self, name: str) -> None:
@@ -152,6 +156,7 @@ class DirectTransport:
         self._ended = False
         self._closed_locally = False
         self._end_event: anyio.Event | None = None
+        self._sends = 0
 
     def attach(self, deliver: Deliver) -> None:
         """Called by the session that owns this end: where peer messages go."""
@@ -161,6 +166,15 @@ class DirectTransport:
         peer = self.peer
         if self._ended or peer is None or peer._ended:
             raise anyio.BrokenResourceError
+        # A call served inline never waits, so a caller looping over calls would
+        # never let the event loop run: no other task, timer or deadline. Every
+        # YIELD_EVERY-th send is a checkpoint (before anything is sent).
+        self._sends += 1
+        if self._sends >= YIELD_EVERY:
+            self._sends = 0
+            await anyio.lowlevel.checkpoint()
+            if self._ended or peer._ended:
+                raise anyio.BrokenResourceError
         item: m.Incoming = m.Batch(tuple(message)) if isinstance(message, list) else message
         deliver = peer._deliver
         if deliver is None:

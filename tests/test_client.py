@@ -909,3 +909,64 @@ async def test_stdio_command_not_found() -> None:
     with anyio.fail_after(WAIT), pytest.raises(ConnectionClosed):
         async with Client.stdio("mcpwire-no-such-command-xyz"):
             pass
+
+
+# -- closing -----------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def closing_target(transport: str) -> AsyncIterator[Client]:
+    """A client of the example server over ``transport``, ready to be closed early."""
+    if transport == "memory":
+        async with Client(everything.server) as client:
+            yield client
+    elif transport == "stdio":
+        async with Client.stdio(sys.executable, EVERYTHING) as client:
+            yield client
+    else:
+        async with anyio.create_task_group() as tg:
+            port = await tg.start(everything.server.serve_http, "127.0.0.1", 0)
+            async with Client.http(f"http://127.0.0.1:{port}/mcp") as client:
+                yield client
+            tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("transport", ["memory", "stdio", "http"])
+async def test_aclose_inside_async_with_under_any_scope(transport: str) -> None:
+    # The task groups ``async with`` entered may only be exited in that nesting:
+    # aclose() from under a deadline scope, with calls in flight in a task group
+    # of the caller's, ends the connection and leaves those exits to the block.
+    outcomes: list[str] = []
+    with anyio.fail_after(WAIT):
+        async with closing_target(transport) as client:
+
+            async def caller() -> None:
+                try:
+                    while True:
+                        await client.call_tool("echo", {"message": "x"})
+                except ConnectionClosed:
+                    outcomes.append("closed")
+
+            async with anyio.create_task_group() as callers:
+                for _ in range(4):
+                    callers.start_soon(caller)
+                await anyio.sleep(0.05)
+                with anyio.move_on_after(WAIT):
+                    await client.aclose()
+                    await client.aclose()  # idempotent
+            with pytest.raises(ConnectionClosed):
+                await client.call_tool("echo", {"message": "after"})
+    assert outcomes == ["closed"] * 4
+
+
+async def test_a_loop_of_in_process_calls_does_not_starve_the_event_loop() -> None:
+    # Client(server) serves a quick call inline: nothing in it waits. The loop
+    # must still reach a checkpoint now and then, or this deadline never fires.
+    calls = 0
+    async with Client(everything.server) as client:
+        with anyio.move_on_after(0.2) as scope:
+            while True:
+                await client.call_tool("echo", {"message": "x"})
+                calls += 1
+    assert scope.cancelled_caught
+    assert calls > 0
