@@ -162,6 +162,7 @@ class Hub:
         self._sups: dict[str, Supervisor] = {}
         self._registry = Registry(separator, self.rule, tool_count_warnings, self._publish)
         self._tg: anyio.abc.TaskGroup | None = None
+        self._watch_scope: anyio.CancelScope | None = None
         self._limiter: anyio.CapacityLimiter
         self._reload_lock: anyio.Lock | None = None
         self._changed: anyio.Event | None = None
@@ -183,32 +184,47 @@ class Hub:
         self._configs = servers
         if self._watch:
             self._watcher.set_paths(self._watched())
-            self._tg.start_soon(self._watcher.run, self._on_paths_changed)
+            self._watch_scope = anyio.CancelScope()
+            self._tg.start_soon(self._watch_paths, self._watch_scope)
         return self
 
+    async def _watch_paths(self, scope: anyio.CancelScope) -> None:
+        with scope:
+            await self._watcher.run(self._on_paths_changed)
+
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+        tg = self._tg
+        try:
+            await self.aclose()
+        finally:
+            self._tg = None
+            if tg is not None:
+                tg.cancel_scope.cancel()
+                await tg.__aexit__(None, None, None)
 
     async def aclose(self) -> None:
-        """Stop every server (and its child process) and end the event streams. Idempotent."""
-        tg = self._tg
-        self._closed = True
-        if tg is None:
+        """Stop every server (and its child process) and end the event streams. Idempotent.
+
+        Safe anywhere inside ``async with``, under any cancel scope or task group:
+        the hub's task group is exited by the block's own exit, in the nesting it
+        was entered in (as anyio requires).
+        """
+        already, self._closed = self._closed, True
+        if self._tg is None or already:
             self._bus.close()
             return
         try:
             # No reload is left half-applied: wait for one in progress, then stop
             # every server cooperatively and in parallel (each closes its own
-            # connection); only then is the task group, with the watcher, cancelled.
+            # connection and ends its actor), and the watcher.
             with anyio.CancelScope(shield=True):
                 assert self._reload_lock is not None
                 async with self._reload_lock, anyio.create_task_group() as stopping:
                     for sup in list(self._sups.values()):
                         stopping.start_soon(sup.stop)
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
+            if self._watch_scope is not None:
+                self._watch_scope.cancel()
         finally:
-            self._tg = None
             self._bus.close()
 
     def _load(self) -> LoadedConfig:

@@ -429,6 +429,23 @@ async def test_no_orphan_processes_after_aclose(scripts: tuple[str, str], tmp_pa
         await hub.call_tool("parent__echo", {"message": "x"})
 
 
+async def test_aclose_inside_async_with_under_a_scope(scripts: tuple[str, str]) -> None:
+    """#8: aclose() from under a cancel scope (here a deadline, and a task group of
+    the caller's) stops every server; the hub's task group is exited by the block."""
+    script, _ = scripts
+    async with Hub(servers=[server("a", script)]) as hub:
+        await wait_state(hub, "a", ServerState.READY)
+        pid = hub.status("a").pid
+        async with anyio.create_task_group():
+            with anyio.fail_after(WAIT):
+                await hub.aclose()
+                await hub.aclose()  # idempotent
+        assert pid is not None and await wait_until_dead(pid)
+        assert {s.state for s in hub.statuses()} == {ServerState.STOPPED}
+        with pytest.raises(HubError, match="not running"):
+            await hub.call_tool("a__echo", {"message": "x"})
+
+
 async def test_http_servers_connect_through_client_http_or_fail_clearly(tmp_path: Path) -> None:
     servers = [ServerConfig(name="remote", url="http://127.0.0.1:9/mcp", startup_timeout=3)]
     async with Hub(servers=servers, restart_policy=RestartPolicy(initial_backoff=30)) as hub:
