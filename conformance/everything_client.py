@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 
-from mcpwire import Client
+from mcpwire import Client, OAuthClient, headless_redirect_handler
 from mcpwire.sansio._json import JSONObject, JSONValue
 
 Handler = Callable[[str], Awaitable[None]]
@@ -198,10 +198,49 @@ async def custom_headers(url: str) -> None:
                 log.warning("%s: %s", call.get("name"), exc)
 
 
+#: The client ID metadata document URL the harness expects ('auth/basic-cimd').
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+
+
+def oauth_client() -> OAuthClient:
+    """Authorization for an ``auth/*`` scenario, from what the harness gives.
+
+    Client credentials when the scenario says so; otherwise the authorization
+    code grant, its user step done by fetching the authorization URL (the
+    harness's endpoint redirects at once), with the pre-registered client of
+    the context when there is one.
+    """
+    ctx = context()
+    client_id = ctx.get("client_id")
+    secret = ctx.get("client_secret")
+    client_id = client_id if isinstance(client_id, str) else None
+    secret = secret if isinstance(secret, str) else None
+    if os.environ.get("MCP_CONFORMANCE_SCENARIO", "").startswith("auth/client-credentials"):
+        return OAuthClient(grant="client_credentials", client_id=client_id, client_secret=secret)
+    return OAuthClient(
+        redirect_handler=headless_redirect_handler(),
+        client_name="mcpwire-conformance-client",
+        client_id=client_id,
+        client_secret=secret,
+        client_metadata_url=CIMD_URL,
+    )
+
+
 async def default(url: str) -> None:
-    """Scenarios with no handler of their own (authorization: not built)."""
-    async with open_client(url) as client:
-        await client.list_tools()
+    """Scenarios with no handler of their own: the ``auth/*`` ones.
+
+    List the tools and call the first one (scope step-up scenarios ask for
+    more on the call); a refused call is logged, as the scenario may mean it.
+    """
+    name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    auth = oauth_client() if name.startswith("auth/") else None
+    async with open_client(url, auth=auth) as client:
+        tools = await client.list_tools()
+        if tools:
+            try:
+                await client.call_tool(tools[0].name, stub_arguments(tools[0].input_schema))
+            except Exception as exc:
+                log.warning("%s: %s", tools[0].name, exc)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from ._errors import AuthorizationError as AuthorizationError
 from ._errors import ConnectionClosed as ConnectionClosed
 from ._errors import JSONRPCError as JSONRPCError
 from ._errors import LocalProtocolError as LocalProtocolError
@@ -22,6 +23,11 @@ from ._version import __version__ as __version__
 if TYPE_CHECKING:
     from ._asgi import ASGIApp as ASGIApp
     from ._asgi import asgi_app as asgi_app
+    from ._auth_introspect import IntrospectionError as IntrospectionError
+    from ._auth_introspect import IntrospectionVerifier as IntrospectionVerifier
+    from ._auth_tokens import AccessToken as AccessToken
+    from ._auth_tokens import StaticTokenVerifier as StaticTokenVerifier
+    from ._auth_tokens import TokenVerifier as TokenVerifier
     from ._client import Client as Client
     from ._client import OutputValidationError as OutputValidationError
     from ._client import Subscription as Subscription
@@ -41,6 +47,7 @@ if TYPE_CHECKING:
     from ._http_client_sse import SSEClientTransport as SSEClientTransport
     from ._http_events import EventStore as EventStore
     from ._http_events import MemoryEventStore as MemoryEventStore
+    from ._http_auth import ResourceServerAuth as ResourceServerAuth
     from ._http_server import HTTPServer as HTTPServer
     from ._http_server import HTTPServerOptions as HTTPServerOptions
     from ._hub import Hub as Hub
@@ -67,6 +74,13 @@ if TYPE_CHECKING:
     from ._hub_status import ErrorEntry as ErrorEntry
     from ._hub_status import RestartPolicy as RestartPolicy
     from ._hub_status import ServerStatus as ServerStatus
+    from ._oauth import ClientInfo as ClientInfo
+    from ._oauth import InMemoryTokenStorage as InMemoryTokenStorage
+    from ._oauth import OAuthClient as OAuthClient
+    from ._oauth import OAuthTokens as OAuthTokens
+    from ._oauth import RedirectHandler as RedirectHandler
+    from ._oauth import TokenStorage as TokenStorage
+    from ._oauth import headless_redirect_handler as headless_redirect_handler
     from ._server import Connection as Connection
     from ._server import Server as Server
     from ._session import RequestContext as RequestContext
@@ -91,6 +105,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ASGIApp",
+    "AccessToken",
     "Audio",
     "CallToolResult",
     "Client",
@@ -116,6 +131,8 @@ __all__ = (
     "HubPrompt",
     "HubTool",
     "Image",
+    "IntrospectionError",
+    "IntrospectionVerifier",
     "MemoryEventStore",
     "NameCollisionEvent",
     "NameRule",
@@ -126,10 +143,13 @@ __all__ = (
     "Resource",
     "ResourceContents",
     "ResourceLink",
+    "ResourceServerAuth",
     "ResourceTemplate",
     "RestartPolicy",
     "Server",
     "ServerConfig",
+    "StaticTokenVerifier",
+    "TokenVerifier",
     "ServerState",
     "ServerStateChanged",
     "ServerStatus",
@@ -166,12 +186,26 @@ __all__ = (
     "load_configs",
     "memory_pair",
     "parse_config",
+    "AuthorizationError",
+    "ClientInfo",
+    "InMemoryTokenStorage",
+    "OAuthClient",
+    "OAuthTokens",
+    "RedirectHandler",
+    "TokenStorage",
+    "headless_redirect_handler",
 )
 
 # name -> private module that defines it; imported on first attribute access.
 _LAZY = {
     "ASGIApp": "._asgi",
     "asgi_app": "._asgi",
+    "IntrospectionError": "._auth_introspect",
+    "IntrospectionVerifier": "._auth_introspect",
+    "AccessToken": "._auth_tokens",
+    "StaticTokenVerifier": "._auth_tokens",
+    "TokenVerifier": "._auth_tokens",
+    "ResourceServerAuth": "._http_auth",
     "Client": "._client",
     "OutputValidationError": "._client",
     "Subscription": "._client",
@@ -238,6 +272,13 @@ _LAZY = {
     "MemoryTransport": "._transport",
     "Transport": "._transport",
     "memory_pair": "._transport",
+    "ClientInfo": "._oauth",
+    "InMemoryTokenStorage": "._oauth",
+    "OAuthClient": "._oauth",
+    "OAuthTokens": "._oauth",
+    "RedirectHandler": "._oauth",
+    "TokenStorage": "._oauth",
+    "headless_redirect_handler": "._oauth",
 }
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .sansio._json import JSONValue
 
 __all__ = (
+    "AuthorizationError",
     "ConnectionClosed",
     "JSONRPCError",
     "LocalProtocolError",
@@ -111,3 +112,10 @@ class RequestTimeout(MCPWireError, TimeoutError):
         super().__init__(f"request {method!r} timed out after {seconds:.3g} s")
         self.method = method
         self.seconds = seconds
+
+
+class AuthorizationError(MCPWireError):
+    """MCP authorization (OAuth 2.1) failed: a malformed challenge or metadata
+    document, a server that refused, or a check that protects the token (a
+    resource or issuer that does not match) refused to go on. The message says
+    which and where."""

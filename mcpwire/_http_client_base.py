@@ -40,7 +40,7 @@ import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -60,6 +60,9 @@ from .sansio import _messages as m
 from .sansio._codec import DEFAULT_LIMITS, DEFAULT_MAX_MESSAGE_SIZE, Limits
 from .sansio._json import JSONValue
 from .sansio._sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder, SSEEvent
+
+if TYPE_CHECKING:
+    from ._oauth import OAuthClient
 
 __all__ = (
     "ERROR_BODY_EXCERPT",
@@ -186,6 +189,9 @@ class HTTPClientOptions:
         limits: JSON size and depth limits for parsed messages. When not
             given, the size limit follows ``max_body_size`` and
             ``max_event_size`` where those are larger than the default.
+        auth: an ``OAuthClient``: MCP authorization (OAuth 2.1) for the
+            requests to the server, answering its ``401`` and
+            ``insufficient_scope`` challenges.
     """
 
     headers: list[tuple[str, str]] = field(default_factory=list)
@@ -204,18 +210,25 @@ class HTTPClientOptions:
     terminate_on_close: bool = True
     message_url: str | None = None
     limits: Limits = DEFAULT_LIMITS
+    auth: OAuthClient | None = None
 
     def client(self) -> HTTPClient:
         from ._version import __version__
 
-        return HTTPClient(
-            connect_timeout=self.connect_timeout,
-            verify=self.verify,
-            max_connections=self.max_connections,
-            max_keepalive=self.max_keepalive,
-            max_redirects=self.max_redirects,
-            user_agent=f"mcpwire/{__version__}",
-        )
+        settings: dict[str, Any] = {
+            "connect_timeout": self.connect_timeout,
+            "verify": self.verify,
+            "max_connections": self.max_connections,
+            "max_keepalive": self.max_keepalive,
+            "max_redirects": self.max_redirects,
+            "user_agent": f"mcpwire/{__version__}",
+        }
+        if self.auth is None:
+            return HTTPClient(**settings)
+        # Only a transport with authorization pays for it (see _http_client_auth).
+        from ._http_client_auth import AuthorizedHTTPClient
+
+        return AuthorizedHTTPClient(self.auth, **settings)
 
 
 OPTION_NAMES = frozenset(f.name for f in fields(HTTPClientOptions))

@@ -1,0 +1,564 @@
+"""MCP client authorization (OAuth 2.1): the flow, token storage, redirect handlers.
+
+Theory of operation
+-------------------
+``OAuthClient`` is what ``Client.http(url, auth=...)`` takes. The HTTP client
+of the transport (``AuthorizedHTTPClient``, in ``_http_client_auth``) asks it
+for the bearer token of every request to the MCP server's origin and calls
+``challenge`` when the server answers ``401``, or ``403`` with
+``error="insufficient_scope"`` (RFC 6750 §3.1); the request is sent again
+once the flow has a new token.
+
+A flow, in the order of the spec (``basic/authorization``, 2025-11-25):
+
+1. Refresh (RFC 6749 §6) when a refresh token is held and the answer was a
+   plain ``401``: cheapest, and no user interaction.
+2. Discovery: protected resource metadata, its ``resource`` checked against
+   the server (RFC 9728 §3.3), then the metadata of its first authorization
+   server, its ``issuer`` checked (RFC 8414 §3.3). A server with no resource
+   metadata is a 2025-03-26 one: its origin is the authorization server, with
+   metadata at the root or else the default endpoints.
+3. A client identity for that issuer: the pre-registered one, else a Client
+   ID Metadata Document URL when the server supports those, else dynamic
+   registration (RFC 7591). Identities are kept per issuer, so a server that
+   moves to another authorization server never sees the old one's (SEP-2352).
+4. The grant: authorization code with PKCE S256 (RFC 7636) through the
+   ``redirect_handler``, whose answer is checked for ``state`` and ``iss``
+   (RFC 9207), or client credentials. Every token request names the resource
+   (RFC 8707), so the token is minted for this server alone.
+
+Flows are serialized by a lock: requests that fail together wait for one flow
+and then use its token. Bodies are read with a size limit, every exchange has
+a timeout, and a step-up is not repeated for scopes already asked for.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+
+import anyio
+import orjson
+
+from ._errors import AuthorizationError
+from ._http_client_conn import HTTPClient, HTTPResponse
+from ._http_client_net import URL
+from ._http_client_sock import HTTPError
+from .sansio import _oauth as o
+from .sansio._json import JSONObject
+
+__all__ = (
+    "ClientInfo",
+    "Fetch",
+    "InMemoryTokenStorage",
+    "OAuthClient",
+    "OAuthTokens",
+    "RedirectHandler",
+    "TokenStorage",
+    "headless_redirect_handler",
+)
+
+logger = logging.getLogger("mcpwire.oauth")
+
+#: The largest metadata, registration or token body read.
+MAX_DOCUMENT_SIZE = 1024 * 1024
+#: Seconds before ``expires_in`` runs out at which a token is renewed.
+EXPIRY_MARGIN = 30.0
+
+#: Given the authorization URL, bring the user agent there and return the URL
+#: the authorization server redirected it to (the ``redirect_uri`` with
+#: ``code``, ``state`` and possibly ``iss`` in its query).
+RedirectHandler = Callable[[str], Awaitable[str]]
+#: An HTTP exchange without the bearer token: (method, url, headers, body) -> response.
+Fetch = Callable[[str, str, list[tuple[str, str]], "bytes | None"], Awaitable[HTTPResponse]]
+
+
+@dataclass
+class OAuthTokens:
+    """What the authorization server granted, and to whom it applies."""
+
+    access_token: str
+    issuer: str
+    resource: str
+    refresh_token: str | None = None
+    #: ``time.time()`` after which the access token is renewed before use
+    #: (a little before it expires), if the server said when it does.
+    expires_at: float | None = None
+    #: The scopes asked for (what a step-up adds to).
+    scopes: list[str] = field(default_factory=list)
+
+    def expired(self, now: float | None = None) -> bool:
+        at = self.expires_at
+        return at is not None and (time.time() if now is None else now) >= at
+
+
+@dataclass(frozen=True)
+class ClientInfo:
+    """A client identity at one authorization server."""
+
+    client_id: str
+    client_secret: str | None = None
+    #: ``none``, ``client_secret_basic`` or ``client_secret_post`` (RFC 7591 §2).
+    token_endpoint_auth_method: str = "none"
+
+
+class TokenStorage(Protocol):
+    """Where an ``OAuthClient`` keeps its tokens and client identities."""
+
+    async def get_tokens(self) -> OAuthTokens | None: ...
+
+    async def set_tokens(self, tokens: OAuthTokens | None) -> None: ...
+
+    async def get_client(self, issuer: str) -> ClientInfo | None: ...
+
+    async def set_client(self, issuer: str, info: ClientInfo) -> None: ...
+
+
+class InMemoryTokenStorage:
+    """The default ``TokenStorage``: kept for the life of the process."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthTokens | None = None
+        self.clients: dict[str, ClientInfo] = {}
+
+    async def get_tokens(self) -> OAuthTokens | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthTokens | None) -> None:
+        self.tokens = tokens
+
+    async def get_client(self, issuer: str) -> ClientInfo | None:
+        return self.clients.get(issuer)
+
+    async def set_client(self, issuer: str, info: ClientInfo) -> None:
+        self.clients[issuer] = info
+
+
+def headless_redirect_handler(*, timeout: float = 30.0, verify: bool = True) -> RedirectHandler:
+    """A ``RedirectHandler`` that GETs the authorization URL and returns the
+    ``Location`` it redirects to, with no user in the loop.
+
+    For authorization servers that grant at once (test servers, the
+    conformance suite); a real one shows a login page instead, for which an
+    application passes a handler that opens a browser and waits for the
+    redirect to its ``redirect_uri``.
+    """
+
+    async def follow(authorization_url: str) -> str:
+        url = URL.parse(authorization_url)
+        http = HTTPClient(verify=verify, max_redirects=0)
+        try:
+            # The redirect is the answer here, so it is read rather than
+            # followed: ``_send`` is one exchange, without redirect handling.
+            response = await http._send("GET", url, (), None, timeout)
+            async with response:
+                location = response.header("location")
+                if response.status not in (301, 302, 303, 307, 308) or not location:
+                    raise AuthorizationError(
+                        f"the authorization endpoint answered HTTP {response.status} "
+                        "without redirecting"
+                    )
+                return url.join(location).raw
+        except HTTPError as exc:
+            raise AuthorizationError(f"cannot reach the authorization endpoint: {exc}") from None
+        except ValueError as exc:
+            raise AuthorizationError(f"the authorization redirect is invalid: {exc}") from None
+        finally:
+            await http.aclose()
+
+    return follow
+
+
+@dataclass
+class _Server:
+    """What discovery found for one resource."""
+
+    resource: str
+    issuer: str
+    metadata: JSONObject
+    resource_scopes: list[str] | None
+
+
+class OAuthClient:
+    """Authorization for ``Client.http`` (see the module docstring).
+
+    Args:
+        redirect_handler: runs the authorization code grant's user step (see
+            ``RedirectHandler``); required for that grant.
+        redirect_uri: where the authorization server sends the user back.
+        client_name: the name registered dynamically.
+        client_id: a pre-registered client (with ``client_secret`` for a
+            confidential one); used at every authorization server.
+        client_metadata_url: an HTTPS URL serving this client's metadata
+            document, used as the client ID where the server supports that.
+        grant: ``authorization_code`` or ``client_credentials`` (which needs
+            ``client_id`` and ``client_secret``).
+        scopes: scopes to ask for instead of the spec's selection.
+        offline_access: ask for ``offline_access`` (a refresh token) when the
+            authorization server lists it.
+        storage: where tokens and client identities are kept.
+        timeout: seconds for each exchange with the authorization server.
+        application_type: sent with dynamic registration (SEP-837).
+    """
+
+    def __init__(
+        self,
+        *,
+        redirect_handler: RedirectHandler | None = None,
+        redirect_uri: str = "http://localhost:3000/callback",
+        client_name: str = "mcpwire",
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        client_metadata_url: str | None = None,
+        grant: Literal["authorization_code", "client_credentials"] = "authorization_code",
+        scopes: list[str] | None = None,
+        offline_access: bool = True,
+        storage: TokenStorage | None = None,
+        timeout: float = 30.0,
+        application_type: str = "native",
+    ) -> None:
+        if grant == "authorization_code" and redirect_handler is None:
+            raise ValueError("the authorization_code grant needs a redirect_handler")
+        if grant == "client_credentials" and (client_id is None or client_secret is None):
+            raise ValueError("the client_credentials grant needs client_id and client_secret")
+        self.redirect_handler = redirect_handler
+        self.redirect_uri = redirect_uri
+        self.client_name = client_name
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.client_metadata_url = client_metadata_url
+        self.grant = grant
+        self.scopes = scopes
+        self.offline_access = offline_access
+        self.storage: TokenStorage = storage if storage is not None else InMemoryTokenStorage()
+        self.timeout = timeout
+        self.application_type = application_type
+        self._lock = anyio.Lock()
+        self._tokens: OAuthTokens | None = None
+        self._loaded = False
+        self._server: _Server | None = None
+        self._client: ClientInfo | None = None
+
+    # -- what the HTTP client asks -------------------------------------------------------
+
+    async def token(self, fetch: Fetch) -> str | None:
+        """The access token to send now (refreshed first if it has expired)."""
+        if not self._loaded:
+            self._tokens = await self.storage.get_tokens()
+            self._loaded = True
+        tokens = self._tokens
+        if tokens is not None and tokens.expired():
+            async with self._lock:
+                if self._tokens is tokens and tokens.refresh_token and self._server:
+                    try:
+                        await self._refresh(fetch, tokens)
+                    except AuthorizationError as exc:
+                        logger.info("token refresh failed: %s", exc)
+            tokens = self._tokens
+        return tokens.access_token if tokens is not None else None
+
+    async def challenge(
+        self, fetch: Fetch, server_url: str, status: int, headers: list[str], sent: str | None
+    ) -> bool:
+        """Answer a ``401`` or ``403`` challenge; False when trying again is pointless
+        (a step-up for scopes already asked for).
+
+        Raises:
+            AuthorizationError: the flow failed (the message says where).
+        """
+        params = o.bearer_params(headers)
+        async with self._lock:
+            current = self._tokens
+            if current is not None and current.access_token != sent and status == 401:
+                return True  # another request's flow already got a new token
+            if status == 403:
+                wanted = (params.get("scope") or "").split()
+                asked = current.scopes if current is not None else []
+                if not wanted or set(wanted) <= set(asked):
+                    return False
+                await self._authorize(fetch, server_url, params, step_up=True)
+                return True
+            if current is not None and current.refresh_token and self._server is not None:
+                try:
+                    await self._refresh(fetch, current)
+                    return True
+                except AuthorizationError as exc:
+                    logger.info("token refresh failed, authorizing anew: %s", exc)
+            await self._authorize(fetch, server_url, params, step_up=False)
+            return True
+
+    # -- the flow -------------------------------------------------------------------------
+
+    async def _authorize(
+        self, fetch: Fetch, server_url: str, params: Mapping[str, str], *, step_up: bool
+    ) -> None:
+        server = await self._discover(fetch, server_url, params.get("resource_metadata"))
+        previous = self._tokens
+        if previous is not None and previous.issuer != server.issuer:
+            previous = None  # another authorization server: nothing carries over
+        scopes = self.scopes
+        if scopes is None:
+            scopes = o.select_scopes(
+                params.get("scope"),
+                server.resource_scopes,
+                o.string_list(server.metadata, "scopes_supported"),
+                previous.scopes if (step_up and previous is not None) else (),
+                offline=self.offline_access and self.grant == "authorization_code",
+            )
+        client = await self._identity(fetch, server)
+        self._server, self._client = server, client
+        if self.grant == "client_credentials":
+            fields: dict[str, str | None] = {"grant_type": "client_credentials"}
+        else:
+            code, verifier = await self._authorization_code(server, client, scopes)
+            fields = {
+                "grant_type": "authorization_code",
+                "code": code,
+                "redirect_uri": self.redirect_uri,
+                "code_verifier": verifier,
+            }
+        fields["scope"] = (
+            " ".join(scopes) if scopes and self.grant != "authorization_code" else None
+        )
+        answer = await self._token_request(fetch, server, client, fields)
+        await self._keep(answer, server, scopes, previous_refresh=None)
+
+    async def _refresh(self, fetch: Fetch, tokens: OAuthTokens) -> None:
+        server, client = self._server, self._client
+        if server is None or client is None or server.issuer != tokens.issuer:
+            raise AuthorizationError("no authorization server known for refreshing")
+        fields: dict[str, str | None] = {
+            "grant_type": "refresh_token",
+            "refresh_token": tokens.refresh_token,
+        }
+        answer = await self._token_request(fetch, server, client, fields)
+        await self._keep(answer, server, tokens.scopes, previous_refresh=tokens.refresh_token)
+
+    async def _keep(
+        self,
+        answer: o.TokenResponse,
+        server: _Server,
+        scopes: list[str],
+        *,
+        previous_refresh: str | None,
+    ) -> None:
+        expires = None
+        if answer.expires_in is not None:
+            # Renewed a little early, so a request never carries a token that
+            # runs out on its way; by at most half its life, for short ones.
+            life = answer.expires_in
+            expires = time.time() + life - min(EXPIRY_MARGIN, life / 2)
+        tokens = OAuthTokens(
+            answer.access_token,
+            server.issuer,
+            server.resource,
+            # RFC 6749 §6: a refresh answer may leave the old refresh token in force.
+            answer.refresh_token or previous_refresh,
+            expires,
+            scopes,
+        )
+        self._tokens = tokens
+        await self.storage.set_tokens(tokens)
+
+    async def _discover(
+        self, fetch: Fetch, server_url: str, resource_metadata: str | None
+    ) -> _Server:
+        prm: JSONObject | None = None
+        for url in o.prm_urls(server_url, resource_metadata):
+            prm = await self._get_json(fetch, url, "protected resource metadata")
+            if prm is not None:
+                break
+        if prm is None:
+            # A 2025-03-26 server: its origin is the authorization server.
+            fallback = o.fallback_endpoints(server_url)
+            issuer = fallback["issuer"]
+            metadata = await self._as_metadata(fetch, issuer, legacy=True)
+            if metadata is None:
+                metadata = dict(fallback)
+            named = metadata["issuer"]
+            assert isinstance(named, str)  # _as_metadata / fallback_endpoints
+            return _Server(o.canonical_resource(server_url), named, metadata, None)
+        resource = o.check_resource(prm.get("resource"), server_url)
+        servers = o.string_list(prm, "authorization_servers")
+        if not servers:
+            raise AuthorizationError("protected resource metadata names no authorization server")
+        issuer = servers[0]
+        metadata = await self._as_metadata(fetch, issuer, legacy=False)
+        if metadata is None:
+            raise AuthorizationError(f"no authorization server metadata found for {issuer!r}")
+        return _Server(resource, issuer, metadata, o.string_list(prm, "scopes_supported"))
+
+    async def _as_metadata(self, fetch: Fetch, issuer: str, *, legacy: bool) -> JSONObject | None:
+        urls = o.as_metadata_urls(issuer)
+        for url in urls[:1] if legacy else urls:
+            doc = await self._get_json(fetch, url, "authorization server metadata")
+            if doc is None:
+                continue
+            if legacy:
+                # 2025-03-26 had no issuer to check against: the server's
+                # origin is its authorization server, so the metadata at that
+                # origin may name an issuer with a path, on that origin only.
+                named = doc.get("issuer")
+                if not isinstance(named, str) or o.origin_of(named) != o.origin_of(issuer):
+                    raise AuthorizationError(
+                        f"authorization server metadata at {url} names issuer {named!r}, "
+                        "not one on the MCP server's origin"
+                    )
+                issuer = named
+            return o.check_as_metadata(doc, issuer)
+        return None
+
+    async def _get_json(self, fetch: Fetch, url: str, what: str) -> JSONObject | None:
+        """A metadata document, or ``None`` when the server has none there (any
+        answer but 200, or one that is not a JSON object)."""
+        body = await self._exchange(fetch, "GET", url, [("Accept", "application/json")], None)
+        status, data = body
+        if status != 200:
+            return None
+        try:
+            return o.json_object(data, f"{what} at {url}")
+        except AuthorizationError as exc:
+            logger.info("%s", exc)
+            return None
+
+    async def _exchange(
+        self,
+        fetch: Fetch,
+        method: str,
+        url: str,
+        headers: list[tuple[str, str]],
+        body: bytes | None,
+    ) -> tuple[int, bytes]:
+        try:
+            with anyio.fail_after(self.timeout):
+                response = await fetch(method, url, headers, body)
+                async with response:
+                    return response.status, await response.read_body(MAX_DOCUMENT_SIZE)
+        except TimeoutError:
+            raise AuthorizationError(f"{method} {url}: no answer in {self.timeout:g} s") from None
+        except (HTTPError, ValueError) as exc:
+            raise AuthorizationError(f"{method} {url}: {exc}") from None
+
+    async def _identity(self, fetch: Fetch, server: _Server) -> ClientInfo:
+        supported = o.string_list(server.metadata, "token_endpoint_auth_methods_supported")
+        if self.client_id is not None:
+            method = "none"
+            if self.client_secret is not None:
+                # RFC 8414 §2: client_secret_basic when the server lists nothing.
+                basic = supported is None or "client_secret_basic" in supported
+                method = "client_secret_basic" if basic else "client_secret_post"
+            return ClientInfo(self.client_id, self.client_secret, method)
+        known = await self.storage.get_client(server.issuer)
+        if known is not None:
+            return known
+        cimd = server.metadata.get("client_id_metadata_document_supported") is True
+        if cimd and self.client_metadata_url is not None:
+            info = ClientInfo(self.client_metadata_url)
+        else:
+            info = await self._register(fetch, server, supported)
+        await self.storage.set_client(server.issuer, info)
+        return info
+
+    async def _register(
+        self, fetch: Fetch, server: _Server, supported: list[str] | None
+    ) -> ClientInfo:
+        """Dynamic client registration (RFC 7591 §3)."""
+        endpoint = server.metadata.get("registration_endpoint")
+        if not isinstance(endpoint, str):
+            raise AuthorizationError(
+                f"{server.issuer} offers no registration and no client_id was given"
+            )
+        wanted = "none"
+        if supported is not None and "none" not in supported:
+            wanted = next(
+                (m for m in ("client_secret_basic", "client_secret_post") if m in supported),
+                "none",
+            )
+        grants = ["authorization_code", "refresh_token"]
+        request = {
+            "client_name": self.client_name,
+            "redirect_uris": [self.redirect_uri],
+            "grant_types": grants,
+            "response_types": ["code"],
+            "token_endpoint_auth_method": wanted,
+            "application_type": self.application_type,
+        }
+        headers = [("Content-Type", "application/json"), ("Accept", "application/json")]
+        status, data = await self._exchange(fetch, "POST", endpoint, headers, orjson.dumps(request))
+        if status not in (200, 201):
+            raise AuthorizationError(f"dynamic client registration refused: HTTP {status}")
+        doc = o.json_object(data, "the registration response")
+        client_id = doc.get("client_id")
+        if not isinstance(client_id, str) or not client_id:
+            raise AuthorizationError("the registration response has no client_id")
+        secret = doc.get("client_secret")
+        secret = secret if isinstance(secret, str) else None
+        method = doc.get("token_endpoint_auth_method")
+        if not isinstance(method, str):
+            method = "client_secret_basic" if secret else "none"
+        return ClientInfo(client_id, secret, method)
+
+    async def _authorization_code(
+        self, server: _Server, client: ClientInfo, scopes: list[str]
+    ) -> tuple[str, str]:
+        """The user step: PKCE (RFC 7636) and state, then the checked answer."""
+        verifier, challenge = o.pkce_pair()
+        state = secrets.token_urlsafe(32)
+        endpoint = server.metadata["authorization_endpoint"]
+        assert isinstance(endpoint, str)  # check_as_metadata / fallback_endpoints
+        query = {
+            "response_type": "code",
+            "client_id": client.client_id,
+            "redirect_uri": self.redirect_uri,
+            "state": state,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "resource": server.resource,
+        }
+        if scopes:
+            query["scope"] = " ".join(scopes)
+        sep = "&" if urlsplit(endpoint).query else "?"
+        handler = self.redirect_handler
+        assert handler is not None  # checked in __init__
+        landed = await handler(endpoint + sep + urlencode(query))
+        answer = dict(parse_qsl(urlsplit(landed).query, keep_blank_values=True))
+        if answer.get("state") != state:
+            raise AuthorizationError("the authorization response's state does not match")
+        if "error" in answer:
+            described = answer.get("error_description", "")
+            raise AuthorizationError(f"authorization refused: {answer['error']} {described}")
+        o.check_iss(answer, server.issuer, server.metadata)
+        code = answer.get("code")
+        if not code:
+            raise AuthorizationError("the authorization response has no code")
+        return code, verifier
+
+    async def _token_request(
+        self, fetch: Fetch, server: _Server, client: ClientInfo, fields: dict[str, str | None]
+    ) -> o.TokenResponse:
+        endpoint = server.metadata["token_endpoint"]
+        assert isinstance(endpoint, str)  # check_as_metadata / fallback_endpoints
+        fields["resource"] = server.resource
+        headers = [
+            ("Content-Type", "application/x-www-form-urlencoded"),
+            ("Accept", "application/json"),
+        ]
+        method = client.token_endpoint_auth_method
+        # The client_id names the client in every case (RFC 6749 §4.1.3 needs it
+        # from public clients, and some servers look for it even with Basic);
+        # the secret travels one way only (§2.3: one authentication method).
+        fields["client_id"] = client.client_id
+        if method == "client_secret_basic" and client.client_secret is not None:
+            # RFC 6749 §2.3.1: each part form-encoded before the Basic encoding.
+            pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
+            headers.append(("Authorization", "Basic " + base64.b64encode(pair.encode()).decode()))
+        elif method == "client_secret_post":
+            fields["client_secret"] = client.client_secret
+        status, data = await self._exchange(fetch, "POST", endpoint, headers, o.form_body(fields))
+        return o.parse_token_response(status, data)

@@ -1,0 +1,512 @@
+"""OAuth 2.1 for MCP clients, pure: challenges, discovery URLs, metadata, PKCE, tokens.
+
+Theory of operation
+-------------------
+MCP authorization (``basic/authorization``, 2025-11-25) chains four documents,
+each read here from text alone; the async driver in ``mcpwire._oauth`` does
+the fetching in the order these functions give.
+
+1. The resource server's ``401`` carries ``WWW-Authenticate: Bearer ...``
+   (RFC 6750 §3). ``parse_challenges`` reads the header by the grammar of
+   RFC 9110 §11.6.1 (several challenges, auth-params whose values are tokens
+   or quoted strings with backslash escapes); ``bearer_params`` picks the
+   Bearer one. Its ``resource_metadata`` (RFC 9728 §5.1) and ``scope``
+   guide what follows.
+2. Protected resource metadata (RFC 9728 §3): at ``resource_metadata`` when
+   given, else at ``/.well-known/oauth-protected-resource`` with the
+   resource's path appended, then at the root (``prm_urls``). Its
+   ``resource`` must name the server we talk to (RFC 9728 §3.3;
+   ``check_resource``), or the document is refused: a server must not get a
+   token minted for another.
+3. Authorization server metadata (RFC 8414 §3, OpenID Connect Discovery 1.0
+   §4): for an issuer with a path, the RFC 8414 URL with the path inserted
+   after the well-known segment, then the OIDC one inserted the same way,
+   then the OIDC one appended (``as_metadata_urls``, the order the spec
+   lists). The ``issuer`` inside must equal the issuer the URL was built
+   from, compared as strings (RFC 8414 §3.3; ``check_as_metadata``).
+4. The token response (RFC 6749 §5.1), read by ``parse_token_response``.
+
+Everything that refuses input raises ``AuthorizationError`` with what was
+wrong and where; nothing else escapes these functions.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+from .._errors import AuthorizationError
+from ._codec import CodecError, loads
+from ._json import JSONObject
+
+__all__ = (
+    "Challenge",
+    "TokenResponse",
+    "as_metadata_urls",
+    "bearer_params",
+    "build_challenge",
+    "canonical_resource",
+    "check_as_metadata",
+    "check_iss",
+    "check_resource",
+    "fallback_endpoints",
+    "form_body",
+    "json_object",
+    "origin_of",
+    "parse_challenges",
+    "parse_token_response",
+    "pkce_pair",
+    "prm_urls",
+    "select_scopes",
+    "string_list",
+)
+
+#: RFC 7230 tchar: what a token (scheme name, parameter name, bare value) is made of.
+_TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+#: RFC 7235 token68: the characters of a challenge's opaque blob (plus trailing '=').
+_TOKEN68 = frozenset("-._~+/0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_WS = " \t"
+#: The largest header we parse; challenges are a few hundred bytes in practice.
+MAX_CHALLENGE_SIZE = 16 * 1024
+PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+AS_WELL_KNOWN = "/.well-known/oauth-authorization-server"
+OIDC_WELL_KNOWN = "/.well-known/openid-configuration"
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """One challenge of a ``WWW-Authenticate`` header (RFC 9110 §11.6.1).
+
+    ``scheme`` is lowercased (schemes are case-insensitive, §11.1); parameter
+    names are lowercased for the same reason; values are kept as sent.
+    """
+
+    scheme: str
+    params: Mapping[str, str]
+    token68: str | None = None
+
+
+class _Reader:
+    """A cursor over header text, for the challenge grammar below."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def at_end(self) -> bool:
+        return self.pos >= len(self.text)
+
+    def peek(self) -> str:
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def skip_ws(self) -> None:
+        while self.peek() and self.peek() in _WS:
+            self.pos += 1
+
+    def token(self) -> str:
+        start = self.pos
+        while self.peek() and self.peek() in _TCHAR:
+            self.pos += 1
+        return self.text[start : self.pos]
+
+    def quoted(self) -> str:
+        """A quoted-string (RFC 9110 §5.6.4), the opening quote under the cursor."""
+        self.pos += 1
+        out: list[str] = []
+        while True:
+            c = self.peek()
+            if not c:
+                raise AuthorizationError(f"unterminated quoted string in {self.text!r}")
+            self.pos += 1
+            if c == '"':
+                return "".join(out)
+            if c == "\\":
+                if not self.peek():
+                    raise AuthorizationError(f"dangling escape in {self.text!r}")
+                c = self.peek()
+                self.pos += 1
+            if c in "\r\n\0":
+                raise AuthorizationError(f"control character in a quoted string: {self.text!r}")
+            out.append(c)
+
+    def fail(self, what: str) -> AuthorizationError:
+        return AuthorizationError(
+            f"malformed WWW-Authenticate ({what} at {self.pos}): {self.text!r}"
+        )
+
+
+def parse_challenges(header: str) -> list[Challenge]:
+    """Every challenge in a ``WWW-Authenticate`` value (or several joined by commas).
+
+    Raises:
+        AuthorizationError: the value does not follow RFC 9110 §11.6.1.
+    """
+    if len(header) > MAX_CHALLENGE_SIZE:
+        raise AuthorizationError(f"WWW-Authenticate longer than {MAX_CHALLENGE_SIZE} characters")
+    r = _Reader(header)
+    out: list[Challenge] = []
+    while True:
+        # Empty list elements are allowed (RFC 9110 §5.6.1).
+        r.skip_ws()
+        while r.peek() == ",":
+            r.pos += 1
+            r.skip_ws()
+        if r.at_end():
+            return out
+        scheme = r.token()
+        if not scheme:
+            raise r.fail("expected an auth-scheme")
+        params: dict[str, str] = {}
+        token68: str | None = None
+        spaced = r.peek() in _WS
+        r.skip_ws()
+        if spaced and not r.at_end() and r.peek() != ",":
+            token68, more = _params_or_token68(r, params)
+            if not more:
+                out.append(Challenge(scheme.lower(), params, token68))
+                return out
+        elif not r.at_end() and r.peek() != ",":
+            raise r.fail("expected a space after the auth-scheme")
+        out.append(Challenge(scheme.lower(), params, token68))
+
+
+def _params_or_token68(r: _Reader, params: dict[str, str]) -> tuple[str | None, bool]:
+    """Read a challenge's token68 or auth-params into ``params``; the token68 if
+    there was one, and whether another challenge may follow."""
+    start = r.pos
+    name = r.token()
+    r.skip_ws()
+    if r.peek() != "=" or not name:
+        # Not a parameter: a token68, alone in its challenge.
+        r.pos = start
+        while r.peek() and r.peek() in _TOKEN68:
+            r.pos += 1
+        while r.peek() == "=":
+            r.pos += 1
+        blob = r.text[start : r.pos]
+        if not blob:
+            raise r.fail("expected a token68 or an auth-param")
+        r.skip_ws()
+        if r.at_end():
+            return blob, False
+        if r.peek() != ",":
+            raise r.fail("unexpected text after a token68")
+        return blob, True
+    # A token68 can end in '=' too ("abc=" vs "abc=value"): a token68 is
+    # followed by a comma or the end, a parameter by a value.
+    eq = r.pos
+    r.pos += 1
+    r.skip_ws()
+    if r.at_end() or r.peek() in ",=":
+        r.pos = eq
+        while r.peek() == "=":
+            r.pos += 1
+        r.skip_ws()
+        return r.text[start:eq].rstrip(_WS) + r.text[eq : r.pos].strip(_WS), not r.at_end()
+    while True:
+        value = r.quoted() if r.peek() == '"' else r.token()
+        if not value and r.text[r.pos - 1 : r.pos] != '"':
+            raise r.fail("expected a parameter value")
+        key = name.lower()
+        if key in params:
+            raise r.fail(f"parameter {key!r} given twice")
+        params[key] = value
+        r.skip_ws()
+        if r.at_end():
+            return None, False
+        if r.peek() != ",":
+            raise r.fail("expected ',' between parameters")
+        # After a comma: another parameter of this challenge, or a new challenge.
+        while r.peek() == ",":
+            r.pos += 1
+            r.skip_ws()
+        if r.at_end():
+            return None, False
+        mark = r.pos
+        name = r.token()
+        r.skip_ws()
+        if not name or r.peek() != "=":
+            r.pos = mark
+            return None, True
+        r.pos += 1
+        r.skip_ws()
+
+
+def build_challenge(scheme: str, params: Mapping[str, str]) -> str:
+    """A challenge in the form ``parse_challenges`` reads (values always quoted)."""
+    if not scheme or not set(scheme) <= _TCHAR:
+        raise ValueError(f"not a token: {scheme!r}")
+    parts = []
+    for name, value in params.items():
+        if not name or not set(name) <= _TCHAR:
+            raise ValueError(f"not a token: {name!r}")
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        parts.append(f'{name}="{escaped}"')
+    return f"{scheme} {', '.join(parts)}" if parts else scheme
+
+
+def bearer_params(headers: Iterable[str]) -> dict[str, str]:
+    """The parameters of the Bearer challenge among ``WWW-Authenticate`` values
+    (empty when there is none). A malformed header raises ``AuthorizationError``."""
+    for header in headers:
+        for challenge in parse_challenges(header):
+            if challenge.scheme == "bearer":
+                return dict(challenge.params)
+    return {}
+
+
+# -- URLs ----------------------------------------------------------------------------
+
+
+def _split(url: str) -> tuple[str, str, str]:
+    """(scheme, authority, path) of an absolute http(s) URL, lowercased where
+    RFC 3986 §6.2.2.1 says case does not matter."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise AuthorizationError(f"not a valid URL: {url!r} ({exc})") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise AuthorizationError(f"not an absolute http(s) URL: {url!r}")
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    default = 443 if scheme == "https" else 80
+    authority = host if port in (None, default) else f"{host}:{port}"
+    return scheme, authority, parts.path
+
+
+def origin_of(url: str) -> tuple[str, str]:
+    """(scheme, authority) of an absolute http(s) URL, normalized for comparison."""
+    scheme, authority, _ = _split(url)
+    return scheme, authority
+
+
+def canonical_resource(url: str) -> str:
+    """The canonical URI of an MCP server (RFC 8707 §2, the spec's "Canonical
+    Server URI"): lowercase scheme and host, no default port, no query or
+    fragment, no trailing slash unless the path is just ``/``."""
+    scheme, authority, path = _split(url)
+    if path.endswith("/") and path != "/":
+        path = path.rstrip("/")
+    return urlunsplit((scheme, authority, path, "", ""))
+
+
+def check_resource(resource: object, server_url: str) -> str:
+    """The PRM ``resource`` after checking it names ``server_url`` (RFC 9728 §3.3):
+    the same origin, and the server's path at or below the resource's path.
+
+    Raises:
+        AuthorizationError: it names another server.
+    """
+    if not isinstance(resource, str):
+        raise AuthorizationError("protected resource metadata has no 'resource' string")
+    got = canonical_resource(resource)
+    want = canonical_resource(server_url)
+    g_scheme, g_auth, g_path = _split(got)
+    w_scheme, w_auth, w_path = _split(want)
+    g_path = g_path.rstrip("/")
+    inside = w_path.rstrip("/") == g_path or w_path.startswith(g_path + "/")
+    if (g_scheme, g_auth) != (w_scheme, w_auth) or not inside:
+        raise AuthorizationError(
+            f"protected resource metadata is for {resource!r}, not for {server_url!r}"
+        )
+    return got
+
+
+def prm_urls(server_url: str, resource_metadata: str | None) -> list[str]:
+    """Where to look for protected resource metadata, in order (RFC 9728 §3.1, §5.1)."""
+    urls: list[str] = []
+    if resource_metadata:
+        urls.append(resource_metadata)
+    scheme, authority, path = _split(server_url)
+    path = path.rstrip("/")
+    if path:
+        urls.append(urlunsplit((scheme, authority, PRM_WELL_KNOWN + path, "", "")))
+    urls.append(urlunsplit((scheme, authority, PRM_WELL_KNOWN, "", "")))
+    return urls
+
+
+def as_metadata_urls(issuer: str) -> list[str]:
+    """Where to look for an authorization server's metadata, in the spec's order."""
+    scheme, authority, path = _split(issuer)
+    path = path.rstrip("/")
+    if not path:
+        return [
+            urlunsplit((scheme, authority, AS_WELL_KNOWN, "", "")),
+            urlunsplit((scheme, authority, OIDC_WELL_KNOWN, "", "")),
+        ]
+    return [
+        urlunsplit((scheme, authority, AS_WELL_KNOWN + path, "", "")),
+        urlunsplit((scheme, authority, OIDC_WELL_KNOWN + path, "", "")),
+        urlunsplit((scheme, authority, path + OIDC_WELL_KNOWN, "", "")),
+    ]
+
+
+def fallback_endpoints(server_url: str) -> dict[str, str]:
+    """2025-03-26 servers without metadata: the default endpoints at the MCP
+    server's origin (that revision's "Fallbacks for Servers without Metadata
+    Discovery"), in the shape of RFC 8414 metadata."""
+    scheme, authority, _ = _split(server_url)
+    base = urlunsplit((scheme, authority, "", "", ""))
+    return {
+        "issuer": base,
+        "authorization_endpoint": base + "/authorize",
+        "token_endpoint": base + "/token",
+        "registration_endpoint": base + "/register",
+    }
+
+
+# -- documents -----------------------------------------------------------------------
+
+
+def json_object(body: bytes, what: str) -> JSONObject:
+    """A JSON object body, or ``AuthorizationError`` naming ``what`` it should be."""
+    try:
+        value = loads(body)
+    except CodecError as exc:
+        raise AuthorizationError(f"{what} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise AuthorizationError(f"{what} is not a JSON object")
+    return value
+
+
+def string_list(doc: Mapping[str, object], key: str) -> list[str] | None:
+    """``doc[key]`` as a list of strings; ``None`` when absent, an error when malformed."""
+    value = doc.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise AuthorizationError(f"metadata {key!r} is not a list of strings")
+    return [v for v in value if isinstance(v, str)]
+
+
+def check_as_metadata(doc: JSONObject, issuer: str) -> JSONObject:
+    """Authorization server metadata after RFC 8414 §3.3's checks: the ``issuer``
+    equals the one its URL was built from, the endpoints are http(s) URLs, and
+    PKCE S256 is offered when methods are listed (the spec requires S256)."""
+    if doc.get("issuer") != issuer:
+        raise AuthorizationError(
+            f"authorization server metadata names issuer {doc.get('issuer')!r}, "
+            f"but was fetched for {issuer!r}"
+        )
+    for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+        value = doc.get(key)
+        if value is None and key == "registration_endpoint":
+            continue
+        if not isinstance(value, str):
+            raise AuthorizationError(f"authorization server metadata has no {key!r} string")
+        _split(value)
+    methods = string_list(doc, "code_challenge_methods_supported")
+    if methods is not None and "S256" not in methods:
+        raise AuthorizationError("the authorization server does not support PKCE S256")
+    return doc
+
+
+def check_iss(params: Mapping[str, str], issuer: str, metadata: Mapping[str, object]) -> None:
+    """RFC 9207 §2.4: an ``iss`` in the authorization response must equal the
+    issuer, compared as strings; when the server advertises the parameter
+    (``authorization_response_iss_parameter_supported``), it must be there."""
+    iss = params.get("iss")
+    if iss is None:
+        if metadata.get("authorization_response_iss_parameter_supported") is True:
+            raise AuthorizationError(
+                "the authorization response has no 'iss', which its server advertises (RFC 9207)"
+            )
+        return
+    if iss != issuer:
+        raise AuthorizationError(
+            f"the authorization response came from issuer {iss!r}, not {issuer!r} (RFC 9207)"
+        )
+
+
+def select_scopes(
+    challenged: str | None,
+    resource_scopes: Sequence[str] | None,
+    server_scopes: Sequence[str] | None,
+    previous: Sequence[str] = (),
+    *,
+    offline: bool = False,
+) -> list[str]:
+    """The scopes to ask for (the spec's "Scope Selection Strategy").
+
+    The challenge's ``scope`` first, else the resource's ``scopes_supported``,
+    else none (the parameter is then omitted). Scopes asked for before are
+    kept on a step-up, so that the new token does not lose them. With
+    ``offline``, ``offline_access`` is added when, and only when, the
+    authorization server lists it (SEP-2207): asking for a scope the server
+    does not know would make the request fail.
+    """
+    if challenged is not None and challenged.split():
+        scopes = challenged.split()
+    elif resource_scopes:
+        scopes = list(resource_scopes)
+    else:
+        scopes = []
+    out = list(dict.fromkeys([*previous, *scopes]))
+    if offline and server_scopes and "offline_access" in server_scopes:
+        out = list(dict.fromkeys([*out, "offline_access"]))
+    return out
+
+
+def pkce_pair() -> tuple[str, str]:
+    """A PKCE verifier (43-128 unreserved characters, RFC 7636 §4.1) and its
+    S256 challenge (§4.2)."""
+    verifier = secrets.token_urlsafe(48)
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def form_body(fields: Mapping[str, str | None]) -> bytes:
+    """``application/x-www-form-urlencoded`` (RFC 6749 Appendix B); ``None`` values left out."""
+    return urlencode({k: v for k, v in fields.items() if v is not None}).encode("ascii")
+
+
+@dataclass(frozen=True)
+class TokenResponse:
+    """A successful token response (RFC 6749 §5.1)."""
+
+    access_token: str
+    token_type: str = "Bearer"
+    expires_in: int | None = None
+    refresh_token: str | None = None
+    scope: str | None = None
+
+
+def parse_token_response(status: int, body: bytes) -> TokenResponse:
+    """Read a token endpoint's answer; an error response (RFC 6749 §5.2) or a
+    malformed success raises ``AuthorizationError`` with the server's words."""
+    try:
+        doc = json_object(body, "the token response")
+    except AuthorizationError:
+        if status == 200:
+            raise
+        doc = {}
+    if status != 200 or "error" in doc:
+        error = doc.get("error", f"HTTP {status}")
+        described = doc.get("error_description")
+        text = f"{error}: {described}" if isinstance(described, str) else str(error)
+        raise AuthorizationError(f"the token endpoint refused: {text}")
+    token = doc.get("access_token")
+    kind = doc.get("token_type")
+    if not isinstance(token, str) or not token:
+        raise AuthorizationError("the token response has no access_token")
+    if not isinstance(kind, str) or kind.lower() != "bearer":
+        raise AuthorizationError(f"unsupported token_type {kind!r} (only Bearer)")
+    expires = doc.get("expires_in")
+    if expires is not None and (type(expires) is not int or expires < 0):
+        raise AuthorizationError(f"expires_in is not a non-negative integer: {expires!r}")
+    refresh = doc.get("refresh_token")
+    scope = doc.get("scope")
+    return TokenResponse(
+        token,
+        "Bearer",
+        expires,
+        refresh if isinstance(refresh, str) and refresh else None,
+        scope if isinstance(scope, str) else None,
+    )

@@ -1,0 +1,350 @@
+"""MCP authorization end to end: ``Client.http(url, auth=OAuthClient(...))``.
+
+1. Against the reference SDK as a real authorization server and protected
+   resource (``tests/http_client/ref_auth_server.py``, uvicorn in a child
+   process): dynamic registration, PKCE, the ``resource`` parameter, the
+   bearer token on every request, refresh of an expired token, tokens kept in
+   a ``TokenStorage`` and reused, and a tampered ``state`` refused.
+2. Against a scripted resource and authorization server on two origins
+   (``tests/http_client/rawserver.py``) for what the SDK never does: a
+   resource metadata document for another server, metadata naming another
+   issuer, scope step-up on ``403 insufficient_scope`` and its limit, and the
+   token never sent to the authorization server's origin.
+
+Everything runs on both anyio backends.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import anyio
+import pytest
+from http_client.rawserver import Reply, Seen, raw_server, result
+
+from mcpwire import (
+    Client,
+    InMemoryTokenStorage,
+    JSONRPCError,
+    OAuthClient,
+    headless_redirect_handler,
+)
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER = Path(__file__).resolve().parent / "http_client" / "ref_auth_server.py"
+START_TIMEOUT = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class AuthServer:
+    """The SDK's authorization-enabled server in a child process."""
+
+    def __init__(self, tmp: Path, lifetime: int) -> None:
+        self.port = free_port()
+        self.log = tmp / f"sdk-auth-{self.port}.log"
+        self.lifetime = lifetime
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def start(self) -> None:
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, str(SERVER), str(self.port), str(self.lifetime)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                cwd=ROOT,
+            )
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the SDK server exited:\n{self.log.read_text()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"the SDK server did not start:\n{self.log.read_text()}")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def sdk_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
+    server = AuthServer(tmp_path_factory.mktemp("sdk"), lifetime=3600)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def sdk_short(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
+    """Access tokens that live one second, so that they must be refreshed."""
+    server = AuthServer(tmp_path_factory.mktemp("sdk"), lifetime=1)
+    server.start()
+    yield server
+    server.stop()
+
+
+async def stats(client: Client) -> dict[str, Any]:
+    answer = await client.call_tool("stats", {})
+    assert isinstance(answer.structured, dict)
+    return answer.structured
+
+
+async def test_sdk_flow(sdk_auth: AuthServer) -> None:
+    """Registration, PKCE, the token endpoint, the resource parameter, the bearer token."""
+    storage = InMemoryTokenStorage()
+    auth = OAuthClient(redirect_handler=headless_redirect_handler(), storage=storage)
+    with anyio.fail_after(20):
+        async with Client.http(sdk_auth.url, auth=auth) as client:
+            assert [t.name for t in await client.list_tools()] == ["stats"]
+            before = await stats(client)
+    assert before["grants"][-1] == "authorization_code"
+    assert before["resources"][-1] == sdk_auth.url
+    assert storage.tokens is not None
+    assert storage.tokens.resource == sdk_auth.url
+    assert storage.tokens.scopes == ["mcp:read"]  # the SDK's PRM scopes_supported
+    assert list(storage.clients) == [f"http://127.0.0.1:{sdk_auth.port}"]
+
+    # A second client with the same storage needs no registration and no grant.
+    again = OAuthClient(redirect_handler=headless_redirect_handler(), storage=storage)
+    with anyio.fail_after(20):
+        async with Client.http(sdk_auth.url, auth=again) as client:
+            after = await stats(client)
+    assert after["registrations"] == before["registrations"]
+    assert after["grants"] == before["grants"]
+
+
+async def test_sdk_refresh(sdk_short: AuthServer) -> None:
+    auth = OAuthClient(redirect_handler=headless_redirect_handler())
+    with anyio.fail_after(20):
+        async with Client.http(sdk_short.url, auth=auth) as client:
+            first = await stats(client)
+            await anyio.sleep(1.2)
+            second = await stats(client)
+    assert first["grants"][-1] == "authorization_code"
+    assert second["grants"][len(first["grants"]) :] == ["refresh_token"]
+
+
+async def test_sdk_state_mismatch_is_refused(sdk_auth: AuthServer) -> None:
+    """A redirect whose ``state`` is not ours (RFC 6749 §10.12): no token request."""
+    follow = headless_redirect_handler()
+
+    async def tampered(url: str) -> str:
+        landed = await follow(url)
+        parts = urlsplit(landed)
+        query = dict(parse_qsl(parts.query))
+        query["state"] = "forged"
+        return parts._replace(query=urlencode(query)).geturl()
+
+    auth = OAuthClient(redirect_handler=tampered)
+    with anyio.fail_after(20), pytest.raises(JSONRPCError, match="state does not match"):
+        async with Client.http(sdk_auth.url, auth=auth) as client:
+            await client.list_tools()
+
+
+# -- scripted servers ------------------------------------------------------------------------
+
+
+class Scripted:
+    """A protected MCP resource (``rs``) and its authorization server (``as_``)
+    on two origins, scripted: ``prm`` and ``metadata`` may be altered by a test,
+    and ``needs`` maps a JSON-RPC method to the scopes its token must carry."""
+
+    def __init__(self) -> None:
+        self.rs_url = ""
+        self.as_url = ""
+        self.prm: dict[str, Any] = {}
+        self.metadata: dict[str, Any] = {}
+        self.needs: dict[str, list[str]] = {}
+        self.granted: dict[str, list[str]] = {}
+        #: Scopes the authorization server grants (all asked for, when None).
+        self.grantable: set[str] | None = None
+        self.authorizations: list[dict[str, str]] = []
+        self.as_seen: list[Seen] = []
+
+    def start(self, rs_url: str, as_url: str) -> None:
+        self.rs_url, self.as_url = rs_url, as_url.removesuffix("/mcp")
+        base = rs_url.removesuffix("/mcp")
+        self.prm = {"resource": rs_url, "authorization_servers": [self.as_url]}
+        self.metadata = {
+            "issuer": self.as_url,
+            "authorization_endpoint": self.as_url + "/authorize",
+            "token_endpoint": self.as_url + "/token",
+            "registration_endpoint": self.as_url + "/register",
+            "code_challenge_methods_supported": ["S256"],
+        }
+        self.prm_url = base + "/.well-known/oauth-protected-resource/mcp"
+
+    async def resource(self, seen: Seen) -> Reply:
+        if seen.method == "GET" and seen.target.startswith("/.well-known/oauth-protected-resource"):
+            return Reply.json(self.prm)
+        if seen.method != "POST":
+            return Reply.empty(405)
+        message = seen.json
+        method = message.get("method", "")
+        if method.startswith("notifications/"):
+            return Reply.empty(202)
+        token = seen.headers.get("authorization", "").removeprefix("Bearer ")
+        granted = self.granted.get(token)
+        if granted is None:
+            challenge = f'Bearer resource_metadata="{self.prm_url}"'
+            return Reply.json({"error": "invalid_token"}, 401, [("WWW-Authenticate", challenge)])
+        wanted = self.needs.get(method, [])
+        if not set(wanted) <= set(granted):
+            challenge = (
+                f'Bearer error="insufficient_scope", scope="{" ".join(wanted)}", '
+                f'resource_metadata="{self.prm_url}"'
+            )
+            return Reply.json(
+                {"error": "insufficient_scope"}, 403, [("WWW-Authenticate", challenge)]
+            )
+        if method == "initialize":
+            return Reply.json(
+                result(
+                    message["id"],
+                    {
+                        "protocolVersion": message["params"]["protocolVersion"],
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "scripted", "version": "1"},
+                    },
+                )
+            )
+        if method == "tools/list":
+            return Reply.json(
+                result(message["id"], {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]})
+            )
+        if method == "tools/call":
+            return Reply.json(result(message["id"], {"content": [{"type": "text", "text": "ok"}]}))
+        return Reply.json(
+            {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "no"}}
+        )
+
+    async def authorization(self, seen: Seen) -> Reply:
+        self.as_seen.append(seen)
+        path, _, query = seen.target.partition("?")
+        if path == "/.well-known/oauth-authorization-server":
+            return Reply.json(self.metadata)
+        if path == "/register":
+            return Reply.json({"client_id": "c1", "token_endpoint_auth_method": "none"}, 201)
+        if path == "/authorize":
+            params = dict(parse_qsl(query))
+            self.authorizations.append(params)
+            answer = {"code": f"code-{len(self.authorizations)}", "state": params["state"]}
+            target = f"{params['redirect_uri']}?{urlencode(answer)}"
+            return Reply(302, [("Location", target), ("Content-Length", "0")])
+        if path == "/token":
+            form = dict(parse_qsl(seen.body.decode()))
+            assert form["resource"] == self.rs_url
+            number = int(form["code"].removeprefix("code-"))
+            scopes = self.authorizations[number - 1].get("scope", "").split()
+            if self.grantable is not None:
+                scopes = [x for x in scopes if x in self.grantable]
+            token = f"token-{number}"
+            self.granted[token] = scopes
+            return Reply.json({"access_token": token, "token_type": "Bearer", "expires_in": 3600})
+        return Reply.empty(404)
+
+
+async def run_scripted(scripted: Scripted, *, call: bool = True) -> JSONRPCError | None:
+    """Connect, list the tools and call one; the error the client raised, if any
+    (returned, so it does not reach the servers' task groups)."""
+    async with raw_server(scripted.resource) as rs, raw_server(scripted.authorization) as as_:
+        scripted.start(rs.url, as_.url)
+        auth = OAuthClient(redirect_handler=headless_redirect_handler(), offline_access=False)
+        try:
+            with anyio.fail_after(20):
+                async with Client.http(rs.url, auth=auth, mode="legacy") as client:
+                    await client.list_tools()
+                    if call:
+                        await client.call_tool("t", {})
+        except JSONRPCError as exc:
+            return exc
+    return None
+
+
+async def test_scope_step_up() -> None:
+    scripted = Scripted()
+    scripted.needs = {"tools/list": ["mcp:basic"], "tools/call": ["mcp:write"]}
+
+    original = scripted.start
+
+    def start(rs_url: str, as_url: str) -> None:
+        original(rs_url, as_url)
+        scripted.prm["scopes_supported"] = ["mcp:basic"]
+
+    scripted.start = start  # type: ignore[method-assign]
+    assert await run_scripted(scripted) is None
+    assert [a.get("scope") for a in scripted.authorizations] == ["mcp:basic", "mcp:basic mcp:write"]
+    assert all(a["code_challenge_method"] == "S256" for a in scripted.authorizations)
+    # The token went to the resource only: the authorization server never saw it.
+    assert not any("authorization" in s.headers for s in scripted.as_seen)
+
+
+async def test_step_up_is_not_repeated_for_scopes_already_asked_for() -> None:
+    scripted = Scripted()
+    # The server asks for a scope its authorization server never grants.
+    scripted.needs = {"tools/list": ["never:granted"]}
+    scripted.grantable = set()
+
+    error = await run_scripted(scripted)
+    assert error is not None
+    assert "403" in str(error)
+    # One flow for the 401, one step-up; then the 403 is the answer.
+    assert [a.get("scope") for a in scripted.authorizations] == [None, "never:granted"]
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda s: s.prm.update(resource="https://evil.example.com/mcp"), "not for"),
+        (lambda s: s.metadata.update(issuer="https://attacker.example.com"), "issuer"),
+        (lambda s: s.metadata.update(code_challenge_methods_supported=["plain"]), "S256"),
+    ],
+)
+async def test_refused_documents(change: Any, words: str) -> None:
+    scripted = Scripted()
+    original = scripted.start
+
+    def start(rs_url: str, as_url: str) -> None:
+        original(rs_url, as_url)
+        change(scripted)
+
+    scripted.start = start  # type: ignore[method-assign]
+    error = await run_scripted(scripted, call=False)
+    assert error is not None
+    assert words in str(error)
+    assert scripted.authorizations == []
+
+
+def test_grants_need_their_parameters() -> None:
+    with pytest.raises(ValueError, match="redirect_handler"):
+        OAuthClient()
+    with pytest.raises(ValueError, match="client_secret"):
+        OAuthClient(grant="client_credentials", client_id="x")
