@@ -42,12 +42,12 @@ if TYPE_CHECKING:
     from ._content import ToolResult as ToolResult
     from ._context import Context as Context
     from ._context import URLElicitationRequired as URLElicitationRequired
+    from ._http_auth import ResourceServerAuth as ResourceServerAuth
     from ._http_client import HTTPClientTransport as HTTPClientTransport
     from ._http_client_base import HTTPClientOptions as HTTPClientOptions
     from ._http_client_sse import SSEClientTransport as SSEClientTransport
     from ._http_events import EventStore as EventStore
     from ._http_events import MemoryEventStore as MemoryEventStore
-    from ._http_auth import ResourceServerAuth as ResourceServerAuth
     from ._http_server import HTTPServer as HTTPServer
     from ._http_server import HTTPServerOptions as HTTPServerOptions
     from ._hub import Hub as Hub

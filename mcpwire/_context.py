@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ._auth_tokens import AccessToken, current_auth
 from ._errors import JSONRPCError, MCPWireError
 from ._versions import LOG_LEVELS
 from .sansio import _codec
@@ -246,6 +247,11 @@ class Context:
         return await self.task_run.start()
 
     # -- facts -----------------------------------------------------------------
+
+    @property
+    def auth(self) -> AccessToken | None:
+        """The verified access token of this request (HTTP with ``auth=``), else None."""
+        return current_auth()
 
     @property
     def request_id(self) -> RequestId:

@@ -13,9 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from .sansio._codec import DEFAULT_MAX_MESSAGE_SIZE
+
+if TYPE_CHECKING:
+    from ._http_auth import ResourceServerAuth
 
 __all__ = ("HostList", "HTTPServerOptions", "http_options")
 
@@ -47,6 +50,8 @@ class HTTPServerOptions:
     sse_keepalive: float = 15.0
     retry_ms: int = 1000
     shutdown_timeout: float = 5.0
+    #: OAuth 2.1 protection (``ResourceServerAuth``); ``None``: no authorization.
+    auth: ResourceServerAuth | None = None
 
 
 def http_options(

@@ -407,7 +407,7 @@ class HTTPServer:
         close = [("connection", "close")]
         path = head.path
         sse = opts.legacy_sse and path in (opts.sse_path, opts.message_path)
-        if path != opts.path and not sse:
+        if path != opts.path and not sse and not (opts.auth and opts.auth.serves(path)):
             await http.respond_text(404, "Not Found", close)
             return
         host = head.headers.get("host")
@@ -424,6 +424,8 @@ class HTTPServer:
             logger.warning("rejected request with Origin %r", origin)
             await http.respond_text(403, "Forbidden: invalid Origin header", close)
             return
+        if opts.auth is not None and not await opts.auth.admit(self, http, head):
+            return  # answered: the metadata document, or no valid token (_http_auth)
         if sse:
             if path == opts.sse_path and head.method == "GET":
                 await self.sse.get(http, head)

@@ -1,0 +1,355 @@
+"""The HTTP server as an OAuth 2.1 protected resource (MCP ``basic/authorization``).
+
+Theory of operation
+-------------------
+``ResourceServerAuth`` is given to ``serve_http`` / ``asgi_app`` /
+``Server.run("http")`` as ``auth=``. The server's gate runs its checks on
+the path, ``Host`` and ``Origin`` first (DNS-rebinding protection does not
+depend on credentials), then hands every request to ``admit``:
+
+* ``GET /.well-known/oauth-protected-resource`` plus the endpoint's path
+  (RFC 9728 section 3.1, path insertion), and the root form, answer the
+  Protected Resource Metadata document: ``resource``,
+  ``authorization_servers``, ``scopes_supported``,
+  ``bearer_methods_supported`` (``header`` only), and the rest of what was
+  configured. Other methods get 405.
+* every other request must carry ``Authorization: Bearer <token>``
+  (authorization.mdx, "Token Requirements": on every request, both eras,
+  POST, GET and DELETE, and the deprecated ``/sse`` and ``/messages``).
+  Without one: 401 with ``WWW-Authenticate: Bearer resource_metadata=...``
+  and, when scopes are required, ``scope=...`` (RFC 9728 section 5.1, RFC
+  6750 section 3); a token the verifier refuses, that has expired, or whose
+  audience names other resources only (RFC 8707; no token passthrough): 401
+  with ``error="invalid_token"``; one without a required scope: 403 with
+  ``error="insufficient_scope"`` and the scopes needed. A token in the query
+  string is refused with 400 ``invalid_request`` (authorization.mdx:
+  "Access tokens MUST NOT be included in the URI query string"), as is a
+  request with two ``Authorization`` fields.
+* a legacy session (streamable HTTP ``Mcp-Session-Id``, or the HTTP+SSE
+  ``session_id``) belongs to the client and subject whose token started it
+  (security_best_practices.mdx, "Session Hijacking": bind the session to
+  the user). A request naming it with a token of anyone else gets the same
+  404 as an unknown session: for that caller the session does not exist,
+  and the answer does not tell whether it exists for somebody else.
+
+What an admitted request carried is put in a context variable
+(``_auth_tokens.AuthCell``) for the handlers: ``Context.auth``.
+
+The ``resource`` identifier (the canonical URL of the MCP endpoint) is what
+the metadata names and what token audiences are checked against. By default
+it is ``http://<Host><path>`` when the ``Host`` header is checked against
+an allow-list (the default on a loopback bind); otherwise (a public bind, an
+ASGI host) there is no trustworthy default, since a client picks the
+``Host`` it sends, and ``resource=`` must be given: a request then gets a
+500 that says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import orjson
+
+from ._auth_header import BearerError, bearer_challenge, bearer_token
+from ._auth_tokens import AccessToken, AuthCell, TokenVerifier, enter_cell
+from ._http_wire import BodyTooLarge, HTTPExchange, RequestHead
+from .sansio._http import MCP_SESSION_ID
+from .sansio._json import JSONValue
+from .sansio._messages import ErrorCode
+
+if TYPE_CHECKING:
+    from ._http_server import HTTPServer
+
+__all__ = ("WELL_KNOWN", "ResourceServerAuth", "canonical_resource", "metadata_url")
+
+logger = logging.getLogger("mcpwire.http")
+
+#: RFC 9728 section 3: the well-known URI suffix of protected resource metadata.
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+
+_CLOSE = ("connection", "close")
+
+
+def canonical_resource(url: str) -> str:
+    """``url`` as compared with token audiences: scheme and host in lower case,
+    no trailing slash, no fragment (RFC 8707 section 2, authorization.mdx
+    "Canonical Server URI")."""
+    parts = urllib.parse.urlsplit(url.strip())
+    path = parts.path.rstrip("/")
+    return urllib.parse.urlunsplit(
+        (parts.scheme.lower(), parts.netloc.lower(), path, parts.query, "")
+    )
+
+
+def metadata_url(resource: str) -> str:
+    """Where the metadata of ``resource`` is served: the well-known URI with its path inserted."""
+    parts = urllib.parse.urlsplit(resource)
+    return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{parts.path.rstrip('/')}"
+
+
+def _absolute(url: str, what: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment:
+        raise ValueError(f"{what} must be an absolute http(s) URL without a fragment: {url!r}")
+    return url
+
+
+class ResourceServerAuth:
+    """OAuth 2.1 protection of an MCP HTTP endpoint (see the module docstring).
+
+    Args:
+        verifier: checks each access token (``StaticTokenVerifier``,
+            ``IntrospectionVerifier``, or your own ``TokenVerifier``).
+        authorization_servers: issuer URLs of the authorization servers the
+            client may get tokens from (at least one).
+        scopes_supported: scopes listed in the metadata document.
+        required_scopes: scopes every request's token must hold; named in
+            the 401 challenge and, when missing, in the 403.
+        resource: the canonical URL of the endpoint (default: see the module
+            docstring); tokens must be issued for it.
+        resource_name, resource_documentation: for the metadata document.
+        metadata: further metadata fields (RFC 9728 section 2), as given.
+        check_audience: refuse tokens whose audience names other resources
+            only (RFC 8707); a token with no audience is the verifier's word
+            (``IntrospectionVerifier`` refuses those by default).
+    """
+
+    def __init__(
+        self,
+        verifier: TokenVerifier,
+        *,
+        authorization_servers: Sequence[str],
+        scopes_supported: Sequence[str] = (),
+        required_scopes: Sequence[str] = (),
+        resource: str | None = None,
+        resource_name: str | None = None,
+        resource_documentation: str | None = None,
+        metadata: Mapping[str, JSONValue] | None = None,
+        check_audience: bool = True,
+    ) -> None:
+        if isinstance(authorization_servers, str) or not authorization_servers:
+            raise ValueError("authorization_servers must list at least one issuer URL")
+        for scope in (*scopes_supported, *required_scopes):
+            if not scope or any(c in scope for c in ' "\\') or not scope.isprintable():
+                raise ValueError(f"invalid scope {scope!r}")
+        self.verifier = verifier
+        self.authorization_servers = tuple(
+            _absolute(url, "an authorization server") for url in authorization_servers
+        )
+        self.scopes_supported = tuple(scopes_supported)
+        self.required_scopes = tuple(required_scopes)
+        self.resource = _absolute(resource, "resource") if resource is not None else None
+        self.resource_name = resource_name
+        self.resource_documentation = resource_documentation
+        self.metadata = dict(metadata or {})
+        self.check_audience = check_audience
+
+    # -- routing ---------------------------------------------------------------------------
+
+    def serves(self, path: str) -> bool:
+        """Whether ``path`` is one of the metadata document's (any path insertion)."""
+        return path == WELL_KNOWN or path.startswith(WELL_KNOWN + "/")
+
+    def resource_for(self, app: HTTPServer, head: RequestHead) -> str | None:
+        """The resource identifier a request is checked against (``None``: unknown)."""
+        if self.resource is not None:
+            return self.resource
+        host = head.headers.get("host")
+        if app.allowed_hosts is None or not host:
+            return None
+        return f"http://{host.lower()}{app.options.path}"
+
+    def document(self, resource: str) -> dict[str, JSONValue]:
+        """The Protected Resource Metadata document (RFC 9728 section 2)."""
+        doc: dict[str, JSONValue] = {
+            "resource": resource,
+            "authorization_servers": list(self.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        }
+        if self.scopes_supported:
+            doc["scopes_supported"] = list(self.scopes_supported)
+        if self.resource_name is not None:
+            doc["resource_name"] = self.resource_name
+        if self.resource_documentation is not None:
+            doc["resource_documentation"] = self.resource_documentation
+        doc.update(self.metadata)
+        return doc
+
+    # -- the gate --------------------------------------------------------------------------
+
+    async def admit(self, app: HTTPServer, http: HTTPExchange, head: RequestHead) -> bool:
+        """Let a request through (True), or answer it here (False)."""
+        enter_cell(None)
+        resource = self.resource_for(app, head)
+        if resource is None:
+            logger.error("auth: no resource URL; give ResourceServerAuth(resource=...)")
+            await http.respond_text(
+                500,
+                "Internal Server Error: the protected resource has no canonical URL "
+                "(configure resource= or allowed_hosts=)",
+                [_CLOSE],
+            )
+            return False
+        if self.serves(head.path):
+            await self._metadata(app, http, head, resource)
+            return False
+        if _query_token(head.query):
+            await self._challenge(
+                http, 400, resource, "invalid_request", "access tokens are not accepted in the URI"
+            )
+            return False
+        if "authorization" in head.duplicated:
+            await self._challenge(
+                http, 400, resource, "invalid_request", "more than one Authorization field"
+            )
+            return False
+        try:
+            raw = bearer_token(head.headers.get("authorization"))
+        except BearerError as exc:
+            await self._challenge(http, 401, resource, "invalid_token", str(exc))
+            return False
+        if raw is None:
+            await self._challenge(http, 401, resource)
+            return False
+        try:
+            token = await self.verifier.verify(raw)
+        except Exception as exc:
+            logger.warning("auth: the token verifier failed: %s", exc)
+            await http.respond_text(
+                503,
+                "Service Unavailable: the access token cannot be checked right now",
+                [("retry-after", "5"), _CLOSE],
+            )
+            return False
+        problem = self._problem(token, resource)
+        if problem is not None:
+            await self._challenge(http, 401, resource, "invalid_token", problem)
+            return False
+        assert token is not None
+        missing = [s for s in self.required_scopes if s not in token.scopes]
+        if missing:
+            await self._challenge(
+                http,
+                403,
+                resource,
+                "insufficient_scope",
+                "the access token lacks " + " ".join(missing),
+            )
+            return False
+        return await self._bind(app, http, head, token)
+
+    def _problem(self, token: AccessToken | None, resource: str) -> str | None:
+        if token is None:
+            return "the access token is invalid, revoked or expired"
+        if token.expires_at is not None and token.expires_at <= time.time():
+            return "the access token has expired"
+        if self.check_audience and token.audience:
+            mine = canonical_resource(resource)
+            if not any(canonical_resource(aud) == mine for aud in token.audience):
+                return "the access token was not issued for this resource"
+        return None
+
+    async def _bind(
+        self, app: HTTPServer, http: HTTPExchange, head: RequestHead, token: AccessToken
+    ) -> bool:
+        """Check a request on a legacy session against the session's owner."""
+        opts = app.options
+        cell: AuthCell | None = None
+        sid = head.headers.get(MCP_SESSION_ID)
+        sse = False
+        if sid is not None and head.path == opts.path:
+            session = app.legacy.table.get(sid)
+            cell = session.auth if session is not None else None
+        elif opts.legacy_sse and head.path == opts.message_path:
+            sse = True
+            values = _query_values(head.query, "session_id")
+            transport = app.sse.connections.get(values[0]) if len(values) == 1 else None
+            cell = transport.auth if transport is not None else None
+        if cell is None:
+            cell = AuthCell(token)
+        elif cell.owner != token.owner:
+            logger.warning("auth: refused a request on a session of another client")
+            if sse:
+                await http.respond_text(404, "Not Found: no such session", [_CLOSE])
+            else:
+                await app.json_error(
+                    http, 404, None, ErrorCode.INVALID_REQUEST, "Session not found", None, [_CLOSE]
+                )
+            return False
+        else:
+            cell.token = token
+        enter_cell(cell)
+        return True
+
+    async def _metadata(
+        self, app: HTTPServer, http: HTTPExchange, head: RequestHead, resource: str
+    ) -> None:
+        allowed = {
+            WELL_KNOWN,
+            WELL_KNOWN + urllib.parse.urlsplit(resource).path.rstrip("/"),
+            WELL_KNOWN + app.options.path.rstrip("/"),
+        }
+        if head.path not in allowed:
+            await http.respond_text(404, "Not Found", [_CLOSE])
+            return
+        if head.method != "GET":
+            await http.respond_text(405, "Method Not Allowed", [("allow", "GET"), _CLOSE])
+            return
+        try:
+            await http.read_body(4096)
+        except BodyTooLarge:
+            await http.respond_text(413, "Content Too Large", [_CLOSE])
+            return
+        headers = [
+            ("content-type", "application/json"),
+            ("cache-control", "max-age=300"),
+            ("access-control-allow-origin", "*"),
+        ]
+        await http.respond(200, headers, orjson.dumps(self.document(resource)))
+
+    async def _challenge(
+        self,
+        http: HTTPExchange,
+        status: int,
+        resource: str,
+        error: str | None = None,
+        description: str | None = None,
+    ) -> None:
+        params = [("resource_metadata", metadata_url(resource))]
+        scopes = self.required_scopes
+        if scopes and error != "invalid_request":
+            params.append(("scope", " ".join(scopes)))
+        if error is not None:
+            params.append(("error", error))
+            if description is not None:
+                params.append(("error_description", description))
+        body: dict[str, str] = {"error": error or "unauthorized"}
+        if description is not None:
+            body["error_description"] = description
+        headers = [
+            ("content-type", "application/json"),
+            ("www-authenticate", bearer_challenge(params)),
+            _CLOSE,
+        ]
+        await http.respond(status, headers, orjson.dumps(body))
+
+
+def _query_values(query: str, name: str) -> list[str]:
+    """The values of parameter ``name`` in a query string (the head bounds its size)."""
+    values = []
+    for part in query.split("&"):
+        key, _, value = part.partition("=")
+        if urllib.parse.unquote_plus(key) == name:
+            values.append(urllib.parse.unquote_plus(value))
+    return values
+
+
+def _query_token(query: str) -> bool:
+    """Whether a query string carries an ``access_token`` parameter (RFC 6750 section 2.3)."""
+    if not query or ("token" not in query.lower() and "%" not in query):
+        return False
+    return bool(_query_values(query, "access_token"))
