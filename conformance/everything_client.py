@@ -19,10 +19,12 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import urlencode
 
 import anyio
 
-from mcpwire import Client, OAuthClient, headless_redirect_handler
+from mcpwire import AssertionProvider, Client, OAuthClient, headless_redirect_handler
+from mcpwire._http_client_conn import URL, HTTPClient
 from mcpwire.sansio._json import JSONObject, JSONValue
 
 Handler = Callable[[str], Awaitable[None]]
@@ -202,6 +204,44 @@ async def custom_headers(url: str) -> None:
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 
 
+def identity_assertion_grant(ctx: JSONObject) -> AssertionProvider:
+    """SEP-990: the identity assertion grant (ID-JAG) for the MCP authorization
+    server, from the enterprise identity provider by RFC 8693 token exchange of
+    the user's ID token the harness hands over."""
+
+    async def exchange(issuer: str, resource: str) -> str:
+        endpoint = ctx.get("idp_token_endpoint")
+        if not isinstance(endpoint, str):
+            raise RuntimeError("the context has no idp_token_endpoint")
+        form = {
+            "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+            "requested_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+            "subject_token": str(ctx.get("idp_id_token")),
+            "subject_token_type": "urn:ietf:params:oauth:token-type:id_token",
+            "audience": issuer,
+            "resource": resource,
+            "client_id": str(ctx.get("idp_client_id")),
+        }
+        http = HTTPClient()
+        try:
+            response = await http.request(
+                "POST",
+                URL.parse(endpoint),
+                [("Content-Type", "application/x-www-form-urlencoded")],
+                urlencode(form).encode(),
+                timeout=20.0,
+            )
+            async with response:
+                body = json.loads(await response.read_body(1 << 20))
+        finally:
+            await http.aclose()
+        if response.status != 200 or not isinstance(body.get("access_token"), str):
+            raise RuntimeError(f"token exchange refused: HTTP {response.status} {body}")
+        return str(body["access_token"])
+
+    return exchange
+
+
 def oauth_client() -> OAuthClient:
     """Authorization for an ``auth/*`` scenario, from what the harness gives.
 
@@ -215,8 +255,25 @@ def oauth_client() -> OAuthClient:
     secret = ctx.get("client_secret")
     client_id = client_id if isinstance(client_id, str) else None
     secret = secret if isinstance(secret, str) else None
-    if os.environ.get("MCP_CONFORMANCE_SCENARIO", "").startswith("auth/client-credentials"):
+    name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    if name.startswith("auth/client-credentials"):
         return OAuthClient(grant="client_credentials", client_id=client_id, client_secret=secret)
+    if name == "auth/wif-jwt-bearer":
+        workload = ctx.get("valid_jwt")
+
+        async def workload_token(issuer: str, resource: str) -> str:
+            if not isinstance(workload, str):
+                raise RuntimeError("the context has no valid_jwt")
+            return workload
+
+        return OAuthClient(grant="jwt_bearer", client_id=client_id, assertion=workload_token)
+    if name in ("auth/enterprise-managed-authorization", "auth/cross-app-access-complete-flow"):
+        return OAuthClient(
+            grant="jwt_bearer",
+            client_id=client_id,
+            client_secret=secret,
+            assertion=identity_assertion_grant(ctx),
+        )
     return OAuthClient(
         redirect_handler=headless_redirect_handler(),
         client_name="mcpwire-conformance-client",

@@ -74,13 +74,14 @@ if TYPE_CHECKING:
     from ._hub_status import ErrorEntry as ErrorEntry
     from ._hub_status import RestartPolicy as RestartPolicy
     from ._hub_status import ServerStatus as ServerStatus
-    from ._oauth import ClientInfo as ClientInfo
-    from ._oauth import InMemoryTokenStorage as InMemoryTokenStorage
+    from ._oauth import AssertionProvider as AssertionProvider
     from ._oauth import OAuthClient as OAuthClient
-    from ._oauth import OAuthTokens as OAuthTokens
     from ._oauth import RedirectHandler as RedirectHandler
-    from ._oauth import TokenStorage as TokenStorage
     from ._oauth import headless_redirect_handler as headless_redirect_handler
+    from ._oauth_storage import ClientInfo as ClientInfo
+    from ._oauth_storage import InMemoryTokenStorage as InMemoryTokenStorage
+    from ._oauth_storage import OAuthTokens as OAuthTokens
+    from ._oauth_storage import TokenStorage as TokenStorage
     from ._server import Connection as Connection
     from ._server import Server as Server
     from ._session import RequestContext as RequestContext
@@ -187,6 +188,7 @@ __all__ = (
     "memory_pair",
     "parse_config",
     "AuthorizationError",
+    "AssertionProvider",
     "ClientInfo",
     "InMemoryTokenStorage",
     "OAuthClient",
@@ -272,12 +274,13 @@ _LAZY = {
     "MemoryTransport": "._transport",
     "Transport": "._transport",
     "memory_pair": "._transport",
-    "ClientInfo": "._oauth",
-    "InMemoryTokenStorage": "._oauth",
+    "AssertionProvider": "._oauth",
+    "ClientInfo": "._oauth_storage",
+    "InMemoryTokenStorage": "._oauth_storage",
     "OAuthClient": "._oauth",
-    "OAuthTokens": "._oauth",
+    "OAuthTokens": "._oauth_storage",
     "RedirectHandler": "._oauth",
-    "TokenStorage": "._oauth",
+    "TokenStorage": "._oauth_storage",
     "headless_redirect_handler": "._oauth",
 }
 

@@ -24,8 +24,10 @@ A flow, in the order of the spec (``basic/authorization``, 2025-11-25):
    moves to another authorization server never sees the old one's (SEP-2352).
 4. The grant: authorization code with PKCE S256 (RFC 7636) through the
    ``redirect_handler``, whose answer is checked for ``state`` and ``iss``
-   (RFC 9207), or client credentials. Every token request names the resource
-   (RFC 8707), so the token is minted for this server alone.
+   (RFC 9207); client credentials; or a JWT bearer assertion (RFC 7523) that
+   an ``AssertionProvider`` obtains (this module signs nothing). Every token
+   request names the resource (RFC 8707), so the token is minted for this
+   server alone.
 
 Flows are serialized by a lock: requests that fail together wait for one flow
 and then use its token. Bodies are read with a size limit, every exchange has
@@ -39,8 +41,8 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from dataclasses import dataclass
+from typing import Literal
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import anyio
@@ -50,10 +52,13 @@ from ._errors import AuthorizationError
 from ._http_client_conn import HTTPClient, HTTPResponse
 from ._http_client_net import URL
 from ._http_client_sock import HTTPError
+from ._oauth_storage import ClientInfo, InMemoryTokenStorage, OAuthTokens, TokenStorage
 from .sansio import _oauth as o
 from .sansio._json import JSONObject
 
 __all__ = (
+    "JWT_BEARER",
+    "AssertionProvider",
     "ClientInfo",
     "Fetch",
     "InMemoryTokenStorage",
@@ -66,6 +71,9 @@ __all__ = (
 
 logger = logging.getLogger("mcpwire.oauth")
 
+#: The grant type of RFC 7523 §2.1.
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+
 #: The largest metadata, registration or token body read.
 MAX_DOCUMENT_SIZE = 1024 * 1024
 #: Seconds before ``expires_in`` runs out at which a token is renewed.
@@ -75,69 +83,13 @@ EXPIRY_MARGIN = 30.0
 #: the authorization server redirected it to (the ``redirect_uri`` with
 #: ``code``, ``state`` and possibly ``iss`` in its query).
 RedirectHandler = Callable[[str], Awaitable[str]]
+#: Given the authorization server's issuer and the resource (RFC 8707), an
+#: assertion for the RFC 7523 JWT bearer grant: a workload identity token
+#: (SEP-1933), or an identity assertion grant obtained from an enterprise
+#: identity provider by token exchange (SEP-990, RFC 8693).
+AssertionProvider = Callable[[str, str], Awaitable[str]]
 #: An HTTP exchange without the bearer token: (method, url, headers, body) -> response.
 Fetch = Callable[[str, str, list[tuple[str, str]], "bytes | None"], Awaitable[HTTPResponse]]
-
-
-@dataclass
-class OAuthTokens:
-    """What the authorization server granted, and to whom it applies."""
-
-    access_token: str
-    issuer: str
-    resource: str
-    refresh_token: str | None = None
-    #: ``time.time()`` after which the access token is renewed before use
-    #: (a little before it expires), if the server said when it does.
-    expires_at: float | None = None
-    #: The scopes asked for (what a step-up adds to).
-    scopes: list[str] = field(default_factory=list)
-
-    def expired(self, now: float | None = None) -> bool:
-        at = self.expires_at
-        return at is not None and (time.time() if now is None else now) >= at
-
-
-@dataclass(frozen=True)
-class ClientInfo:
-    """A client identity at one authorization server."""
-
-    client_id: str
-    client_secret: str | None = None
-    #: ``none``, ``client_secret_basic`` or ``client_secret_post`` (RFC 7591 §2).
-    token_endpoint_auth_method: str = "none"
-
-
-class TokenStorage(Protocol):
-    """Where an ``OAuthClient`` keeps its tokens and client identities."""
-
-    async def get_tokens(self) -> OAuthTokens | None: ...
-
-    async def set_tokens(self, tokens: OAuthTokens | None) -> None: ...
-
-    async def get_client(self, issuer: str) -> ClientInfo | None: ...
-
-    async def set_client(self, issuer: str, info: ClientInfo) -> None: ...
-
-
-class InMemoryTokenStorage:
-    """The default ``TokenStorage``: kept for the life of the process."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthTokens | None = None
-        self.clients: dict[str, ClientInfo] = {}
-
-    async def get_tokens(self) -> OAuthTokens | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthTokens | None) -> None:
-        self.tokens = tokens
-
-    async def get_client(self, issuer: str) -> ClientInfo | None:
-        return self.clients.get(issuer)
-
-    async def set_client(self, issuer: str, info: ClientInfo) -> None:
-        self.clients[issuer] = info
 
 
 def headless_redirect_handler(*, timeout: float = 30.0, verify: bool = True) -> RedirectHandler:
@@ -197,8 +149,10 @@ class OAuthClient:
             confidential one); used at every authorization server.
         client_metadata_url: an HTTPS URL serving this client's metadata
             document, used as the client ID where the server supports that.
-        grant: ``authorization_code`` or ``client_credentials`` (which needs
-            ``client_id`` and ``client_secret``).
+        grant: ``authorization_code``; ``client_credentials`` (needs
+            ``client_id`` and ``client_secret``); or ``jwt_bearer`` (RFC 7523,
+            needs ``client_id`` and ``assertion``).
+        assertion: for ``jwt_bearer``: where the assertion comes from.
         scopes: scopes to ask for instead of the spec's selection.
         offline_access: ask for ``offline_access`` (a refresh token) when the
             authorization server lists it.
@@ -216,7 +170,10 @@ class OAuthClient:
         client_id: str | None = None,
         client_secret: str | None = None,
         client_metadata_url: str | None = None,
-        grant: Literal["authorization_code", "client_credentials"] = "authorization_code",
+        grant: Literal["authorization_code", "client_credentials", "jwt_bearer"] = (
+            "authorization_code"
+        ),
+        assertion: AssertionProvider | None = None,
         scopes: list[str] | None = None,
         offline_access: bool = True,
         storage: TokenStorage | None = None,
@@ -227,6 +184,9 @@ class OAuthClient:
             raise ValueError("the authorization_code grant needs a redirect_handler")
         if grant == "client_credentials" and (client_id is None or client_secret is None):
             raise ValueError("the client_credentials grant needs client_id and client_secret")
+        if grant == "jwt_bearer" and (client_id is None or assertion is None):
+            raise ValueError("the jwt_bearer grant needs client_id and assertion")
+        self.assertion = assertion
         self.redirect_handler = redirect_handler
         self.redirect_uri = redirect_uri
         self.client_name = client_name
@@ -315,6 +275,12 @@ class OAuthClient:
         self._server, self._client = server, client
         if self.grant == "client_credentials":
             fields: dict[str, str | None] = {"grant_type": "client_credentials"}
+        elif self.grant == "jwt_bearer":
+            assert self.assertion is not None  # checked in __init__
+            fields = {
+                "grant_type": JWT_BEARER,
+                "assertion": await self.assertion(server.issuer, server.resource),
+            }
         else:
             code, verifier = await self._authorization_code(server, client, scopes)
             fields = {

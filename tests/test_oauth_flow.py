@@ -16,6 +16,7 @@ Everything runs on both anyio backends.
 
 from __future__ import annotations
 
+import base64
 import socket
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import anyio
 import pytest
@@ -188,6 +189,8 @@ class Scripted:
         self.grantable: set[str] | None = None
         self.authorizations: list[dict[str, str]] = []
         self.as_seen: list[Seen] = []
+        #: Each token request's form and Authorization header.
+        self.token_requests: list[tuple[dict[str, str], str | None]] = []
 
     def start(self, rs_url: str, as_url: str) -> None:
         self.rs_url, self.as_url = rs_url, as_url.removesuffix("/mcp")
@@ -262,6 +265,11 @@ class Scripted:
         if path == "/token":
             form = dict(parse_qsl(seen.body.decode()))
             assert form["resource"] == self.rs_url
+            self.token_requests.append((form, seen.headers.get("authorization")))
+            if form["grant_type"] != "authorization_code":
+                token = f"token-{form['grant_type']}"
+                self.granted[token] = form.get("scope", "").split()
+                return Reply.json({"access_token": token, "token_type": "Bearer"})
             number = int(form["code"].removeprefix("code-"))
             scopes = self.authorizations[number - 1].get("scope", "").split()
             if self.grantable is not None:
@@ -272,12 +280,15 @@ class Scripted:
         return Reply.empty(404)
 
 
-async def run_scripted(scripted: Scripted, *, call: bool = True) -> JSONRPCError | None:
+async def run_scripted(
+    scripted: Scripted, *, call: bool = True, auth: OAuthClient | None = None
+) -> JSONRPCError | None:
     """Connect, list the tools and call one; the error the client raised, if any
     (returned, so it does not reach the servers' task groups)."""
     async with raw_server(scripted.resource) as rs, raw_server(scripted.authorization) as as_:
         scripted.start(rs.url, as_.url)
-        auth = OAuthClient(redirect_handler=headless_redirect_handler(), offline_access=False)
+        if auth is None:
+            auth = OAuthClient(redirect_handler=headless_redirect_handler(), offline_access=False)
         try:
             with anyio.fail_after(20):
                 async with Client.http(rs.url, auth=auth, mode="legacy") as client:
@@ -343,8 +354,76 @@ async def test_refused_documents(change: Any, words: str) -> None:
     assert scripted.authorizations == []
 
 
+_AUTH_METHODS = [
+    (["client_secret_basic"], "s3cret", "basic"),
+    (None, "s:3", "basic"),
+    (["client_secret_post"], "s3cret", "post"),
+    (["none"], None, "none"),
+]
+
+
+@pytest.mark.parametrize(
+    ("grant", "methods", "secret", "expected"),
+    [
+        *(("client_credentials", *case) for case in _AUTH_METHODS if case[1] is not None),
+        *(("jwt_bearer", *case) for case in _AUTH_METHODS),
+    ],
+)
+async def test_grants_without_a_user(
+    grant: str, methods: list[str] | None, secret: str | None, expected: str
+) -> None:
+    """Client credentials and JWT bearer assertions (RFC 7523): client
+    authentication as the server offers it, the resource, the assertion."""
+    scripted = Scripted()
+    asked: list[tuple[str, str]] = []
+
+    async def assertion(issuer: str, resource: str) -> str:
+        asked.append((issuer, resource))
+        return "signed.elsewhere.jwt"
+
+    original = scripted.start
+
+    def start(rs_url: str, as_url: str) -> None:
+        original(rs_url, as_url)
+        scripted.prm["scopes_supported"] = ["mcp:read"]
+        if methods is not None:
+            scripted.metadata["token_endpoint_auth_methods_supported"] = methods
+
+    scripted.start = start  # type: ignore[method-assign]
+    auth = OAuthClient(
+        grant=grant,  # type: ignore[arg-type]
+        client_id="cid",
+        client_secret=secret,
+        assertion=assertion if grant == "jwt_bearer" else None,
+    )
+    assert await run_scripted(scripted, auth=auth) is None
+    [(form, header)] = scripted.token_requests
+    assert form["client_id"] == "cid"
+    assert form["scope"] == "mcp:read"
+    if expected == "basic":
+        assert secret is not None
+        pair = base64.b64decode(str(header).removeprefix("Basic ")).decode()
+        assert pair == f"cid:{quote(secret, safe='')}"
+        assert "client_secret" not in form
+    elif expected == "post":
+        assert header is None
+        assert form["client_secret"] == secret
+    else:
+        assert header is None
+        assert "client_secret" not in form
+    if grant == "jwt_bearer":
+        assert form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer"
+        assert form["assertion"] == "signed.elsewhere.jwt"
+        assert asked == [(scripted.as_url, scripted.rs_url)]
+    else:
+        assert form["grant_type"] == "client_credentials"
+    assert scripted.authorizations == []
+
+
 def test_grants_need_their_parameters() -> None:
     with pytest.raises(ValueError, match="redirect_handler"):
         OAuthClient()
     with pytest.raises(ValueError, match="client_secret"):
         OAuthClient(grant="client_credentials", client_id="x")
+    with pytest.raises(ValueError, match="assertion"):
+        OAuthClient(grant="jwt_bearer", client_id="x")
