@@ -346,7 +346,7 @@ class OAuthClient:
             issuer = fallback["issuer"]
             metadata = await self._as_metadata(fetch, issuer, legacy=True)
             if metadata is None:
-                metadata = dict(fallback)
+                metadata = o.check_as_metadata(dict(fallback), issuer)
             named = metadata["issuer"]
             assert isinstance(named, str)  # _as_metadata / fallback_endpoints
             return _Server(o.canonical_resource(server_url), named, metadata, None)
@@ -377,7 +377,9 @@ class OAuthClient:
                         "not one on the MCP server's origin"
                     )
                 issuer = named
-            return o.check_as_metadata(doc, issuer)
+            # 2025-03-26 did not yet require servers to list their PKCE methods.
+            pkce = self.grant == "authorization_code" and not legacy
+            return o.check_as_metadata(doc, issuer, require_pkce=pkce)
         return None
 
     async def _get_json(self, fetch: Fetch, url: str, what: str) -> JSONObject | None:

@@ -257,9 +257,39 @@ def test_check_as_metadata() -> None:
         _metadata(authorization_endpoint="javascript:alert(1)"),
         _metadata(code_challenge_methods_supported=["plain"]),
         _metadata(code_challenge_methods_supported="S256"),
+        _metadata(token_endpoint="http://auth.example/token"),
     ):
         with pytest.raises(AuthorizationError):
             o.check_as_metadata(doc, "https://auth.example")
+
+
+def test_pkce_methods_may_be_required() -> None:
+    doc = _metadata()
+    o.check_as_metadata(doc, "https://auth.example")
+    with pytest.raises(AuthorizationError, match="PKCE"):
+        o.check_as_metadata(doc, "https://auth.example", require_pkce=True)
+    doc["code_challenge_methods_supported"] = ["plain", "S256"]
+    o.check_as_metadata(doc, "https://auth.example", require_pkce=True)
+
+
+@pytest.mark.parametrize(
+    ("url", "ok"),
+    [
+        ("https://auth.example/token", True),
+        ("http://localhost:9/token", True),
+        ("http://127.0.0.1/token", True),
+        ("http://[::1]:8080/token", True),
+        ("http://auth.example/token", False),
+        ("http://localhost.evil.example/token", False),
+        ("http://127.0.0.2/token", False),
+    ],
+)
+def test_endpoints_need_tls_off_loopback(url: str, ok: bool) -> None:
+    if ok:
+        o.check_tls(url, "token_endpoint")
+    else:
+        with pytest.raises(AuthorizationError, match="https"):
+            o.check_tls(url, "token_endpoint")
 
 
 @pytest.mark.parametrize(

@@ -337,6 +337,8 @@ async def test_step_up_is_not_repeated_for_scopes_already_asked_for() -> None:
         (lambda s: s.prm.update(resource="https://evil.example.com/mcp"), "not for"),
         (lambda s: s.metadata.update(issuer="https://attacker.example.com"), "issuer"),
         (lambda s: s.metadata.update(code_challenge_methods_supported=["plain"]), "S256"),
+        (lambda s: s.metadata.pop("code_challenge_methods_supported"), "S256"),
+        (lambda s: s.metadata.update(token_endpoint="http://auth.example/token"), "https"),
     ],
 )
 async def test_refused_documents(change: Any, words: str) -> None:

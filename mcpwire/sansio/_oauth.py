@@ -52,6 +52,7 @@ __all__ = (
     "canonical_resource",
     "check_as_metadata",
     "check_iss",
+    "check_tls",
     "check_resource",
     "fallback_endpoints",
     "form_body",
@@ -386,10 +387,18 @@ def string_list(doc: Mapping[str, object], key: str) -> list[str] | None:
     return [v for v in value if isinstance(v, str)]
 
 
-def check_as_metadata(doc: JSONObject, issuer: str) -> JSONObject:
-    """Authorization server metadata after RFC 8414 §3.3's checks: the ``issuer``
-    equals the one its URL was built from, the endpoints are http(s) URLs, and
-    PKCE S256 is offered when methods are listed (the spec requires S256)."""
+def check_as_metadata(doc: JSONObject, issuer: str, *, require_pkce: bool = False) -> JSONObject:
+    """Authorization server metadata after the checks that protect the flow.
+
+    * The ``issuer`` equals the one its URL was built from, as strings
+      (RFC 8414 §3.3): otherwise another server could pose as this one.
+    * The endpoints are https URLs (OAuth 2.1 §1.5), or http on a loopback
+      host (a server on the same machine, as in tests).
+    * PKCE S256 is offered (RFC 7636; the spec's "Authorization Code
+      Protection"): a list without S256 is refused, and with
+      ``require_pkce`` so is a server that lists no methods at all, which the
+      spec says means it does not support PKCE.
+    """
     if doc.get("issuer") != issuer:
         raise AuthorizationError(
             f"authorization server metadata names issuer {doc.get('issuer')!r}, "
@@ -401,11 +410,18 @@ def check_as_metadata(doc: JSONObject, issuer: str) -> JSONObject:
             continue
         if not isinstance(value, str):
             raise AuthorizationError(f"authorization server metadata has no {key!r} string")
-        _split(value)
+        check_tls(value, key)
     methods = string_list(doc, "code_challenge_methods_supported")
-    if methods is not None and "S256" not in methods:
+    if (methods is None and require_pkce) or (methods is not None and "S256" not in methods):
         raise AuthorizationError("the authorization server does not support PKCE S256")
     return doc
+
+
+def check_tls(url: str, what: str) -> None:
+    """Refuse an endpoint that is neither https nor http on a loopback host."""
+    scheme, _, _ = _split(url)
+    if scheme != "https" and urlsplit(url).hostname not in ("localhost", "127.0.0.1", "::1"):
+        raise AuthorizationError(f"{what} {url!r} is not an https URL")
 
 
 def check_iss(params: Mapping[str, str], issuer: str, metadata: Mapping[str, object]) -> None:
