@@ -20,6 +20,8 @@ from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeou
 
 if TYPE_CHECKING:
     from ._client import Client
+    from ._hub_config import OAuthSettings
+    from ._oauth import OAuthClient
     from .sansio._json import JSONObject
 
 __all__ = ("run",)
@@ -60,6 +62,30 @@ def _parser() -> argparse.ArgumentParser:
             choices=("auto", "streamable", "sse"),
             default="auto",
             help="URL targets: Streamable HTTP with HTTP+SSE fallback (auto), or only one of them",
+        )
+        auth = p.add_argument_group("OAuth 2.1 authorization (URL targets)")
+        auth.add_argument(
+            "--oauth",
+            action="store_true",
+            help="authorize as the MCP spec says when the server asks (a 401): discovery, "
+            "registration, and a browser step through a loopback redirect URI",
+        )
+        auth.add_argument("--client-id", help="a pre-registered client (implies --oauth)")
+        auth.add_argument("--client-secret", help="its secret, for a confidential client")
+        auth.add_argument(
+            "--scope", action="append", help="a scope to ask for (repeatable; implies --oauth)"
+        )
+        auth.add_argument(
+            "--callback-port",
+            type=int,
+            default=0,
+            help="the redirect URI's port on 127.0.0.1 (default: any free one)",
+        )
+        auth.add_argument(
+            "--token-store", metavar="FILE", help="keep tokens in FILE across runs (mode 0600)"
+        )
+        auth.add_argument(
+            "--browser", action="store_true", help="open the authorization URL in a browser"
         )
 
     p = sub.add_parser("inspect", help="show a server's info, tools, resources and prompts")
@@ -168,24 +194,31 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
     }
     headers = _header_options(args.header)
     transport = args.transport
+    oauth = None
     if url is None and args.config and args.server:
         # A config entry with a URL ("url", "serverUrl" or "httpUrl"; "type": "sse").
         url, more, kind = _url_from_config(args.config, args.server)
         headers = more + headers
         transport = kind if kind is not None and transport == "auto" else transport
+        if url is not None:
+            oauth = _oauth_from_config(args.config, args.server)
     if url is not None:
         try:
+            auth = _oauth_client(args, url, oauth)
             return Client.http(
                 url,
                 headers=headers,
                 transport=transport,
                 connect_timeout=min(args.timeout, 10.0),
+                auth=auth,
                 **common,
             )
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     if args.header:
         raise UsageError("--header applies to URL targets only")
+    if _wants_oauth(args):
+        raise UsageError("OAuth options apply to URL targets only")
     env: dict[str, str | None] | None = None
     cwd: str | None = None
     if args.config:
@@ -206,6 +239,51 @@ def _header_options(values: list[str]) -> list[tuple[str, str]]:
             raise UsageError(f"--header needs 'NAME: VALUE', not {value!r}")
         headers.append((name.strip(), rest.strip()))
     return headers
+
+
+def _wants_oauth(args: argparse.Namespace) -> bool:
+    return bool(
+        args.oauth or args.client_id or args.scope or args.callback_port or args.token_store
+    )
+
+
+def _oauth_client(
+    args: argparse.Namespace, url: str, configured: OAuthSettings | None
+) -> OAuthClient | None:
+    """The ``OAuthClient`` the options (or the config entry's ``oauth``) ask for."""
+    from ._hub_auth import oauth_client, oauth_state
+    from ._hub_cli import authorization_prompt
+    from ._hub_config import OAuthSettings, ServerConfig
+
+    if not _wants_oauth(args) and configured is None:
+        return None
+    base = configured or OAuthSettings()
+    settings = OAuthSettings(
+        client_id=args.client_id or base.client_id,
+        client_secret=args.client_secret or base.client_secret,
+        scopes=tuple(args.scope) if args.scope else base.scopes,
+        callback_host=base.callback_host,
+        callback_port=args.callback_port or base.callback_port,
+        callback_path=base.callback_path,
+    )
+    config = ServerConfig(name=url, url=url, oauth=settings)
+    state = oauth_state(config, settings, args.token_store)
+    return oauth_client(config, settings, state, authorization_prompt(args.browser))
+
+
+def _oauth_from_config(path: str, name: str) -> OAuthSettings | None:
+    """A config entry's ``oauth`` (or ``authProviderType``), read as the hub reads it."""
+    from ._hub_dialects import parse_config
+    from ._hub_errors import ConfigError
+
+    entry = _config_entry(path, name)
+    if "oauth" not in entry and "authProviderType" not in entry:
+        return None
+    try:
+        loaded = parse_config({"mcpServers": {name: entry}}, file=path)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    return loaded.servers[name].oauth
 
 
 def _config_entry(path: str, name: str) -> dict[str, Any]:

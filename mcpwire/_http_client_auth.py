@@ -49,6 +49,12 @@ class AuthorizedHTTPClient(HTTPClient):
         self.auth = auth
         self._origin: tuple[str, str, int] | None = None
 
+    def abortable(self, url: URL) -> bool:
+        """Never: a request may wait on an authorization flow (the user's step,
+        the authorization server), which ``abort()`` cannot break, so the
+        transport must run every exchange in a cancel scope it can cancel."""
+        return False
+
     async def _plain(
         self, method: str, url: str, headers: list[tuple[str, str]], body: bytes | None
     ) -> HTTPResponse:
@@ -73,7 +79,7 @@ class AuthorizedHTTPClient(HTTPClient):
         flows = 0
         while True:
             try:
-                token = await auth.token(self._plain)
+                token = await auth.token(self._plain, url.raw)
             except AuthorizationError as exc:
                 raise AuthorizationFailed(f"{method} {url}: authorization failed: {exc}") from exc
             sent = headers if token is None else [*headers, ("Authorization", f"Bearer {token}")]

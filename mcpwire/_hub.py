@@ -43,7 +43,8 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 
-from ._hub_config import LoadedConfig, ServerConfig, load_configs
+from ._hub_auth import AuthorizeHook, OAuthState, oauth_client, oauth_state
+from ._hub_config import LoadedConfig, OAuthSettings, ServerConfig, load_configs
 from ._hub_errors import ConfigError, ConfigIssue, HubError, ToolCallRefused
 from ._hub_events import (
     DEFAULT_EVENT_BUFFER,
@@ -67,6 +68,7 @@ from ._hub_supervisor import Supervisor
 from ._hub_watch import DEFAULT_DEBOUNCE, DEFAULT_POLL_INTERVAL, PathWatcher
 
 if TYPE_CHECKING:
+    from ._oauth import OAuthClient
     from ._session import ProgressCallback
     from ._types import (
         CallToolResult,
@@ -114,6 +116,11 @@ class Hub:
         environ: variables for ``${VAR}`` expansion (default ``os.environ``).
         client_options: passed to every ``Client`` (``mode``, ``client_info``,
             ``sampling``, ``elicitation``, ``roots``...).
+        authorize: ``(server, url)``, sync or async: show the user an OAuth
+            authorization URL (open a browser) for a server with ``oauth``
+            in its config (``None``: the URL is logged). See ``_hub_auth``.
+        token_store: a file to keep OAuth tokens and client registrations in
+            across runs (mode 0600; ``None``: in memory, for this hub's life).
     """
 
     def __init__(
@@ -134,6 +141,8 @@ class Hub:
         event_buffer: int = DEFAULT_EVENT_BUFFER,
         environ: Mapping[str, str] | None = None,
         client_options: Mapping[str, object] | None = None,
+        authorize: AuthorizeHook | None = None,
+        token_store: str | os.PathLike[str] | None = None,
     ) -> None:
         if isinstance(configs, (str, os.PathLike)):
             configs = [configs]
@@ -151,6 +160,9 @@ class Hub:
         self.tool_count_warnings = tuple(tool_count_warnings)
         self.environ = environ
         self.client_options: dict[str, object] = dict(client_options or {})
+        self.authorize = authorize
+        self.token_store = None if token_store is None else os.fspath(token_store)
+        self._oauth: dict[tuple[str, str, OAuthSettings], OAuthState] = {}
         #: Warnings from the config currently in force (unknown keys, overrides...).
         self.warnings: list[ConfigIssue] = []
         self._max_starts = max_concurrent_starts
@@ -167,6 +179,17 @@ class Hub:
         self._reload_lock: anyio.Lock | None = None
         self._changed: anyio.Event | None = None
         self._closed = False
+
+    def oauth_for(self, config: ServerConfig) -> OAuthClient | None:
+        """The ``OAuthClient`` for a new connection to ``config``'s server, if it has ``oauth``."""
+        settings = config.oauth
+        if settings is None or config.url is None:
+            return None
+        key = (config.name, config.url, settings)
+        state = self._oauth.get(key)
+        if state is None:
+            state = self._oauth[key] = oauth_state(config, settings, self.token_store)
+        return oauth_client(config, settings, state, self.authorize)
 
     # -- lifecycle -----------------------------------------------------------------
 

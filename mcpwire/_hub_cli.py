@@ -22,6 +22,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ._hub_render import SNIPPET_CLIENTS
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from ._hub import Hub
     from ._hub_status import ServerStatus
 
-__all__ = ("PROJECT_CONFIGS", "add_arguments", "exit_status", "main")
+__all__ = ("PROJECT_CONFIGS", "add_arguments", "authorization_prompt", "exit_status", "main")
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, EXIT_NONE_CONNECTED = 0, 1, 2, 3
 #: Files looked for in the current directory when no --config is given.
@@ -56,6 +57,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--watch", action="store_true", help="keep running and show every change")
     p.add_argument(
         "--timeout", type=float, default=30.0, help="seconds each server gets to start (30)"
+    )
+    p.add_argument(
+        "--token-store",
+        metavar="FILE",
+        help="OAuth servers: keep tokens and client registrations in FILE across runs",
+    )
+    p.add_argument(
+        "--browser",
+        action="store_true",
+        help="OAuth servers: open authorization URLs in the default browser (else printed)",
     )
     p.add_argument(
         "--emit", choices=SNIPPET_CLIENTS, help="print a config snippet for one server instead"
@@ -163,7 +174,13 @@ async def _run(args: argparse.Namespace, configs: list[str]) -> int:
     from ._hub_errors import ConfigError
 
     try:
-        hub = Hub(configs, startup_timeout=args.timeout, watch=args.watch)
+        hub = Hub(
+            configs,
+            startup_timeout=args.timeout,
+            watch=args.watch,
+            authorize=authorization_prompt(args.browser),
+            token_store=args.token_store,
+        )
         async with hub:
             for issue in hub.warnings:
                 print(f"mcpwire hub: warning: {issue}", file=sys.stderr)
@@ -182,6 +199,20 @@ async def _run(args: argparse.Namespace, configs: list[str]) -> int:
             print(json.dumps({"error": {"kind": "config error", "issues": issues}}))
         print(f"mcpwire hub: config error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def authorization_prompt(browser: bool) -> Callable[[str, str], None]:
+    """Shows an OAuth authorization URL to the person at the terminal (on stderr,
+    stdout being the report), and opens it in their browser if asked."""
+
+    def show(server: str, url: str) -> None:
+        print(f"mcpwire: {server} needs authorization; open this URL:\n  {url}", file=sys.stderr)
+        if browser:
+            import webbrowser
+
+            webbrowser.open(url)
+
+    return show
 
 
 def _render(hub: Hub, args: argparse.Namespace) -> None:

@@ -22,7 +22,10 @@ All dialects accept the same per-server keys on top of their own: ``command``,
 ``startupTimeout``, ``alwaysAllow``, ``disabledTools``, ``watchPaths``,
 ``includeTools`` and ``excludeTools`` (globs; an allowlist wins). A timeout may
 also be a string with its unit (``"30s"``, ``"120000ms"``, ``"2m"``), which
-means the same in every dialect.
+means the same in every dialect. An HTTP server may have ``oauth`` (gemini-cli's
+object: ``enabled``, ``clientId``, ``clientSecret``, ``scopes``, ``redirectUri``;
+also ``callbackPort``) or ``authProviderType: "dynamic_discovery"``: the hub
+then authorizes with OAuth 2.1 as the MCP spec says (``OAuthSettings``).
 
 Problems are collected, not raised one at a time: each names the file, the JSON
 path and the rule. Any error rejects the whole file (a reload keeps the last
@@ -44,6 +47,7 @@ from ._hub_expand import read_jsonc
 __all__ = (
     "DEFAULT_CALL_TIMEOUT",
     "LoadedConfig",
+    "OAuthSettings",
     "ServerConfig",
     "Transport",
     "load_config",
@@ -53,6 +57,51 @@ __all__ = (
 Transport = Literal["stdio", "sse", "http"]
 #: Seconds a tool call may take unless the server's config says otherwise.
 DEFAULT_CALL_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class OAuthSettings:
+    """How the hub authorizes with one HTTP server (MCP ``basic/authorization``).
+
+    The authorization server, its endpoints and the scopes to ask for are
+    discovered from the server (RFC 9728, RFC 8414) unless given here. The
+    user's step runs through a loopback redirect URI (RFC 8252 §7.3):
+    ``http://{callback_host}:{callback_port}{callback_path}``, the port picked
+    once per server when ``callback_port`` is 0. The listener binds the
+    loopback address (``127.0.0.1`` for ``localhost``).
+    """
+
+    #: A pre-registered client; without one, the client registers itself.
+    client_id: str | None = None
+    client_secret: str | None = None
+    #: The scopes to ask for instead of the discovered ones.
+    scopes: tuple[str, ...] | None = None
+    callback_host: str = "127.0.0.1"
+    callback_port: int = 0
+    callback_path: str = "/callback"
+
+    def __post_init__(self) -> None:
+        if self.scopes is not None:
+            object.__setattr__(self, "scopes", tuple(self.scopes))
+        if not 0 <= self.callback_port <= 65535:
+            raise ValueError(f"callback_port must be a TCP port, not {self.callback_port}")
+        if not self.callback_path.startswith("/"):
+            raise ValueError("callback_path must start with '/'")
+        if self.callback_host not in ("127.0.0.1", "localhost", "::1"):
+            raise ValueError("callback_host must be 127.0.0.1, localhost or ::1 (RFC 8252 §7.3)")
+
+    def to_json(self, *, redact: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {"enabled": True}
+        if self.client_id is not None:
+            out["clientId"] = self.client_id
+        if self.client_secret is not None:
+            out["clientSecret"] = "***" if redact else self.client_secret
+        if self.scopes is not None:
+            out["scopes"] = list(self.scopes)
+        if self.callback_port:
+            host = f"[{self.callback_host}]" if ":" in self.callback_host else self.callback_host
+            out["redirectUri"] = f"http://{host}:{self.callback_port}{self.callback_path}"
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +135,8 @@ class ServerConfig:
     include_tools: tuple[str, ...] | None = None
     exclude_tools: tuple[str, ...] = ()
     watch_paths: tuple[str, ...] = ()
+    #: OAuth for an HTTP server (``None``: none, or only what ``headers`` carry).
+    oauth: OAuthSettings | None = None
     #: Where it was defined (``file: $.mcpServers.name``); not part of equality.
     origin: str = field(default="<servers>", compare=False)
 
@@ -106,6 +157,8 @@ class ServerConfig:
             raise ValueError(f"server {self.name!r}: a stdio server needs a command")
         if self.transport != "stdio" and not self.url:
             raise ValueError(f"server {self.name!r}: an {self.transport} server needs a url")
+        if self.oauth is not None and self.transport == "stdio":
+            raise ValueError(f"server {self.name!r}: oauth applies to HTTP servers only")
         if self.disabled and not self.disabled_reason:
             object.__setattr__(self, "disabled_reason", "disabled in config")
 
@@ -120,6 +173,7 @@ class ServerConfig:
             self.url,
             tuple(sorted(self.headers.items())),
             self.startup_timeout,
+            self.oauth,
         )
 
     def to_json(self, *, redact: bool = False) -> dict[str, Any]:
@@ -140,6 +194,8 @@ class ServerConfig:
         if self.headers:
             out["headers"] = dict.fromkeys(self.headers, "***") if redact else dict(self.headers)
         out["timeout"] = self.timeout
+        if self.oauth is not None:
+            out["oauth"] = self.oauth.to_json(redact=redact)
         for f in fields(self):
             key = _CAMEL.get(f.name)
             value = getattr(self, f.name)

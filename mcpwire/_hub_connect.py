@@ -19,6 +19,7 @@ from ._hub_errors import HubError
 if TYPE_CHECKING:
     from ._client import Client
     from ._hub_config import ServerConfig
+    from ._oauth import OAuthClient
     from ._transport import Transport
     from .sansio._json import JSONObject
 
@@ -34,6 +35,7 @@ def make_client(
     *,
     startup_timeout: float,
     options: Mapping[str, object],
+    auth: OAuthClient | None = None,
     on_notification: Callable[[str, JSONObject], Awaitable[None]],
     on_spawn: Callable[[Transport], None],
     on_spawn_error: Callable[[BaseException], None],
@@ -67,6 +69,10 @@ def make_client(
     accepted = _parameters(factory)
     if "**" not in accepted:
         kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+    if auth is not None:
+        if "auth" not in accepted and "**" not in accepted:
+            raise NoTransport("OAuth not available for HTTP servers")
+        kwargs["auth"] = auth
     if config.headers and ("headers" in accepted or "**" in accepted):
         kwargs["headers"] = dict(config.headers)
     if "transport" in accepted:

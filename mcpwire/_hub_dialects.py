@@ -14,8 +14,15 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from ._hub_config import DEFAULT_CALL_TIMEOUT, LoadedConfig, ServerConfig, Transport
+from ._hub_config import (
+    DEFAULT_CALL_TIMEOUT,
+    LoadedConfig,
+    OAuthSettings,
+    ServerConfig,
+    Transport,
+)
 from ._hub_errors import ConfigError, ConfigIssue
 from ._hub_expand import Expander, InputVariable, json_path, workspace_of
 
@@ -37,7 +44,7 @@ _COMMON = frozenset(
     {
         "type", "command", "args", "env", "cwd", "url", "headers", "disabled", "timeout",
         "startupTimeout", "alwaysAllow", "disabledTools", "watchPaths", "includeTools",
-        "excludeTools", "description",
+        "excludeTools", "description", "oauth", "authProviderType",
     }
 )  # fmt: skip
 _EXTRA = {
@@ -48,8 +55,6 @@ _EXTRA = {
 }
 #: Keys some clients use for features this hub does not have: warned about, by name.
 _UNSUPPORTED = {
-    "oauth": "OAuth is not supported; pass a token in headers instead",
-    "authProviderType": "auth providers are not supported; pass a token in headers instead",
     "targetAudience": "Google service-account auth is not supported",
     "targetServiceAccount": "Google service-account auth is not supported",
     "envFile": "envFile is not read; put the variables in env",
@@ -252,6 +257,7 @@ def _server(
     exclude = strings("excludeTools") or ()
     disabled_tools = strings("disabledTools") or ()
     watch = strings("watchPaths", expand=True) or ()
+    oauth = _oauth(doc, entry, at, inputs)
     disabled = flag("disabled") or False
     reason = "disabled in config" if disabled else ""
     if flag("autoConnect") is False:
@@ -284,6 +290,7 @@ def _server(
         include_tools=include,
         exclude_tools=exclude,
         watch_paths=watch,
+        oauth=oauth if transport != "stdio" else None,
         origin=f"{doc.file}: {at()}",
     )
 
@@ -331,6 +338,101 @@ def _transport(
     if not any(k in entry for k in ("command", "url", "serverUrl", "httpUrl")):
         doc.error(at(), "needs a command (stdio) or a url (HTTP)")
     return None  # otherwise the bad command or url was reported already
+
+
+#: gemini-cli's ``oauth`` keys for endpoints, which the MCP spec has clients discover.
+_OAUTH_DISCOVERED = frozenset(
+    {"authorizationUrl", "tokenUrl", "registrationUrl", "issuer", "audiences", "tokenParamName"}
+)
+_OAUTH_KEYS = frozenset(
+    {"enabled", "clientId", "clientSecret", "scopes", "redirectUri", "callbackPort"}
+)
+_GOOGLE_AUTH = ("google_credentials", "service_account_impersonation")
+
+
+def _oauth(
+    doc: _Doc, entry: Mapping[str, object], at: Any, inputs: list[str]
+) -> OAuthSettings | None:
+    """``oauth`` and ``authProviderType`` as ``OAuthSettings`` (``None``: no OAuth)."""
+    provider = entry.get("authProviderType")
+    discovery = provider == "dynamic_discovery"
+    if provider is not None and not discovery:
+        if provider in _GOOGLE_AUTH:
+            doc.warn(at("authProviderType"), f"{provider} (Google auth) is not supported")
+        else:
+            doc.error(
+                at("authProviderType"),
+                f"must be dynamic_discovery, {' or '.join(_GOOGLE_AUTH)}; got {provider!r}",
+            )
+    raw = entry.get("oauth")
+    if raw is None:
+        return OAuthSettings() if discovery else None
+    if not isinstance(raw, dict):
+        doc.error(at("oauth"), f"must be an object, not {_kind(raw)}")
+        return None
+    for key in raw:
+        if key in _OAUTH_DISCOVERED:
+            doc.warn(at("oauth", key), "ignored: endpoints are discovered from the server")
+        elif key not in _OAUTH_KEYS:
+            doc.warn(at("oauth", key), f"unknown key {key!r} is ignored")
+    errors = len(doc.errors)
+    enabled = raw.get("enabled", True)
+    if not isinstance(enabled, bool):
+        doc.error(at("oauth", "enabled"), f"must be true or false, not {_kind(enabled)}")
+    values: dict[str, str] = {}
+    for key in ("clientId", "clientSecret", "redirectUri"):
+        value = raw.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            doc.error(at("oauth", key), f"must be a string, not {_kind(value)}")
+        else:
+            values[key] = _expand(doc, value, at("oauth", key), inputs)
+    scopes = raw.get("scopes")
+    if scopes is not None and (
+        not isinstance(scopes, list) or not all(isinstance(x, str) for x in scopes)
+    ):
+        doc.error(at("oauth", "scopes"), "must be a list of strings")
+    host = "127.0.0.1"
+    port = raw.get("callbackPort", 0)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        doc.error(at("oauth", "callbackPort"), f"must be a TCP port number, not {port!r}")
+        port = 0
+    path = "/callback"
+    if "redirectUri" in values:
+        loopback = _loopback_redirect(values["redirectUri"])
+        if loopback is None:
+            doc.error(
+                at("oauth", "redirectUri"),
+                "must be a loopback http URI with a port, like http://127.0.0.1:8765/callback "
+                "(RFC 8252 §7.3: the hub receives the redirect itself)",
+            )
+        else:
+            host, port, path = loopback
+    if len(doc.errors) > errors or (enabled is False and not discovery):
+        return None
+    return OAuthSettings(
+        client_id=values.get("clientId"),
+        client_secret=values.get("clientSecret"),
+        scopes=tuple(scopes) if isinstance(scopes, list) else None,
+        callback_host=host,
+        callback_port=port,
+        callback_path=path,
+    )
+
+
+def _loopback_redirect(uri: str) -> tuple[str, int, str] | None:
+    """The host, port and path of a loopback redirect URI, or ``None``."""
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    if port is None or parts.query or parts.fragment:
+        return None
+    return parts.hostname, port, parts.path or "/"
 
 
 def _duration(doc: _Doc, value: object, path: str, unit: float) -> float | None:

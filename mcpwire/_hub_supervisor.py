@@ -536,6 +536,7 @@ class Supervisor:
             self.config,
             startup_timeout=self.startup_timeout,
             options=self.hub.client_options,
+            auth=self.hub.oauth_for(self.config),
             on_notification=self._on_notification,
             on_spawn=spawned,
             on_spawn_error=spawn_failed,

@@ -1,0 +1,137 @@
+"""OAuth for the hub's HTTP servers: each server's ``OAuthSettings`` as an ``OAuthClient``.
+
+A server whose config has ``oauth`` (or ``authProviderType:
+"dynamic_discovery"``) is connected with ``Client.http(url, auth=...)``: the
+client discovers the authorization server, registers itself when no client id
+is configured, and authorizes as the MCP spec's ``basic/authorization`` says.
+
+The user's step is the native-app flow of RFC 8252: for the length of one
+authorization the hub listens on the server's loopback redirect URI
+(``LoopbackRedirect``), hands the authorization URL to the hub's
+``authorize`` hook (a UI opens a browser; ``mcpwire hub`` prints it), and
+waits for the browser to come back; an async hook runs alongside the wait and
+is cancelled once the answer is in. Without a hook the URL is logged at
+WARNING level, the only place a person could find it. The step is part of
+connecting, so the server's ``startupTimeout`` bounds it: give a server that
+a person authorizes minutes, not seconds.
+
+What outlives one connection is kept per server (``OAuthState``), so a
+restart does not send the user through the flow again: the token storage
+(in memory, or a ``FileTokenStorage`` shared by all servers when the hub has
+a ``token_store`` file) and the callback port, picked once when the config
+leaves it to the hub, so that the redirect URI a client registered stays the
+one it sends.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ._oauth_redirect import LoopbackRedirect
+
+if TYPE_CHECKING:
+    from ._hub_config import OAuthSettings, ServerConfig
+    from ._oauth import OAuthClient, TokenStorage
+
+__all__ = ("AuthorizeHook", "OAuthState", "oauth_client", "oauth_state")
+
+logger = logging.getLogger("mcpwire.hub")
+
+#: ``(server name, authorization URL)``: show the URL to the user (open a browser).
+AuthorizeHook = Callable[[str, str], "Awaitable[None] | None"]
+
+
+@dataclass
+class OAuthState:
+    """What the hub keeps for one OAuth server across its connections."""
+
+    storage: TokenStorage
+    #: The loopback address to bind, and the redirect URI's port and path.
+    bind: str
+    port: int
+    redirect_uri: str
+
+
+def oauth_state(
+    config: ServerConfig, settings: OAuthSettings, token_store: str | None
+) -> OAuthState:
+    """A server's ``OAuthState``, made once (see the module docstring)."""
+    from ._oauth import InMemoryTokenStorage
+    from ._oauth_file import FileTokenStorage
+
+    assert config.url is not None
+    storage: TokenStorage = (
+        InMemoryTokenStorage() if token_store is None else FileTokenStorage(token_store, config.url)
+    )
+    bind = "::1" if settings.callback_host == "::1" else "127.0.0.1"
+    port = settings.callback_port or _free_port(bind)
+    host = f"[{bind}]" if bind == "::1" else settings.callback_host
+    return OAuthState(storage, bind, port, f"http://{host}:{port}{settings.callback_path}")
+
+
+def oauth_client(
+    config: ServerConfig,
+    settings: OAuthSettings,
+    state: OAuthState,
+    authorize: AuthorizeHook | None,
+) -> OAuthClient:
+    """The ``OAuthClient`` for one connection to ``config``'s server."""
+    from ._oauth import OAuthClient
+
+    name = config.name
+    path = settings.callback_path
+
+    async def redirect_handler(authorization_url: str) -> str:
+        async with (
+            LoopbackRedirect(host=state.bind, port=state.port, path=path) as redirect,
+            anyio.create_task_group() as tg,
+        ):
+            waiting = redirect.redirect_handler(timeout=_startup_bound(config))
+            if authorize is None:
+                logger.warning(
+                    "MCP server %r needs authorization: open %s", name, authorization_url
+                )
+            else:
+                # An async hook runs alongside the wait (it may be what drives
+                # the browser back to us) and is stopped once the answer is in.
+                shown = authorize(name, authorization_url)
+                if inspect.isawaitable(shown):
+                    tg.start_soon(_finish, shown)
+            answer = await waiting(authorization_url)
+            tg.cancel_scope.cancel()
+        return answer
+
+    return OAuthClient(
+        redirect_handler=redirect_handler,
+        redirect_uri=state.redirect_uri,
+        client_name=f"mcpwire hub ({name})",
+        client_id=settings.client_id,
+        client_secret=settings.client_secret,
+        scopes=list(settings.scopes) if settings.scopes is not None else None,
+        storage=state.storage,
+    )
+
+
+async def _finish(shown: Awaitable[None]) -> None:
+    await shown
+
+
+def _startup_bound(config: ServerConfig) -> float:
+    """An upper bound for the user's step; the watchdog's startup timeout ends it first."""
+    return max(config.startup_timeout or 0.0, 3600.0)
+
+
+def _free_port(host: str) -> int:
+    """A port free on ``host`` now, for a redirect URI that keeps it from then on."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+    return port

@@ -1,0 +1,262 @@
+"""OAuth in the hub and the command line, end to end against a real peer.
+
+The peer is the reference SDK as an authorization server and protected
+resource (``tests/http_client/ref_auth_server.py``, in a child process). The
+person in the loop is played by ``browse``: it does what a browser does with
+the authorization URL the hub or the command line shows (the server approves
+at once and redirects), then follows that redirect to the loopback redirect
+URI the hub or the command line listens on (RFC 8252 §7.3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anyio
+import pytest
+from test_oauth_flow import AuthServer
+
+from mcpwire import Hub, ServerConfig, headless_redirect_handler
+from mcpwire._hub_config import OAuthSettings
+from mcpwire._hub_dialects import parse_config
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def sdk_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
+    server = AuthServer(tmp_path_factory.mktemp("sdk"), lifetime=3600)
+    server.start()
+    yield server
+    server.stop()
+
+
+async def browse(url: str) -> None:
+    """The user's browser: to the authorization server, then back to the redirect URI."""
+    location = await headless_redirect_handler()(url)
+    target = urlsplit(location)
+    assert target.hostname == "127.0.0.1"
+    assert target.port is not None
+    async with await anyio.connect_tcp(target.hostname, target.port) as stream:
+        head = f"GET {target.path}?{target.query} HTTP/1.1\r\nHost: {target.netloc}\r\n\r\n"
+        await stream.send(head.encode())
+        answer = b""
+        with anyio.fail_after(10):
+            while True:
+                try:
+                    answer += await stream.receive()
+                except anyio.EndOfStream:
+                    break
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+
+
+async def test_hub_authorizes_an_oauth_server_through_its_hook(sdk_auth: AuthServer) -> None:
+    shown: list[tuple[str, str]] = []
+
+    async def authorize(server: str, url: str) -> None:
+        shown.append((server, url))
+        await browse(url)
+
+    config = ServerConfig(name="secured", url=sdk_auth.url, oauth=OAuthSettings())
+    async with Hub(servers=[config], watch=False, authorize=authorize) as hub:
+        await hub.wait_ready(timeout=30)
+        [status] = hub.statuses()
+        assert status.state == "ready", status
+        assert "secured__stats" in {tool.name for tool in hub.tools()}
+        result = await hub.call_tool("secured__stats", {})
+    assert [server for server, _ in shown] == ["secured"]
+    url = shown[0][1]
+    assert "code_challenge_method=S256" in url
+    assert "redirect_uri=http%3A%2F%2F127.0.0.1%3A" in url
+    assert isinstance(result.structured, dict)
+    assert result.structured["registrations"] >= 1
+
+
+async def test_hub_keeps_tokens_in_its_token_store_across_runs(
+    sdk_auth: AuthServer, tmp_path: Path
+) -> None:
+    store = tmp_path / "hub-tokens.json"
+    shown: list[str] = []
+
+    async def authorize(server: str, url: str) -> None:
+        shown.append(url)
+        await browse(url)
+
+    config = ServerConfig(name="secured", url=sdk_auth.url, oauth=OAuthSettings())
+    for _ in range(2):
+        async with Hub(
+            servers=[config], watch=False, authorize=authorize, token_store=store
+        ) as hub:
+            await hub.wait_ready(timeout=30)
+            assert [s.state for s in hub.statuses()] == ["ready"]
+    assert len(shown) == 1  # the second hub used the stored token
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600
+    assert sdk_auth.url in json.loads(store.read_text())["tokens"]
+
+
+async def test_hub_without_a_hook_logs_the_url_and_the_server_fails_to_start(
+    sdk_auth: AuthServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = ServerConfig(
+        name="secured", url=sdk_auth.url, oauth=OAuthSettings(), startup_timeout=1.0
+    )
+    # Closing the hub stops the flow waiting for a user who never comes, at once.
+    with anyio.fail_after(20):
+        async with Hub(servers=[config], watch=False) as hub:
+            with anyio.move_on_after(3):
+                await hub.wait_ready(timeout=3)
+            [status] = hub.statuses()
+            assert status.state != "ready"
+    assert any("needs authorization: open http" in r.getMessage() for r in caplog.records)
+
+
+def test_config_dialects_read_oauth() -> None:
+    doc = {
+        "mcpServers": {
+            "gemini": {
+                "httpUrl": "https://mcp.example/mcp",
+                "oauth": {
+                    "enabled": True,
+                    "clientId": "${CID}",
+                    "clientSecret": "s",
+                    "scopes": ["a", "b"],
+                    "redirectUri": "http://localhost:7777/oauth/callback",
+                    "tokenUrl": "https://as.example/token",
+                },
+            },
+            "discovery": {
+                "url": "https://mcp.example/mcp",
+                "authProviderType": "dynamic_discovery",
+            },
+            "off": {"url": "https://mcp.example/mcp", "oauth": {"enabled": False}},
+        }
+    }
+    loaded = parse_config(doc, environ={"CID": "client-7"}, dialect="gemini")
+    oauth = loaded.servers["gemini"].oauth
+    assert oauth == OAuthSettings(
+        client_id="client-7",
+        client_secret="s",
+        scopes=("a", "b"),
+        callback_host="localhost",
+        callback_port=7777,
+        callback_path="/oauth/callback",
+    )
+    assert loaded.servers["discovery"].oauth == OAuthSettings()
+    assert loaded.servers["off"].oauth is None
+    assert any("endpoints are discovered" in w.message for w in loaded.warnings)
+    redacted = loaded.servers["gemini"].to_json(redact=True)
+    assert redacted["oauth"]["clientSecret"] == "***"
+    assert redacted["oauth"]["redirectUri"] == "http://localhost:7777/oauth/callback"
+
+
+@pytest.mark.parametrize(
+    ("oauth", "words"),
+    [
+        ("yes", "must be an object"),
+        ({"redirectUri": "https://app.example/cb"}, "loopback http URI"),
+        ({"redirectUri": "http://127.0.0.1/cb"}, "loopback http URI"),  # no port
+        ({"callbackPort": 70000}, "TCP port"),
+        ({"scopes": "a b"}, "list of strings"),
+        ({"enabled": "yes"}, "true or false"),
+    ],
+)
+def test_bad_oauth_config_is_an_error(oauth: object, words: str) -> None:
+    from mcpwire import ConfigError
+
+    doc = {"mcpServers": {"s": {"url": "https://mcp.example/mcp", "oauth": oauth}}}
+    with pytest.raises(ConfigError, match=words):
+        parse_config(doc)
+
+
+def test_unknown_auth_provider_is_an_error_and_google_a_warning() -> None:
+    from mcpwire import ConfigError
+
+    doc = {"mcpServers": {"s": {"url": "https://m.example/mcp", "authProviderType": "magic"}}}
+    with pytest.raises(ConfigError, match="dynamic_discovery"):
+        parse_config(doc)
+    doc = {
+        "mcpServers": {
+            "s": {"url": "https://m.example/mcp", "authProviderType": "google_credentials"}
+        }
+    }
+    loaded = parse_config(doc)
+    assert loaded.servers["s"].oauth is None
+    assert any("not supported" in w.message for w in loaded.warnings)
+
+
+async def cli_with_browser(*argv: str) -> tuple[int, str, str, list[str]]:
+    """Run the command line; browse to every authorization URL it prints."""
+    shown: list[str] = []
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    async with await anyio.open_process(
+        [sys.executable, "-m", "mcpwire", *argv], env=env, cwd=ROOT
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        out, err = b"", b""
+
+        async def read_out() -> None:
+            nonlocal out
+            async for chunk in proc.stdout:  # type: ignore[union-attr]
+                out += chunk
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_out)
+            with anyio.fail_after(60):
+                async for chunk in proc.stderr:
+                    err += chunk
+                    lines = err.decode().splitlines()
+                    for i, line in enumerate(lines):
+                        if line.endswith("needs authorization; open this URL:") and i + 1 < len(
+                            lines
+                        ):
+                            url = lines[i + 1].strip()
+                            if url not in shown:
+                                shown.append(url)
+                                tg.start_soon(browse, url)
+        code = await proc.wait()
+    return code, out.decode(), err.decode(), shown
+
+
+async def test_cli_inspect_with_oauth_and_a_token_store(
+    sdk_auth: AuthServer, tmp_path: Path
+) -> None:
+    store = tmp_path / "cli-tokens.json"
+    argv = ("inspect", sdk_auth.url, "--json", "--oauth", "--token-store", str(store))
+    code, out, err, shown = await cli_with_browser(*argv)
+    assert code == 0, err
+    assert len(shown) == 1
+    assert "stats" in {tool["name"] for tool in json.loads(out)["tools"]}
+    # Again: the stored token is used, nobody is asked.
+    code, out, err, shown = await cli_with_browser(*argv)
+    assert code == 0, err
+    assert shown == []
+
+
+async def test_cli_call_from_a_config_entry_with_oauth(
+    sdk_auth: AuthServer, tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp.json"
+    entry = {"url": sdk_auth.url, "oauth": {"enabled": True, "scopes": ["mcp:read"]}}
+    config.write_text(json.dumps({"mcpServers": {"secured": entry}}))
+    code, out, err, shown = await cli_with_browser(
+        "call", "stats", "--json", "--config", str(config), "--server", "secured"
+    )
+    assert code == 0, err
+    assert "registrations" in json.loads(out)["structuredContent"]
+    assert len(shown) == 1
+    assert "scope=mcp%3Aread" in shown[0]
+
+
+async def test_cli_oauth_options_need_a_url_target() -> None:
+    code, _, err, _ = await cli_with_browser("inspect", "--oauth", "--", sys.executable, "-c", "")
+    assert code == 2
+    assert "OAuth options apply to URL targets only" in err
