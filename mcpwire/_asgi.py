@@ -310,7 +310,8 @@ def asgi_app(
     belong to the ASGI host); "auto" allow-lists check ``Host`` against the
     loopback names when the host is bound to a loopback address. Run it with
     ``uvicorn module:app`` or ``hypercorn module:app``; with several workers,
-    legacy sessions need affinity (see the module docstring).
+    legacy sessions need affinity (see the module docstring). With ``auth=``,
+    give ``ResourceServerAuth(resource=...)``: only the host knows the public URL.
     """
     opts = http_options(
         path=path,
@@ -321,4 +322,6 @@ def asgi_app(
         max_sessions=max_sessions,
         **options,
     )
+    if opts.auth is not None and opts.auth.resource is None:
+        raise ValueError("under ASGI, ResourceServerAuth needs resource= (the endpoint's URL)")
     return ASGIApp(HTTPServer(server, opts, event_store=event_store))

@@ -36,12 +36,14 @@ What an admitted request carried is put in a context variable
 (``_auth_tokens.AuthCell``) for the handlers: ``Context.auth``.
 
 The ``resource`` identifier (the canonical URL of the MCP endpoint) is what
-the metadata names and what token audiences are checked against. By default
-it is ``http://<Host><path>`` when the ``Host`` header is checked against
-an allow-list (the default on a loopback bind); otherwise (a public bind, an
-ASGI host) there is no trustworthy default, since a client picks the
-``Host`` it sends, and ``resource=`` must be given: a request then gets a
-500 that says so.
+the metadata names and what token audiences are checked against. Served by
+mcpwire's own server (plain HTTP), it is ``http://<Host><path>`` by default
+when the ``Host`` header is checked against an allow-list (the default on a
+loopback bind). Otherwise there is no trustworthy default: on a public bind
+a client picks the ``Host`` it sends, and under ASGI the scheme and name
+the world uses are the host's and its proxy's business. ``resource=`` must
+then be given: ``asgi_app`` insists, and ``serve_http`` answers every
+request with a 500 that says so.
 """
 
 from __future__ import annotations
@@ -154,14 +156,39 @@ class ResourceServerAuth:
         """Whether ``path`` is one of the metadata document's (any path insertion)."""
         return path == WELL_KNOWN or path.startswith(WELL_KNOWN + "/")
 
+    def identifiers(self, app: HTTPServer, head: RequestHead) -> tuple[str, str] | None:
+        """This server's resource identifiers: the endpoint's and the HTTP+SSE
+        transport's (the same URL with ``sse_path`` for ``path``); ``None``: unknown."""
+        opts = app.options
+        main = self.resource
+        if main is None:
+            host = head.headers.get("host")
+            if app.port is None or app.allowed_hosts is None or not host:
+                return None  # not mcpwire's own server (ASGI), or a Host nobody checked
+            main = f"http://{host.lower()}{opts.path}"
+        parts = urllib.parse.urlsplit(main)
+        path = parts.path.rstrip("/")
+        if not opts.legacy_sse or not path.endswith(opts.path.rstrip("/")):
+            return main, main
+        sse_path = path[: len(path) - len(opts.path.rstrip("/"))] + opts.sse_path
+        return main, urllib.parse.urlunsplit((parts.scheme, parts.netloc, sse_path, "", ""))
+
     def resource_for(self, app: HTTPServer, head: RequestHead) -> str | None:
-        """The resource identifier a request is checked against (``None``: unknown)."""
-        if self.resource is not None:
-            return self.resource
-        host = head.headers.get("host")
-        if app.allowed_hosts is None or not host:
+        """The resource identifier a request is checked against: the HTTP+SSE
+        transport's for its paths and its metadata, else the endpoint's."""
+        found = self.identifiers(app, head)
+        if found is None:
             return None
-        return f"http://{host.lower()}{app.options.path}"
+        main, sse = found
+        opts = app.options
+        if opts.legacy_sse and head.path in (
+            opts.sse_path,
+            opts.message_path,
+            WELL_KNOWN + opts.sse_path,
+            WELL_KNOWN + urllib.parse.urlsplit(sse).path,
+        ):
+            return sse
+        return main
 
     def document(self, resource: str) -> dict[str, JSONValue]:
         """The Protected Resource Metadata document (RFC 9728 section 2)."""
@@ -184,8 +211,9 @@ class ResourceServerAuth:
     async def admit(self, app: HTTPServer, http: HTTPExchange, head: RequestHead) -> bool:
         """Let a request through (True), or answer it here (False)."""
         enter_cell(None)
+        found = self.identifiers(app, head)
         resource = self.resource_for(app, head)
-        if resource is None:
+        if found is None or resource is None:
             logger.error("auth: no resource URL; give ResourceServerAuth(resource=...)")
             await http.respond_text(
                 500,
@@ -225,7 +253,7 @@ class ResourceServerAuth:
                 [("retry-after", "5"), _CLOSE],
             )
             return False
-        problem = self._problem(token, resource)
+        problem = self._problem(token, found)
         if problem is not None:
             await self._challenge(http, 401, resource, "invalid_token", problem)
             return False
@@ -242,14 +270,14 @@ class ResourceServerAuth:
             return False
         return await self._bind(app, http, head, token)
 
-    def _problem(self, token: AccessToken | None, resource: str) -> str | None:
+    def _problem(self, token: AccessToken | None, resources: tuple[str, str]) -> str | None:
         if token is None:
             return "the access token is invalid, revoked or expired"
         if token.expires_at is not None and token.expires_at <= time.time():
             return "the access token has expired"
         if self.check_audience and token.audience:
-            mine = canonical_resource(resource)
-            if not any(canonical_resource(aud) == mine for aud in token.audience):
+            mine = {canonical_resource(resource) for resource in resources}
+            if not any(canonical_resource(aud) in mine for aud in token.audience):
                 return "the access token was not issued for this resource"
         return None
 
@@ -288,11 +316,14 @@ class ResourceServerAuth:
     async def _metadata(
         self, app: HTTPServer, http: HTTPExchange, head: RequestHead, resource: str
     ) -> None:
+        opts = app.options
         allowed = {
             WELL_KNOWN,
             WELL_KNOWN + urllib.parse.urlsplit(resource).path.rstrip("/"),
-            WELL_KNOWN + app.options.path.rstrip("/"),
+            WELL_KNOWN + opts.path.rstrip("/"),
         }
+        if opts.legacy_sse:
+            allowed.add(WELL_KNOWN + opts.sse_path)
         if head.path not in allowed:
             await http.respond_text(404, "Not Found", [_CLOSE])
             return

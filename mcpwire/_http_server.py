@@ -582,7 +582,7 @@ async def serve_http(
             recently used idle one is evicted, or the initialize gets 503.
         event_store: where SSE events are kept for ``Last-Event-ID`` replay
             (default: a bounded ``MemoryEventStore``).
-        options: further ``HTTPServerOptions`` fields (limits and timeouts).
+        options: further ``HTTPServerOptions`` fields (limits, timeouts, ``auth``).
     """
     opts = http_options(
         path=path,

@@ -234,10 +234,24 @@ async def test_401_everywhere_both_eras_get_delete_and_http_sse(anyio_backend: s
             ("GET", None, {"accept": "text/event-stream"}, "/sse"),
             ("POST", rpc(3, "ping"), {}, "/messages?session_id=" + "0" * 32),
         ]
+        base = f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource"
         for method, payload, extra, path in attempts:
             reply = await once(port, method, payload, extra, path)
             assert reply.status == 401, (method, path, reply)
-            assert "resource_metadata" in challenge(reply)
+            # The HTTP+SSE endpoints are a resource of their own (clients use the /sse URL).
+            suffix = "/mcp" if path == "/mcp" else "/sse"
+            assert challenge(reply)["resource_metadata"] == base + suffix
+
+
+async def test_http_sse_metadata_names_the_sse_resource(anyio_backend: str) -> None:
+    async with protected() as http:
+        port = http.port or 0
+        reply = await once(port, "GET", path="/.well-known/oauth-protected-resource/sse")
+        assert reply.status == 200
+        assert reply.json()["resource"] == f"http://127.0.0.1:{port}/sse"
+    async with running(guarded_app(), auth=auth_config()) as http:  # legacy_sse off
+        reply = await once(http.port or 0, "GET", path="/.well-known/oauth-protected-resource/sse")
+        assert reply.status == 404
 
 
 # =================================================================================================

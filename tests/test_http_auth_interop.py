@@ -56,7 +56,7 @@ def verifier(auth_server: AuthServer, **options: Any) -> IntrospectionVerifier:
 
 @asynccontextmanager
 async def protected(
-    auth_server: AuthServer, check: IntrospectionVerifier | None = None
+    auth_server: AuthServer, check: IntrospectionVerifier | None = None, **options: Any
 ) -> AsyncIterator[HTTPServer]:
     check = check or verifier(auth_server)
     auth = ResourceServerAuth(
@@ -67,7 +67,7 @@ async def protected(
         required_scopes=["mcp:read"],
     )
     try:
-        async with running(guarded_app(), auth=auth) as http:
+        async with running(guarded_app(), auth=auth, **options) as http:
             yield http
     finally:
         await check.aclose()
@@ -120,25 +120,18 @@ class MemoryStorage:
         self.client_info = client_info
 
 
-# SDK deviation: on trio, httpx2 inside the SDK client leaves async generators
-# unfinished when a stream is closed, and trio reports them when they are collected.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_reference_client_completes_the_oauth_flow(
-    anyio_backend: str, auth_server: AuthServer, mode: str
-) -> None:
+def oauth_provider(url: str, storage: MemoryStorage) -> Any:
+    """The reference SDK's ``OAuthClientProvider`` for ``url``, headless."""
     import httpx2
-    from mcp import Client as SdkClient
     from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
-    from mcp.client.streamable_http import streamable_http_client
     from mcp.shared.auth import OAuthClientMetadata
 
     redirected: dict[str, str | None] = {}
 
-    async def redirect_handler(url: str) -> None:
+    async def redirect_handler(authorization_url: str) -> None:
         # Headless "browser": the AS approves at once and redirects to our callback.
         async with httpx2.AsyncClient() as browser:
-            answer = await browser.get(url, follow_redirects=False)
+            answer = await browser.get(authorization_url, follow_redirects=False)
         assert answer.status_code in (302, 303), answer.text
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(answer.headers["location"]).query)
         redirected["code"] = query["code"][0]
@@ -150,24 +143,47 @@ async def test_reference_client_completes_the_oauth_flow(
         assert code is not None
         return AuthorizationCodeResult(code=code, state=redirected["state"], iss=redirected["iss"])
 
+    return OAuthClientProvider(
+        server_url=url,
+        client_metadata=OAuthClientMetadata(
+            redirect_uris=["http://127.0.0.1:9/callback"],
+            client_name="mcpwire interop test",
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+        ),
+        storage=storage,
+        redirect_handler=redirect_handler,
+        callback_handler=callback_handler,
+    )
+
+
+async def exercise(mcp_client: Any, storage: MemoryStorage) -> None:
+    for tool in ("whoami", "whoami_later"):
+        result = await mcp_client.call_tool(tool, {})
+        seen = orjson.loads(result.content[0].text)
+        assert seen["client"] == storage.client_info.client_id
+        assert seen["subject"] == "user-1"
+        assert "mcp:read" in seen["scopes"]
+
+
+# SDK deviation: on trio, httpx2 inside the SDK client leaves async generators
+# unfinished when a stream is closed, and trio reports them when they are collected.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_reference_client_completes_the_oauth_flow(
+    anyio_backend: str, auth_server: AuthServer, mode: str
+) -> None:
+    """Streamable HTTP: a legacy session, and the modern era ("auto" probes it first)."""
+    import httpx2
+    from mcp import Client as SdkClient
+    from mcp.client.streamable_http import streamable_http_client
+
     storage = MemoryStorage()
     async with protected(auth_server) as http:
         url = f"http://127.0.0.1:{http.port}/mcp"
-        provider = OAuthClientProvider(
-            server_url=url,
-            client_metadata=OAuthClientMetadata(
-                redirect_uris=["http://127.0.0.1:9/callback"],
-                client_name="mcpwire interop test",
-                grant_types=["authorization_code", "refresh_token"],
-                response_types=["code"],
-            ),
-            storage=storage,
-            redirect_handler=redirect_handler,
-            callback_handler=callback_handler,
-        )
         with anyio.fail_after(60):
             async with (
-                httpx2.AsyncClient(auth=provider, timeout=15) as web,
+                httpx2.AsyncClient(auth=oauth_provider(url, storage), timeout=15) as web,
                 SdkClient(
                     streamable_http_client(url, http_client=web),
                     mode=mode,  # type: ignore[arg-type]
@@ -175,16 +191,34 @@ async def test_reference_client_completes_the_oauth_flow(
                     cache=None,
                 ) as mcp_client,
             ):
-                for tool in ("whoami", "whoami_later"):
-                    result = await mcp_client.call_tool(tool, {})
-                    seen = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
-                    assert seen["client"] == storage.client_info.client_id
-                    assert seen["subject"] == "user-1"
-                    assert "mcp:read" in seen["scopes"]
+                await exercise(mcp_client, storage)
         # The token was issued for this server (RFC 8707), and we checked it with the AS.
         issued = auth_server.provider.tokens[storage.tokens.access_token]
         assert issued.resource == url
         assert auth_server.provider.introspections >= 1
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # see above
+async def test_reference_sse_client_completes_the_oauth_flow(
+    anyio_backend: str, auth_server: AuthServer
+) -> None:
+    """The deprecated HTTP+SSE transport: /sse and /messages are protected resources too."""
+    from mcp import Client as SdkClient
+    from mcp.client.sse import sse_client
+
+    storage = MemoryStorage()
+    async with protected(auth_server, legacy_sse=True) as http:
+        url = f"http://127.0.0.1:{http.port}/sse"
+        with anyio.fail_after(60):
+            async with SdkClient(
+                sse_client(url, auth=oauth_provider(url, storage)),
+                mode="legacy",
+                read_timeout_seconds=15,
+                cache=None,
+            ) as mcp_client:
+                await exercise(mcp_client, storage)
+        issued = auth_server.provider.tokens[storage.tokens.access_token]
+        assert issued.resource == url
 
 
 # =================================================================================================
