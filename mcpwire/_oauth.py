@@ -207,11 +207,19 @@ class OAuthClient:
 
     # -- what the HTTP client asks -------------------------------------------------------
 
-    async def token(self, fetch: Fetch) -> str | None:
-        """The access token to send now (refreshed first if it has expired)."""
+    async def token(self, fetch: Fetch, server_url: str) -> str | None:
+        """The access token to send to ``server_url`` now (refreshed first if it
+        has expired)."""
         if not self._loaded:
-            self._tokens = await self.storage.get_tokens()
+            stored = await self.storage.get_tokens()
             self._loaded = True
+            try:
+                # A token minted for another resource (RFC 8707) is not sent here.
+                if stored is not None:
+                    o.check_resource(stored.resource, server_url)
+                    self._tokens = stored
+            except AuthorizationError as exc:
+                logger.info("stored tokens left unused: %s", exc)
         tokens = self._tokens
         if tokens is not None and tokens.expired():
             async with self._lock:
@@ -244,8 +252,16 @@ class OAuthClient:
                     return False
                 await self._authorize(fetch, server_url, params, step_up=True)
                 return True
-            if current is not None and current.refresh_token and self._server is not None:
+            if current is not None and current.refresh_token:
                 try:
+                    if self._server is None:
+                        # Tokens from storage, kept by an earlier process: find
+                        # their authorization server before refreshing there.
+                        server = await self._discover(
+                            fetch, server_url, params.get("resource_metadata")
+                        )
+                        self._client = await self._identity(fetch, server)
+                        self._server = server
                     await self._refresh(fetch, current)
                     return True
                 except AuthorizationError as exc:

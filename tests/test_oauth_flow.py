@@ -35,6 +35,7 @@ from mcpwire import (
     InMemoryTokenStorage,
     JSONRPCError,
     OAuthClient,
+    OAuthTokens,
     headless_redirect_handler,
 )
 
@@ -151,6 +152,23 @@ async def test_sdk_refresh(sdk_short: AuthServer) -> None:
             second = await stats(client)
     assert first["grants"][-1] == "authorization_code"
     assert second["grants"][len(first["grants"]) :] == ["refresh_token"]
+
+
+async def test_sdk_refresh_with_stored_tokens(sdk_short: AuthServer) -> None:
+    """Tokens kept by an earlier client (another process, say) are refreshed at
+    their authorization server, found anew, rather than authorized again."""
+    storage = InMemoryTokenStorage()
+    first = OAuthClient(redirect_handler=headless_redirect_handler(), storage=storage)
+    with anyio.fail_after(20):
+        async with Client.http(sdk_short.url, auth=first) as client:
+            before = await stats(client)
+    await anyio.sleep(1.2)
+    later = OAuthClient(redirect_handler=headless_redirect_handler(), storage=storage)
+    with anyio.fail_after(20):
+        async with Client.http(sdk_short.url, auth=later) as client:
+            after = await stats(client)
+    assert after["registrations"] == before["registrations"]
+    assert after["grants"][len(before["grants"]) :] == ["refresh_token"]
 
 
 async def test_sdk_state_mismatch_is_refused(sdk_auth: AuthServer) -> None:
@@ -420,6 +438,17 @@ async def test_grants_without_a_user(
     else:
         assert form["grant_type"] == "client_credentials"
     assert scripted.authorizations == []
+
+
+async def test_stored_tokens_for_another_resource_are_not_sent() -> None:
+    scripted = Scripted()
+    scripted.granted["foreign"] = []  # the resource would take it, if it were sent
+    storage = InMemoryTokenStorage()
+    storage.tokens = OAuthTokens("foreign", "https://as.example", "https://other.example/mcp")
+    auth = OAuthClient(redirect_handler=headless_redirect_handler(), storage=storage)
+    assert await run_scripted(scripted, auth=auth) is None
+    assert len(scripted.authorizations) == 1
+    assert storage.tokens.access_token == "token-1"
 
 
 def test_grants_need_their_parameters() -> None:
