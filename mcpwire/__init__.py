@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from ._http_server import HTTPServer as HTTPServer
     from ._http_server import HTTPServerOptions as HTTPServerOptions
     from ._hub import Hub as Hub
+    from ._hub_config import OAuthSettings as OAuthSettings
     from ._hub_config import ServerConfig as ServerConfig
     from ._hub_config import load_config as load_config
     from ._hub_config import load_configs as load_configs
@@ -78,6 +79,10 @@ if TYPE_CHECKING:
     from ._oauth import OAuthClient as OAuthClient
     from ._oauth import RedirectHandler as RedirectHandler
     from ._oauth import headless_redirect_handler as headless_redirect_handler
+    from ._oauth_file import FileTokenStorage as FileTokenStorage
+    from ._oauth_redirect import AuthorizationDenied as AuthorizationDenied
+    from ._oauth_redirect import AuthorizationResponse as AuthorizationResponse
+    from ._oauth_redirect import LoopbackRedirect as LoopbackRedirect
     from ._oauth_storage import ClientInfo as ClientInfo
     from ._oauth_storage import InMemoryTokenStorage as InMemoryTokenStorage
     from ._oauth_storage import OAuthTokens as OAuthTokens
@@ -196,6 +201,11 @@ __all__ = (
     "RedirectHandler",
     "TokenStorage",
     "headless_redirect_handler",
+    "AuthorizationDenied",
+    "AuthorizationResponse",
+    "FileTokenStorage",
+    "LoopbackRedirect",
+    "OAuthSettings",
 )
 
 # name -> private module that defines it; imported on first attribute access.
@@ -282,6 +292,11 @@ _LAZY = {
     "RedirectHandler": "._oauth",
     "TokenStorage": "._oauth_storage",
     "headless_redirect_handler": "._oauth",
+    "AuthorizationDenied": "._oauth_redirect",
+    "AuthorizationResponse": "._oauth_redirect",
+    "FileTokenStorage": "._oauth_file",
+    "LoopbackRedirect": "._oauth_redirect",
+    "OAuthSettings": "._hub_config",
 }
 
 
