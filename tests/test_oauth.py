@@ -403,5 +403,50 @@ def test_random_token_bodies_never_raise_anything_else(status: int, body: bytes)
         pass
 
 
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_keys = st.sampled_from(
+    [
+        "issuer",
+        "authorization_endpoint",
+        "token_endpoint",
+        "registration_endpoint",
+        "code_challenge_methods_supported",
+        "resource",
+    ]
+)
+
+
+@given(
+    st.dictionaries(_keys, _json | st.sampled_from(["https://auth.example", "S256"]), max_size=6),
+    st.text(max_size=30) | st.just("https://auth.example"),
+    st.booleans(),
+)
+def test_random_metadata_never_raises_anything_else(
+    doc: JSONObject, issuer: str, require_pkce: bool
+) -> None:
+    try:
+        o.check_as_metadata(doc, issuer, require_pkce=require_pkce)
+        o.check_resource(doc.get("resource"), issuer)
+        o.string_list(doc, "code_challenge_methods_supported")
+    except AuthorizationError:
+        pass
+
+
+@given(st.text(max_size=40), st.text(max_size=40))
+def test_random_urls_never_raise_anything_else(url: str, other: str) -> None:
+    try:
+        o.prm_urls(url, None)
+        o.as_metadata_urls(url)
+        o.check_resource(other, url)
+    except AuthorizationError:
+        pass
+
+
 def test_form_body_leaves_none_out() -> None:
     assert o.form_body({"a": "x y", "b": None, "c": "&="}) == b"a=x+y&c=%26%3D"

@@ -440,6 +440,23 @@ async def test_grants_without_a_user(
     assert scripted.authorizations == []
 
 
+async def test_concurrent_challenges_share_one_flow() -> None:
+    """Requests refused together (their token revoked) wait for one flow and
+    then all use its token."""
+    scripted = Scripted()
+    async with raw_server(scripted.resource) as rs, raw_server(scripted.authorization) as as_:
+        scripted.start(rs.url, as_.url)
+        auth = OAuthClient(redirect_handler=headless_redirect_handler())
+        with anyio.fail_after(20):
+            async with Client.http(rs.url, auth=auth, mode="legacy") as client:
+                await client.list_tools()
+                scripted.granted.clear()
+                async with anyio.create_task_group() as tg:
+                    for _ in range(5):
+                        tg.start_soon(client.call_tool, "t", {})
+    assert len(scripted.authorizations) == 2
+
+
 async def test_stored_tokens_for_another_resource_are_not_sent() -> None:
     scripted = Scripted()
     scripted.granted["foreign"] = []  # the resource would take it, if it were sent
