@@ -43,7 +43,11 @@ loopback bind). Otherwise there is no trustworthy default: on a public bind
 a client picks the ``Host`` it sends, and under ASGI the scheme and name
 the world uses are the host's and its proxy's business. ``resource=`` must
 then be given: ``asgi_app`` insists, and ``serve_http`` answers every
-request with a 500 that says so.
+request with a 500 that says so. The deprecated HTTP+SSE endpoints are a
+resource of their own, the same URL with ``sse_path`` for ``path``
+(clients are given the ``/sse`` URL and ask for tokens for it), with its
+metadata at its own well-known URI; a token issued for either identifier
+is good on both, since both name this server.
 """
 
 from __future__ import annotations

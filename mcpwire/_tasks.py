@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Final
 import anyio
 import anyio.abc
 
+from ._auth_tokens import current_auth
 from ._errors import JSONRPCError
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode
@@ -146,13 +147,27 @@ class TaskStore:
         self.on_change: Callable[[Task], Awaitable[None]] | None = None
         # Insertion order is creation order, and with one TTL for all, expiry order.
         self._tasks: dict[str, Task] = {}
+        #: Who created each task, when the request was authorized (HTTP ``auth=``):
+        #: only they may see it (tasks.mdx, "Security": bind tasks to the context).
+        self._owners: dict[str, tuple[str, str | None]] = {}
         self._host: anyio.abc.TaskGroup | None = None
 
     def __len__(self) -> int:
         return len(self._tasks)
 
     def __contains__(self, task_id: object) -> bool:
-        return isinstance(task_id, str) and task_id in self._tasks
+        return isinstance(task_id, str) and task_id in self._tasks and self._visible(task_id)
+
+    def _visible(self, task_id: str) -> bool:
+        owner = self._owners.get(task_id)
+        if owner is None:
+            return True
+        caller = current_auth()
+        return caller is not None and caller.owner == owner
+
+    def _drop(self, task_id: str) -> None:
+        del self._tasks[task_id]
+        self._owners.pop(task_id, None)
 
     def create(self) -> Task:
         """A new ``working`` task, stored before anyone hears of it."""
@@ -161,7 +176,7 @@ class TaskStore:
             oldest = next((t for t in self._tasks.values() if t.terminal), None)
             if oldest is None:
                 raise TaskStoreFull(self.max_tasks)
-            del self._tasks[oldest.task_id]
+            self._drop(oldest.task_id)
         from ._task_runs import Task
 
         task_id = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode("ascii")
@@ -175,6 +190,9 @@ class TaskStore:
             wall_clock=self.wall_clock,
         )
         self._tasks[task_id] = task
+        caller = current_auth()
+        if caller is not None:
+            self._owners[task_id] = caller.owner
         return task
 
     def get(self, task_id: JSONValue) -> Task:
@@ -183,7 +201,7 @@ class TaskStore:
             raise JSONRPCError(ErrorCode.INVALID_PARAMS, "taskId must be a string")
         self.sweep()
         task = self._tasks.get(task_id)
-        if task is None:
+        if task is None or not self._visible(task_id):
             raise JSONRPCError(ErrorCode.INVALID_PARAMS, "Failed to retrieve task: Task not found")
         return task
 
@@ -195,7 +213,7 @@ class TaskStore:
             task = next(iter(self._tasks.values()))
             if task.expires is None or task.expires > now:
                 break
-            del self._tasks[task.task_id]
+            self._drop(task.task_id)
             task.cancel("The task expired")
             dropped += 1
         return dropped

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from test_http_server import (
+    CAPS,
     LEGACY,
     Raw,
     Reply,
@@ -47,6 +48,7 @@ from mcpwire._auth_header import (
     parse_challenges,
 )
 from mcpwire._http_auth import canonical_resource, metadata_url
+from mcpwire._tasks import TASKS_EXTENSION
 
 pytestmark = pytest.mark.anyio
 
@@ -80,6 +82,11 @@ def guarded_app() -> Server:
 
     @app.tool()
     async def whoami_later(ctx: Context) -> str:
+        await anyio.sleep(0.01)
+        return describe(ctx.auth)
+
+    @app.tool(structured=False, task="required")
+    async def job(ctx: Context) -> str:
         await anyio.sleep(0.01)
         return describe(ctx.auth)
 
@@ -410,6 +417,33 @@ async def test_a_session_refuses_the_token_of_another_client_or_user(
         # The owner still has it: the intruder's DELETE did nothing.
         reply = await once(port, body=rpc(6, "tools/call", {"name": "whoami"}), headers=session)
         assert reply.status == 200 and "client-1" in text_of(reply)
+
+
+async def test_a_task_belongs_to_the_client_and_user_that_started_it(anyio_backend: str) -> None:
+    """tasks.mdx, "Security": tasks are bound to the authorization context."""
+    caps = {"extensions": {TASKS_EXTENSION: {}}}
+    async with protected() as http, client(http.port or 0) as raw:
+        body, headers = modern(1, "tools/call", {"name": "job", "arguments": {}}, **{CAPS: caps})
+        reply = await raw.request(body=body, headers={**headers, **bearer("good")})
+        created = reply.json()["result"]
+        assert created["resultType"] == "task"
+        task_id = created["taskId"]
+        for rid, token in enumerate(("other-client", "other-user"), start=2):
+            body, headers = modern(rid, "tasks/get", {"taskId": task_id}, **{CAPS: caps})
+            headers["mcp-name"] = task_id  # SEP-2663 routing header
+            reply = await raw.request(body=body, headers={**headers, **bearer(token)})
+            error = reply.json()["error"]
+            assert error["code"] == -32602 and "not found" in error["message"]
+        with anyio.fail_after(10):
+            while True:
+                body, headers = modern(9, "tasks/get", {"taskId": task_id}, **{CAPS: caps})
+                headers["mcp-name"] = task_id
+                reply = await raw.request(body=body, headers={**headers, **bearer("good")})
+                got = reply.json()["result"]
+                if got["status"] == "completed":
+                    break
+                await anyio.sleep(0.01)
+        assert orjson.loads(got["result"]["content"][0]["text"])["client"] == "client-1"
 
 
 async def test_http_sse_connection_belongs_to_its_owner(anyio_backend: str) -> None:
