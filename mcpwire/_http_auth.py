@@ -52,6 +52,7 @@ is good on both, since both name this server.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import time
 import urllib.parse
@@ -61,11 +62,11 @@ from typing import TYPE_CHECKING
 import orjson
 
 from ._auth_header import BearerError, bearer_challenge, bearer_token
-from ._auth_tokens import AccessToken, AuthCell, TokenVerifier, enter_cell
+from ._auth_tokens import AccessToken, AuthCell, TokenVerifier, current_auth, enter_cell
 from ._http_wire import BodyTooLarge, HTTPExchange, RequestHead
-from .sansio._http import MCP_SESSION_ID
+from .sansio._http import MCP_SESSION_ID, NAME_BEARING_METHODS
 from .sansio._json import JSONValue
-from .sansio._messages import ErrorCode
+from .sansio._messages import Batch, ErrorCode, Incoming, Request
 
 if TYPE_CHECKING:
     from ._http_server import HTTPServer
@@ -78,6 +79,11 @@ logger = logging.getLogger("mcpwire.http")
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 _CLOSE = ("connection", "close")
+
+#: The resource identifier of the request being served (set by ``admit``).
+_request_resource: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "mcpwire_auth_resource", default=""
+)
 
 
 def canonical_resource(url: str) -> str:
@@ -118,6 +124,12 @@ class ResourceServerAuth:
         resource: the canonical URL of the endpoint (default: see the module
             docstring); tokens must be issued for it.
         resource_name, resource_documentation: for the metadata document.
+        operation_scopes: further scopes some operations need, by method
+            (``"tools/list"``) or by method and name (``"tools/call:deploy"``,
+            ``"prompts/get:NAME"``, ``"resources/read:URI"``); a token without
+            them gets 403 ``insufficient_scope`` naming the scopes it holds and
+            those it lacks, so that the client can step up (authorization.mdx,
+            "Step-Up Authorization Flow").
         metadata: further metadata fields (RFC 9728 section 2), as given.
         check_audience: refuse tokens whose audience names other resources
             only (RFC 8707); a token with no audience is the verifier's word
@@ -134,12 +146,15 @@ class ResourceServerAuth:
         resource: str | None = None,
         resource_name: str | None = None,
         resource_documentation: str | None = None,
+        operation_scopes: Mapping[str, Sequence[str]] | None = None,
         metadata: Mapping[str, JSONValue] | None = None,
         check_audience: bool = True,
     ) -> None:
+        operation_scopes = dict(operation_scopes or {})
         if isinstance(authorization_servers, str) or not authorization_servers:
             raise ValueError("authorization_servers must list at least one issuer URL")
-        for scope in (*scopes_supported, *required_scopes):
+        extra = [scope for scopes in operation_scopes.values() for scope in scopes]
+        for scope in (*scopes_supported, *required_scopes, *extra):
             if not scope or any(c in scope for c in ' "\\') or not scope.isprintable():
                 raise ValueError(f"invalid scope {scope!r}")
         self.verifier = verifier
@@ -148,6 +163,7 @@ class ResourceServerAuth:
         )
         self.scopes_supported = tuple(scopes_supported)
         self.required_scopes = tuple(required_scopes)
+        self.operation_scopes = {key: tuple(scopes) for key, scopes in operation_scopes.items()}
         self.resource = _absolute(resource, "resource") if resource is not None else None
         self.resource_name = resource_name
         self.resource_documentation = resource_documentation
@@ -272,7 +288,47 @@ class ResourceServerAuth:
                 "the access token lacks " + " ".join(missing),
             )
             return False
-        return await self._bind(app, http, head, token)
+        return await self._bind(app, http, head, token, resource)
+
+    def scopes_for(self, request: Request) -> tuple[str, ...]:
+        """The scopes ``request`` needs beyond ``required_scopes`` (``operation_scopes``)."""
+        if not self.operation_scopes:
+            return ()
+        needed = self.operation_scopes.get(request.method, ())
+        member = NAME_BEARING_METHODS.get(request.method)
+        name = request.params.get(member) if member is not None and request.params else None
+        if isinstance(name, str):
+            needed = (*needed, *self.operation_scopes.get(f"{request.method}:{name}", ()))
+        return needed
+
+    async def permit(self, http: HTTPExchange, item: Incoming) -> bool:
+        """Let a parsed message through (True), or answer 403 for missing scopes."""
+        token = current_auth()
+        if token is None or not self.operation_scopes:
+            return True
+        requests = [item] if type(item) is Request else []
+        if type(item) is Batch:
+            requests = [m for m in item.items if type(m) is Request]
+        needed: list[str] = []
+        for request in requests:
+            needed.extend(self.scopes_for(request))
+        missing = [scope for scope in dict.fromkeys(needed) if scope not in token.scopes]
+        if not missing:
+            return True
+        resource = _request_resource.get()
+        # Both what the token holds and what it lacks, so that re-authorizing for
+        # these scopes loses nothing already granted (authorization.mdx, "Runtime
+        # Insufficient Scope Errors", recommended approach).
+        scopes = tuple(dict.fromkeys((*self.required_scopes, *token.scopes, *missing)))
+        await self._challenge(
+            http,
+            403,
+            resource,
+            "insufficient_scope",
+            "this operation needs " + " ".join(missing),
+            scopes,
+        )
+        return False
 
     def _problem(self, token: AccessToken | None, resources: tuple[str, str]) -> str | None:
         if token is None:
@@ -286,7 +342,12 @@ class ResourceServerAuth:
         return None
 
     async def _bind(
-        self, app: HTTPServer, http: HTTPExchange, head: RequestHead, token: AccessToken
+        self,
+        app: HTTPServer,
+        http: HTTPExchange,
+        head: RequestHead,
+        token: AccessToken,
+        resource: str,
     ) -> bool:
         """Check a request on a legacy session against the session's owner."""
         opts = app.options
@@ -315,6 +376,7 @@ class ResourceServerAuth:
         else:
             cell.token = token
         enter_cell(cell)
+        _request_resource.set(resource)
         return True
 
     async def _metadata(
@@ -353,9 +415,10 @@ class ResourceServerAuth:
         resource: str,
         error: str | None = None,
         description: str | None = None,
+        scopes: tuple[str, ...] | None = None,
     ) -> None:
         params = [("resource_metadata", metadata_url(resource))]
-        scopes = self.required_scopes
+        scopes = self.required_scopes if scopes is None else scopes
         if scopes and error != "invalid_request":
             params.append(("scope", " ".join(scopes)))
         if error is not None:

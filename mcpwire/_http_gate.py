@@ -16,6 +16,8 @@ The rules themselves are ``sansio._http``'s; only values up to
 ``CACHED_VALUE`` characters are cached, so the caches stay small whatever
 clients send, and a longer value is judged afresh each time.
 
+``is_modern`` tells the era of a POSTed request from its body and head.
+
 The heads of the server's responses, finally, repeat as well: each of the
 few header lists it answers with is validated by h11 once
 (``validated_head``, see the note above it).
@@ -29,7 +31,17 @@ from typing import TYPE_CHECKING
 
 import h11
 
-from .sansio._http import accepts, host_allowed, is_json_media_type, origin_allowed
+from ._versions import LEGACY_VERSIONS, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
+from .sansio._http import (
+    MCP_METHOD,
+    MCP_PROTOCOL_VERSION,
+    MCP_SESSION_ID,
+    accepts,
+    host_allowed,
+    is_json_media_type,
+    origin_allowed,
+)
+from .sansio._messages import Request
 
 if TYPE_CHECKING:
     from h11._headers import Headers as H11Headers
@@ -40,6 +52,7 @@ __all__ = (
     "RequestHead",
     "ValidatedHeaders",
     "host_ok",
+    "is_modern",
     "json_content",
     "negotiate",
     "origin_ok",
@@ -155,6 +168,35 @@ def origin_ok(origin: str, allowed: tuple[str, ...]) -> bool:
     if len(origin) > CACHED_VALUE:
         return origin_allowed(origin, allowed)
     return _origin_verdicts(origin, allowed)
+
+
+# -- the era of a request --------------------------------------------------------------
+
+#: Methods that exist only in the modern era (a request for one is modern).
+_MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
+
+
+def is_modern(req: Request, head: RequestHead) -> bool:
+    """The era of one POSTed request (design.md, "Both protocol eras").
+
+    Modern: the ``_meta`` envelope, a modern-only method, or (without a
+    session) a modern ``MCP-Protocol-Version`` or an ``Mcp-Method`` header.
+    ``initialize`` is legacy unless it comes stamped as modern in header
+    *and* body: then it is an unknown modern method (404, -32601), as
+    streamable-http.mdx's era detection expects.
+    """
+    meta = req.params.get("_meta") if req.params else None
+    enveloped = isinstance(meta, dict) and (
+        META_PROTOCOL_VERSION in meta or META_CLIENT_CAPABILITIES in meta
+    )
+    pv = head.headers.get(MCP_PROTOCOL_VERSION)
+    if req.method == "initialize":
+        return enveloped and pv is not None and pv not in LEGACY_VERSIONS
+    if enveloped or req.method in _MODERN_ONLY:
+        return True
+    if MCP_SESSION_ID in head.headers:
+        return False
+    return (pv is not None and pv not in LEGACY_VERSIONS) or MCP_METHOD in head.headers
 
 
 # -- response heads, validated once ----------------------------------------------------

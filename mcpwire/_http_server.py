@@ -67,7 +67,7 @@ import h11
 
 from ._aio_stream import open_tcp_listener, serve_listener
 from ._http_events import EventStore, MemoryEventStore
-from ._http_gate import host_ok, json_content, negotiate, origin_ok
+from ._http_gate import host_ok, is_modern, json_content, negotiate, origin_ok
 from ._http_legacy import LegacyEndpoint
 from ._http_options import HostList, HTTPServerOptions, http_options
 from ._http_streams import JSON_HEADERS, PumpResult, ResponseStream, pump
@@ -81,13 +81,10 @@ from ._http_wire import (
 )
 from ._versions import (
     LEGACY_VERSIONS,
-    META_CLIENT_CAPABILITIES,
-    META_PROTOCOL_VERSION,
 )
 from .sansio._http import (
     LOOPBACK_HOSTS,
     LOOPBACK_ORIGINS,
-    MCP_METHOD,
     MCP_PROTOCOL_VERSION,
     MCP_SESSION_ID,
     is_loopback,
@@ -114,9 +111,6 @@ if TYPE_CHECKING:
 __all__ = ("HTTPServer", "HTTPServerOptions", "http_options", "serve_http")
 
 logger = logging.getLogger("mcpwire.http")
-
-#: Methods that exist only in the modern era (a request for one is modern).
-_MODERN_ONLY = frozenset({"server/discover", "subscriptions/listen"})
 
 
 class HTTPServer:
@@ -469,10 +463,12 @@ class HTTPServer:
             await http.respond_text(415, "Unsupported Media Type: send application/json")
             return
         item = parse(body)
+        if self.options.auth is not None and not await self.options.auth.permit(http, item):
+            return  # a token without the scopes this operation needs: 403 (_http_auth)
         cls = type(item)
         if cls is Request:
             req: Request = item  # type: ignore[assignment]
-            if self._is_modern(req, head):
+            if is_modern(req, head):
                 await self.modern.request(http, head, req, can_json, can_sse)
             else:
                 await self.legacy.request(http, head, req, can_json, can_sse)
@@ -492,28 +488,6 @@ class HTTPServer:
         else:
             invalid: Invalid = item  # type: ignore[assignment]
             await self.json_error(http, 400, invalid.id, invalid.error.code, invalid.error.message)
-
-    def _is_modern(self, req: Request, head: RequestHead) -> bool:
-        """The era of one POSTed request (design.md, "Both protocol eras").
-
-        Modern: the ``_meta`` envelope, a modern-only method, or (without a
-        session) a modern ``MCP-Protocol-Version`` or an ``Mcp-Method`` header.
-        ``initialize`` is legacy unless it comes stamped as modern in header
-        *and* body: then it is an unknown modern method (404, -32601), as
-        streamable-http.mdx's era detection expects.
-        """
-        meta = req.params.get("_meta") if req.params else None
-        enveloped = isinstance(meta, dict) and (
-            META_PROTOCOL_VERSION in meta or META_CLIENT_CAPABILITIES in meta
-        )
-        pv = head.headers.get(MCP_PROTOCOL_VERSION)
-        if req.method == "initialize":
-            return enveloped and pv is not None and pv not in LEGACY_VERSIONS
-        if enveloped or req.method in _MODERN_ONLY:
-            return True
-        if MCP_SESSION_ID in head.headers:
-            return False
-        return (pv is not None and pv not in LEGACY_VERSIONS) or MCP_METHOD in head.headers
 
     async def json_error(
         self,

@@ -151,6 +151,9 @@ class SSEEndpoint:
             await http.respond_text(415, "Unsupported Media Type: send application/json")
             return
         item = parse(body)
+        auth = self.app.options.auth
+        if auth is not None and not await auth.permit(http, item):
+            return  # a token without the scopes this operation needs: 403 (_http_auth)
         if not await transport.feed(item):
             await http.respond_text(404, "Not Found: the session ended")
             return

@@ -39,6 +39,9 @@ from starlette.routing import Route
 
 __all__ = ("RS_CLIENT_ID", "RS_CLIENT_SECRET", "AuthServer", "MemoryProvider")
 
+#: The scopes this authorization server grants.
+SCOPES = ("mcp:read", "mcp:write")
+
 #: The resource server's credentials at the introspection endpoint.
 RS_CLIENT_ID = "mcp-resource-server"
 RS_CLIENT_SECRET = secrets.token_urlsafe(24)
@@ -60,6 +63,10 @@ class MemoryProvider:
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         assert client_info.client_id is not None
+        # Every registered client may ask for every scope this AS knows (what it is
+        # granted is decided per authorization): a later step-up is not refused
+        # for scopes the client did not list when it registered.
+        client_info.scope = " ".join(SCOPES)
         self.clients[client_info.client_id] = client_info
 
     async def authorize(
@@ -149,7 +156,7 @@ def _app(provider: MemoryProvider, issuer: str) -> Starlette:
         provider,  # type: ignore[arg-type]
         AnyHttpUrl(issuer),
         client_registration_options=ClientRegistrationOptions(
-            enabled=True, valid_scopes=["mcp:read", "mcp:write"], default_scopes=["mcp:read"]
+            enabled=True, valid_scopes=list(SCOPES), default_scopes=["mcp:read"]
         ),
         revocation_options=RevocationOptions(enabled=True),
     )

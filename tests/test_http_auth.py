@@ -322,6 +322,58 @@ async def test_403_insufficient_scope_names_the_scopes_needed(anyio_backend: str
             assert params["resource_metadata"].endswith("/.well-known/oauth-protected-resource/mcp")
 
 
+async def test_operation_scopes_403_names_held_and_missing_scopes(anyio_backend: str) -> None:
+    """Step-up: the 403 lists the scopes the token holds and those the operation needs."""
+    auth = auth_config(
+        required_scopes=["mcp:read"],
+        operation_scopes={"tools/call:whoami_later": ["mcp:write"], "prompts/list": ["mcp:admin"]},
+    )
+    async with protected(auth=auth) as http:
+        port = http.port or 0
+        async with client(port) as raw:
+            session = {**await start_session(raw, "read-only")}
+            fine = rpc(2, "tools/call", {"name": "whoami"})
+            assert (await raw.request(body=fine, headers=session)).status == 200
+        later = rpc(3, "tools/call", {"name": "whoami_later"})
+        modern_later = modern(4, "tools/call", {"name": "whoami_later", "arguments": {}})
+        for body, headers in [
+            (later, session),
+            (modern_later[0], {**modern_later[1], **bearer("read-only")}),
+        ]:
+            reply = await once(port, body=body, headers=headers)
+            assert reply.status == 403, reply
+            params = challenge(reply)
+            assert params["error"] == "insufficient_scope"
+            assert params["scope"] == "mcp:read mcp:write"
+            assert params["error_description"] == "this operation needs mcp:write"
+        reply = await once(port, body=rpc(5, "prompts/list"), headers={**session, **bearer("good")})
+        assert reply.status == 403
+        assert challenge(reply)["scope"] == "mcp:read mcp:write mcp:admin"
+        # The session goes on: a refused operation ends nothing.
+        assert (await once(port, body=fine, headers=session)).status == 200
+        assert (await once(port, body=later, headers={**session, **bearer("good")})).status == 200
+
+
+async def test_operation_scopes_cover_every_request_of_a_batch(anyio_backend: str) -> None:
+    auth = auth_config(
+        required_scopes=["mcp:read"], operation_scopes={"tools/call:whoami_later": ["mcp:write"]}
+    )
+    async with protected(auth=auth) as http, client(http.port or 0) as raw:
+        reply = await raw.request(body=init_body("2025-03-26"), headers=bearer("read-only"))
+        sid = reply.headers["mcp-session-id"]
+        session = {
+            "mcp-session-id": sid,
+            "mcp-protocol-version": "2025-03-26",
+            **bearer("read-only"),
+        }
+        batch = [
+            rpc(2, "tools/call", {"name": "whoami"}),
+            rpc(3, "tools/call", {"name": "whoami_later"}),
+        ]
+        reply = await raw.request(body=batch, headers=session)
+        assert reply.status == 403 and challenge(reply)["scope"] == "mcp:read mcp:write"
+
+
 async def test_no_required_scopes_means_no_scope_in_the_challenge(anyio_backend: str) -> None:
     async with protected(auth=auth_config(required_scopes=[])) as http:
         port = http.port or 0

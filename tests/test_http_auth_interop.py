@@ -56,11 +56,15 @@ def verifier(auth_server: AuthServer, **options: Any) -> IntrospectionVerifier:
 
 @asynccontextmanager
 async def protected(
-    auth_server: AuthServer, check: IntrospectionVerifier | None = None, **options: Any
+    auth_server: AuthServer,
+    check: IntrospectionVerifier | None = None,
+    operation_scopes: dict[str, list[str]] | None = None,
+    **options: Any,
 ) -> AsyncIterator[HTTPServer]:
     check = check or verifier(auth_server)
     auth = ResourceServerAuth(
         check,
+        operation_scopes=operation_scopes,
         # The issuer exactly as the AS's metadata spells it (pydantic adds the slash).
         authorization_servers=[auth_server.issuer + "/"],
         scopes_supported=SCOPES,
@@ -134,6 +138,7 @@ def oauth_provider(url: str, storage: MemoryStorage) -> Any:
             answer = await browser.get(authorization_url, follow_redirects=False)
         assert answer.status_code in (302, 303), answer.text
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(answer.headers["location"]).query)
+        assert "code" in query, query
         redirected["code"] = query["code"][0]
         redirected["state"] = query.get("state", [None])[0]
         redirected["iss"] = query.get("iss", [None])[0]
@@ -196,6 +201,39 @@ async def test_reference_client_completes_the_oauth_flow(
         issued = auth_server.provider.tokens[storage.tokens.access_token]
         assert issued.resource == url
         assert auth_server.provider.introspections >= 1
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # see above
+async def test_reference_client_steps_up_on_insufficient_scope(
+    anyio_backend: str, auth_server: AuthServer
+) -> None:
+    """authorization.mdx, "Step-Up Authorization Flow": the first token holds the
+    challenged ``mcp:read``; a tool that needs ``mcp:write`` gets 403
+    ``insufficient_scope``, the client re-authorizes for both and retries."""
+    import httpx2
+    from mcp import Client as SdkClient
+    from mcp.client.streamable_http import streamable_http_client
+
+    storage = MemoryStorage()
+    operations = {"tools/call:whoami_later": ["mcp:write"]}
+    async with protected(auth_server, operation_scopes=operations) as http:
+        url = f"http://127.0.0.1:{http.port}/mcp"
+        with anyio.fail_after(60):
+            async with (
+                httpx2.AsyncClient(auth=oauth_provider(url, storage), timeout=15) as web,
+                SdkClient(
+                    streamable_http_client(url, http_client=web),
+                    mode="legacy",
+                    read_timeout_seconds=15,
+                    cache=None,
+                ) as mcp_client,
+            ):
+                first = await mcp_client.call_tool("whoami", {})
+                assert orjson.loads(first.content[0].text)["scopes"] == ["mcp:read"]  # type: ignore[union-attr]
+                stepped = await mcp_client.call_tool("whoami_later", {})
+                seen = orjson.loads(stepped.content[0].text)  # type: ignore[union-attr]
+                assert sorted(seen["scopes"]) == SCOPES
+        assert sorted(storage.tokens.scope.split()) == SCOPES
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # see above
