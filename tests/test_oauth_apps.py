@@ -241,6 +241,36 @@ async def test_cli_inspect_with_oauth_and_a_token_store(
     assert shown == []
 
 
+@pytest.fixture(scope="module")
+def sdk_short(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
+    """Access tokens that live one second."""
+    server = AuthServer(tmp_path_factory.mktemp("sdk"), lifetime=1)
+    server.start()
+    yield server
+    server.stop()
+
+
+async def test_cli_token_store_refreshes_an_expired_token_in_a_later_run(
+    sdk_short: AuthServer, tmp_path: Path
+) -> None:
+    """The next process finds the access token expired and refreshes it (after
+    discovering the authorization server again) instead of asking the user."""
+    store = tmp_path / "cli-tokens.json"
+    argv = ("inspect", sdk_short.url, "--json", "--oauth", "--token-store", str(store))
+    code, _, err, shown = await cli_with_browser(*argv)
+    assert code == 0, err
+    assert len(shown) == 1
+    first = json.loads(store.read_text())["tokens"][sdk_short.url]
+    await anyio.sleep(1.5)
+    code, out, err, shown = await cli_with_browser(*argv)
+    assert code == 0, err
+    assert shown == []
+    assert "stats" in {tool["name"] for tool in json.loads(out)["tools"]}
+    second = json.loads(store.read_text())["tokens"][sdk_short.url]
+    assert second["access_token"] != first["access_token"]
+    assert second["refresh_token"] != first["refresh_token"]  # the server rotates them
+
+
 async def test_cli_call_from_a_config_entry_with_oauth(
     sdk_auth: AuthServer, tmp_path: Path
 ) -> None:
