@@ -286,6 +286,7 @@ class ResourceServerAuth:
                 resource,
                 "insufficient_scope",
                 "the access token lacks " + " ".join(missing),
+                tuple(dict.fromkeys((*self.required_scopes, *token.scopes))),
             )
             return False
         return await self._bind(app, http, head, token, resource)
