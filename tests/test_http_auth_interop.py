@@ -260,6 +260,32 @@ async def test_reference_sse_client_completes_the_oauth_flow(
 
 
 # =================================================================================================
+# mcpwire's own OAuth client against the same server and AS
+# =================================================================================================
+
+
+@pytest.mark.parametrize(("mode", "era"), [("legacy", "legacy"), ("auto", "modern")])
+async def test_mcpwire_client_completes_the_oauth_flow(
+    anyio_backend: str, auth_server: AuthServer, mode: str, era: str
+) -> None:
+    from mcpwire import Client, OAuthClient, headless_redirect_handler
+
+    async with protected(auth_server) as http:
+        url = f"http://127.0.0.1:{http.port}/mcp"
+        oauth = OAuthClient(
+            redirect_handler=headless_redirect_handler(),
+            redirect_uri="http://127.0.0.1:9/callback",
+        )
+        with anyio.fail_after(60):
+            async with Client.http(url, auth=oauth, mode=mode) as mcp_client:
+                assert mcp_client.era == era
+                for tool in ("whoami", "whoami_later"):
+                    result = await mcp_client.call_tool(tool, {})
+                    seen = orjson.loads(result.content[0].text or "")
+                    assert seen["subject"] == "user-1" and "mcp:read" in seen["scopes"]
+
+
+# =================================================================================================
 # IntrospectionVerifier's rules, against the same AS
 # =================================================================================================
 
