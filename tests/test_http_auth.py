@@ -619,3 +619,22 @@ def test_challenge_parsed_by_the_reference_client(params: list[tuple[str, str]])
     response = httpx2.Response(401, headers={"www-authenticate": header})
     for name, value in params:
         assert extract_field_from_www_auth(response, name) == value
+
+
+@given(st.one_of(st.none(), st.text(max_size=200)))
+@example("Bearer " + "A" * MAX_TOKEN_SIZE)
+@example("bEaReR \t x")
+def test_bearer_token_takes_any_field_value(field: str | None) -> None:
+    """Whatever a client sends: a token, no bearer credentials, or ``BearerError``."""
+    try:
+        token = bearer_token(field)
+    except BearerError:
+        return
+    if token is not None:
+        assert 0 < len(token) <= MAX_TOKEN_SIZE and token.isascii() and " " not in token
+
+
+@given(st.text(max_size=300))
+def test_parse_challenges_takes_any_header_value(field: str) -> None:
+    for scheme, params in parse_challenges(field):
+        assert scheme and all(name == name.lower() for name in params)
