@@ -2,6 +2,8 @@
 
 * ``anyio_backend`` is parametrized so that every ``@pytest.mark.anyio`` test
   runs on both anyio backends, asyncio and trio.
+* ``sdk_auth`` / ``sdk_short``: the reference SDK's authorization-enabled
+  server in a child process, for the OAuth tests.
 * Hypothesis profiles: ``default`` and ``ci`` (identical: 100 examples, no
   deadline, since timing on a loaded 2-core machine is not what we test).
   ``HYPOTHESIS_PROFILE`` selects one; ``ci`` is loaded when it is unset.
@@ -10,6 +12,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -22,3 +27,26 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+def _sdk_auth_server(tmp_path_factory: pytest.TempPathFactory, lifetime: int) -> Iterator[Any]:
+    from http_client.child import ChildServer
+
+    script = Path(__file__).resolve().parent / "http_client" / "ref_auth_server.py"
+    server = ChildServer(script, [str(lifetime)], tmp_path_factory.mktemp("sdk-auth"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def sdk_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The reference SDK as authorization server and protected resource
+    (``http_client/ref_auth_server.py``) in a child process; tokens live an hour."""
+    yield from _sdk_auth_server(tmp_path_factory, 3600)
+
+
+@pytest.fixture(scope="module")
+def sdk_short(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The same with access tokens that live one second, so that they must be refreshed."""
+    yield from _sdk_auth_server(tmp_path_factory, 1)

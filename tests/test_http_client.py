@@ -20,7 +20,6 @@ Everything runs on both anyio backends (``anyio_backend`` in ``conftest.py``).
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ from typing import Any
 
 import anyio
 import pytest
+from http_client.child import ROOT, ChildServer, free_port
 from http_client.rawserver import Reply, Seen, event, raw_server, result, self_signed
 from hypothesis import given
 from hypothesis import strategies as st
@@ -46,61 +46,17 @@ from mcpwire.sansio._sse import SSEDecoder
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parent.parent
 SERVER = Path(__file__).resolve().parent / "http_client" / "ref_http_server.py"
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
-START_TIMEOUT = 20.0
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-class SdkServer:
+class SdkServer(ChildServer):
     """The reference SDK server in a child process, restartable on the same port."""
 
     def __init__(self, kind: str, tmp: Path) -> None:
+        super().__init__(SERVER, [kind], tmp, path="/sse" if kind == "sse" else "/mcp")
         self.kind = kind
-        self.port = free_port()
-        self.log = tmp / f"sdk-{kind}-{self.port}.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}" + ("/sse" if self.kind == "sse" else "/mcp")
-
-    def start(self) -> None:
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, str(SERVER), str(self.port), self.kind],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=ROOT,
-            )
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the SDK server exited:\n{self.log.read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"the SDK server did not start:\n{self.log.read_text()}")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
 
 
 @pytest.fixture(scope="module")

@@ -14,29 +14,18 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import anyio
 import pytest
-from test_oauth_flow import AuthServer
+from http_client.child import ROOT, ChildServer
 
 from mcpwire import Hub, ServerConfig, headless_redirect_handler
 from mcpwire._hub_config import OAuthSettings
 from mcpwire._hub_dialects import parse_config
 
 pytestmark = pytest.mark.anyio
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def sdk_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
-    server = AuthServer(tmp_path_factory.mktemp("sdk"), lifetime=3600)
-    server.start()
-    yield server
-    server.stop()
 
 
 async def browse(url: str) -> None:
@@ -58,7 +47,7 @@ async def browse(url: str) -> None:
     assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
 
 
-async def test_hub_authorizes_an_oauth_server_through_its_hook(sdk_auth: AuthServer) -> None:
+async def test_hub_authorizes_an_oauth_server_through_its_hook(sdk_auth: ChildServer) -> None:
     shown: list[tuple[str, str]] = []
 
     async def authorize(server: str, url: str) -> None:
@@ -81,7 +70,7 @@ async def test_hub_authorizes_an_oauth_server_through_its_hook(sdk_auth: AuthSer
 
 
 async def test_hub_keeps_tokens_in_its_token_store_across_runs(
-    sdk_auth: AuthServer, tmp_path: Path
+    sdk_auth: ChildServer, tmp_path: Path
 ) -> None:
     store = tmp_path / "hub-tokens.json"
     shown: list[str] = []
@@ -103,7 +92,7 @@ async def test_hub_keeps_tokens_in_its_token_store_across_runs(
 
 
 async def test_hub_without_a_hook_logs_the_url_and_the_server_fails_to_start(
-    sdk_auth: AuthServer, caplog: pytest.LogCaptureFixture
+    sdk_auth: ChildServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = ServerConfig(
         name="secured", url=sdk_auth.url, oauth=OAuthSettings(), startup_timeout=1.0
@@ -227,7 +216,7 @@ async def cli_with_browser(*argv: str) -> tuple[int, str, str, list[str]]:
 
 
 async def test_cli_inspect_with_oauth_and_a_token_store(
-    sdk_auth: AuthServer, tmp_path: Path
+    sdk_auth: ChildServer, tmp_path: Path
 ) -> None:
     store = tmp_path / "cli-tokens.json"
     argv = ("inspect", sdk_auth.url, "--json", "--oauth", "--token-store", str(store))
@@ -241,17 +230,8 @@ async def test_cli_inspect_with_oauth_and_a_token_store(
     assert shown == []
 
 
-@pytest.fixture(scope="module")
-def sdk_short(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
-    """Access tokens that live one second."""
-    server = AuthServer(tmp_path_factory.mktemp("sdk"), lifetime=1)
-    server.start()
-    yield server
-    server.stop()
-
-
 async def test_cli_token_store_refreshes_an_expired_token_in_a_later_run(
-    sdk_short: AuthServer, tmp_path: Path
+    sdk_short: ChildServer, tmp_path: Path
 ) -> None:
     """The next process finds the access token expired and refreshes it (after
     discovering the authorization server again) instead of asking the user."""
@@ -272,7 +252,7 @@ async def test_cli_token_store_refreshes_an_expired_token_in_a_later_run(
 
 
 async def test_cli_call_from_a_config_entry_with_oauth(
-    sdk_auth: AuthServer, tmp_path: Path
+    sdk_auth: ChildServer, tmp_path: Path
 ) -> None:
     config = tmp_path / "mcp.json"
     entry = {"url": sdk_auth.url, "oauth": {"enabled": True, "scopes": ["mcp:read"]}}

@@ -17,17 +17,12 @@ Everything runs on both anyio backends.
 from __future__ import annotations
 
 import base64
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import anyio
 import pytest
+from http_client.child import ChildServer
 from http_client.rawserver import Reply, Seen, raw_server, result
 
 from mcpwire import (
@@ -41,77 +36,6 @@ from mcpwire import (
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parent.parent
-SERVER = Path(__file__).resolve().parent / "http_client" / "ref_auth_server.py"
-START_TIMEOUT = 20.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-class AuthServer:
-    """The SDK's authorization-enabled server in a child process."""
-
-    def __init__(self, tmp: Path, lifetime: int) -> None:
-        self.port = free_port()
-        self.log = tmp / f"sdk-auth-{self.port}.log"
-        self.lifetime = lifetime
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    def start(self) -> None:
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, str(SERVER), str(self.port), str(self.lifetime)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                cwd=ROOT,
-            )
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the SDK server exited:\n{self.log.read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError(f"the SDK server did not start:\n{self.log.read_text()}")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-
-@pytest.fixture(scope="module")
-def sdk_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
-    server = AuthServer(tmp_path_factory.mktemp("sdk"), lifetime=3600)
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def sdk_short(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthServer]:
-    """Access tokens that live one second, so that they must be refreshed."""
-    server = AuthServer(tmp_path_factory.mktemp("sdk"), lifetime=1)
-    server.start()
-    yield server
-    server.stop()
-
 
 async def stats(client: Client) -> dict[str, Any]:
     answer = await client.call_tool("stats", {})
@@ -119,7 +43,7 @@ async def stats(client: Client) -> dict[str, Any]:
     return answer.structured
 
 
-async def test_sdk_flow(sdk_auth: AuthServer) -> None:
+async def test_sdk_flow(sdk_auth: ChildServer) -> None:
     """Registration, PKCE, the token endpoint, the resource parameter, the bearer token."""
     storage = InMemoryTokenStorage()
     auth = OAuthClient(redirect_handler=headless_redirect_handler(), storage=storage)
@@ -143,7 +67,7 @@ async def test_sdk_flow(sdk_auth: AuthServer) -> None:
     assert after["grants"] == before["grants"]
 
 
-async def test_sdk_refresh(sdk_short: AuthServer) -> None:
+async def test_sdk_refresh(sdk_short: ChildServer) -> None:
     auth = OAuthClient(redirect_handler=headless_redirect_handler())
     with anyio.fail_after(20):
         async with Client.http(sdk_short.url, auth=auth) as client:
@@ -154,7 +78,7 @@ async def test_sdk_refresh(sdk_short: AuthServer) -> None:
     assert second["grants"][len(first["grants"]) :] == ["refresh_token"]
 
 
-async def test_sdk_refresh_with_stored_tokens(sdk_short: AuthServer) -> None:
+async def test_sdk_refresh_with_stored_tokens(sdk_short: ChildServer) -> None:
     """Tokens kept by an earlier client (another process, say) are refreshed at
     their authorization server, found anew, rather than authorized again."""
     storage = InMemoryTokenStorage()
@@ -171,7 +95,7 @@ async def test_sdk_refresh_with_stored_tokens(sdk_short: AuthServer) -> None:
     assert after["grants"][len(before["grants"]) :] == ["refresh_token"]
 
 
-async def test_sdk_state_mismatch_is_refused(sdk_auth: AuthServer) -> None:
+async def test_sdk_state_mismatch_is_refused(sdk_auth: ChildServer) -> None:
     """A redirect whose ``state`` is not ours (RFC 6749 §10.12): no token request."""
     follow = headless_redirect_handler()
 
