@@ -74,8 +74,15 @@ async def test_sdk_refresh(sdk_short: ChildServer) -> None:
             first = await stats(client)
             await anyio.sleep(1.2)
             second = await stats(client)
-    assert first["grants"][-1] == "authorization_code"
-    assert second["grants"][len(first["grants"]) :] == ["refresh_token"]
+    # This client authorized once (the server's log is shared by the module's
+    # tests) and every later token came by refresh; on a loaded machine the
+    # one-second token may have been refreshed already before ``first``.
+    grants = second["grants"]
+    code = len(grants) - 1 - grants[::-1].index("authorization_code")
+    assert code < len(first["grants"])
+    later = grants[code + 1 :]
+    assert len(later) > len(first["grants"]) - code - 1  # refreshed after ``first``
+    assert set(later) == {"refresh_token"}
 
 
 async def test_sdk_refresh_with_stored_tokens(sdk_short: ChildServer) -> None:
@@ -92,7 +99,9 @@ async def test_sdk_refresh_with_stored_tokens(sdk_short: ChildServer) -> None:
         async with Client.http(sdk_short.url, auth=later) as client:
             after = await stats(client)
     assert after["registrations"] == before["registrations"]
-    assert after["grants"][len(before["grants"]) :] == ["refresh_token"]
+    later = after["grants"][len(before["grants"]) :]
+    assert later
+    assert set(later) == {"refresh_token"}
 
 
 async def test_sdk_state_mismatch_is_refused(sdk_auth: ChildServer) -> None:
