@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ._auth_tokens import AccessToken, current_auth
 from ._errors import JSONRPCError, MCPWireError
 from ._versions import LOG_LEVELS
 from .sansio import _codec
@@ -41,6 +40,7 @@ from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode, RequestId
 
 if TYPE_CHECKING:
+    from ._auth_tokens import AccessToken
     from ._server import Connection, Server
     from ._session import RequestContext
     from ._task_runs import TaskRun
@@ -251,6 +251,8 @@ class Context:
     @property
     def auth(self) -> AccessToken | None:
         """The verified access token of this request (HTTP with ``auth=``), else None."""
+        from ._auth_tokens import current_auth  # not loaded by servers that never ask
+
         return current_auth()
 
     @property

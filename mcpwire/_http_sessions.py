@@ -38,7 +38,6 @@ from collections.abc import Awaitable, Callable, Iterator
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ._auth_tokens import current_cell
 from ._errors import ConnectionClosed, JSONRPCError
 from ._http_events import EventStore
 from ._http_streams import ResponseStream
@@ -102,6 +101,8 @@ class HTTPSession:
         #: Counted in ``SessionTable.pending`` until registered or discarded.
         self.reserved = False
         #: The access token it was started with, and its owner (``_http_auth``).
+        from ._auth_tokens import current_cell  # loaded only where auth is used
+
         self.auth = current_cell()
 
     @property

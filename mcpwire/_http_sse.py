@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ._auth_tokens import current_cell
 from ._errors import ConnectionClosed
 from ._http_sessions import Inbox
 from ._http_streams import SSE_HEADERS, Frame, ResponseStream
@@ -56,6 +55,8 @@ class SSEServerTransport(Inbox):
     def __init__(self, stream: ResponseStream) -> None:
         super().__init__(_INBOUND_BUFFER)
         self.stream = stream
+        from ._auth_tokens import current_cell  # loaded only where auth is used
+
         self.auth = current_cell()  # its access token and owner (``_http_auth``)
 
     async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:

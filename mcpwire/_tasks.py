@@ -56,12 +56,12 @@ from typing import TYPE_CHECKING, Final
 import anyio
 import anyio.abc
 
-from ._auth_tokens import current_auth
 from ._errors import JSONRPCError
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode
 
 if TYPE_CHECKING:
+    from ._auth_tokens import AccessToken
     from ._methods import Call
     from ._task_runs import Task
 
@@ -162,7 +162,7 @@ class TaskStore:
         owner = self._owners.get(task_id)
         if owner is None:
             return True
-        caller = current_auth()
+        caller = _caller()
         return caller is not None and caller.owner == owner
 
     def _drop(self, task_id: str) -> None:
@@ -190,7 +190,7 @@ class TaskStore:
             wall_clock=self.wall_clock,
         )
         self._tasks[task_id] = task
-        caller = current_auth()
+        caller = _caller()
         if caller is not None:
             self._owners[task_id] = caller.owner
         return task
@@ -294,3 +294,11 @@ async def tasks_cancel(call: Call) -> JSONObject:
     from ._task_runs import tasks_cancel as run
 
     return await run(call)
+
+
+def _caller() -> AccessToken | None:
+    """Who is asking, when requests are authorized (``_auth_tokens`` is loaded
+    only by servers that use it)."""
+    from ._auth_tokens import current_auth
+
+    return current_auth()

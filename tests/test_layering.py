@@ -59,6 +59,25 @@ def test_import_mcpwire_is_lazy() -> None:
     assert modules_after("import mcpwire", watch) == []
 
 
+def test_servers_without_auth_load_none_of_it() -> None:
+    """Authorization costs a server only when it is used: hashlib's OpenSSL digests
+    alone added about 0.9 MB to an idle server's RSS (issue 7's RSS target)."""
+    code = (
+        "from mcpwire import Server\n"
+        "import mcpwire._stdio, mcpwire._http_server, mcpwire._http_run, mcpwire._asgi"
+    )
+    watch = [
+        "hashlib",
+        "_hashlib",
+        "mcpwire._auth_tokens",
+        "mcpwire._http_auth",
+        "mcpwire._auth_introspect",
+        "mcpwire._oauth",
+        "mcpwire.sansio._oauth",
+    ]
+    assert modules_after(code, watch) == []
+
+
 def test_errors_are_importable_without_anyio() -> None:
     code = "from mcpwire import ConnectionClosed, JSONRPCError, RequestTimeout"
     assert modules_after(code, ["anyio"]) == []
