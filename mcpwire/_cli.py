@@ -120,6 +120,27 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="http: an Origin header to accept (repeatable, '*' for any; default: localhost)",
     )
+    auth = p.add_argument_group(
+        "OAuth 2.1 (http, sse): serve as a protected resource, tokens checked by RFC 7662 "
+        "introspection at the authorization server"
+    )
+    auth.add_argument(
+        "--auth-server", action="append", metavar="ISSUER", help="an authorization server"
+    )
+    auth.add_argument("--introspect", metavar="URL", help="its token introspection endpoint")
+    auth.add_argument("--introspect-client-id", metavar="ID", help="this server's client id there")
+    auth.add_argument(
+        "--introspect-secret-env",
+        metavar="VAR",
+        default="MCPWIRE_INTROSPECTION_SECRET",
+        help="the environment variable holding its secret (default: %(default)s)",
+    )
+    auth.add_argument(
+        "--required-scope", action="append", metavar="SCOPE", help="a scope every request needs"
+    )
+    auth.add_argument(
+        "--resource", metavar="URL", help="this server's canonical URL (on a public bind)"
+    )
     p = sub.add_parser("hub", help="connect every server in config files, show their state")
     _hub_arguments(p)
     return parser
@@ -479,6 +500,43 @@ def _serve(args: argparse.Namespace) -> int:
             allowed_hosts=args.allowed_host,
             allowed_origins=args.allowed_origin,
             legacy_sse=args.transport == "sse",
+            **_serve_auth(args),
         )
+    if args.auth_server or args.introspect:
+        raise UsageError("OAuth options apply to --transport http or sse")
     server.run()
     return EXIT_OK
+
+
+def _serve_auth(args: argparse.Namespace) -> dict[str, Any]:
+    """``auth=`` for ``serve``'s OAuth options (none given: no authorization)."""
+    if not args.auth_server and not args.introspect:
+        return {}
+    if not args.auth_server or not args.introspect:
+        raise UsageError("--auth-server and --introspect go together")
+    import os
+
+    from ._auth_introspect import IntrospectionVerifier
+    from ._http_auth import ResourceServerAuth
+
+    secret = None
+    if args.introspect_client_id:
+        secret = os.environ.get(args.introspect_secret_env)
+        if not secret:
+            raise UsageError(
+                f"--introspect-client-id needs its secret in ${args.introspect_secret_env}"
+            )
+    try:
+        verifier = IntrospectionVerifier(
+            args.introspect, client_id=args.introspect_client_id, client_secret=secret
+        )
+        auth = ResourceServerAuth(
+            verifier,
+            authorization_servers=args.auth_server,
+            required_scopes=args.required_scope or (),
+            scopes_supported=args.required_scope or (),
+            resource=args.resource,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return {"auth": auth}

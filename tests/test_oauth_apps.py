@@ -270,3 +270,68 @@ async def test_cli_oauth_options_need_a_url_target() -> None:
     code, _, err, _ = await cli_with_browser("inspect", "--oauth", "--", sys.executable, "-c", "")
     assert code == 2
     assert "OAuth options apply to URL targets only" in err
+
+
+async def test_cli_serve_as_a_protected_resource(tmp_path: Path) -> None:
+    """``mcpwire serve --auth-server --introspect``: the example server behind OAuth,
+    tokens checked at the reference SDK's authorization server, reached by
+    mcpwire's OAuth client through the whole flow."""
+    from http_auth_as import RS_CLIENT_ID, RS_CLIENT_SECRET, AuthServer
+    from http_client.child import free_port
+
+    from mcpwire import Client, OAuthClient
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    with AuthServer() as auth_server:
+        env = {**os.environ, "MCPWIRE_INTROSPECTION_SECRET": RS_CLIENT_SECRET}
+        argv = [
+            *(sys.executable, "-m", "mcpwire", "serve", "mcpwire.examples.everything:server"),
+            *("--transport", "http", "--port", str(port)),
+            *("--auth-server", auth_server.issuer + "/", "--introspect"),
+            *(auth_server.introspection_url, "--introspect-client-id", RS_CLIENT_ID),
+            *("--required-scope", "mcp:read"),
+        ]
+        async with await anyio.open_process(argv, env=env, cwd=ROOT) as proc:
+            try:
+                with anyio.fail_after(30):
+                    while True:  # until it listens
+                        try:
+                            await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                            break
+                        except OSError:
+                            await anyio.sleep(0.05)
+                    auth = OAuthClient(redirect_handler=headless_redirect_handler())
+                    async with Client.http(url, auth=auth) as client:
+                        result = await client.call_tool("echo", {"message": "hi"})
+                        assert "hi" in (result.text or "")
+                assert auth_server.provider.introspections >= 1
+            finally:
+                proc.terminate()
+    assert await proc.wait() is not None
+
+
+HTTP = ("--transport", "http", "--port", "0")
+ISSUER = ("--auth-server", "https://a.example")
+
+
+@pytest.mark.parametrize(
+    ("more", "words"),
+    [
+        (ISSUER, "apply to --transport http or sse"),
+        ((*HTTP, *ISSUER), "--auth-server and --introspect go together"),
+        ((*HTTP, "--introspect", "https://a.example/i"), "go together"),
+        ((*HTTP, *ISSUER, "--introspect", "http://a.example/i"), "must use https"),
+        (
+            (*HTTP, *ISSUER, "--introspect", "https://a.example/i", "--introspect-client-id", "x"),
+            "needs its secret in $MCPWIRE_INTROSPECTION_SECRET",
+        ),
+    ],
+)
+async def test_cli_serve_oauth_options_are_checked(
+    more: tuple[str, ...], words: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MCPWIRE_INTROSPECTION_SECRET", raising=False)
+    code, _, err, _ = await cli_with_browser("serve", "mcpwire.examples.everything:server", *more)
+    assert code == 2
+    assert words in err
