@@ -43,7 +43,13 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 
-from ._hub_auth import AuthorizeHook, OAuthState, oauth_client, oauth_state
+from ._hub_auth import (
+    DEFAULT_AUTHORIZE_TIMEOUT,
+    AuthorizeHook,
+    OAuthState,
+    oauth_client,
+    oauth_state,
+)
 from ._hub_config import LoadedConfig, OAuthSettings, ServerConfig, load_configs
 from ._hub_errors import ConfigError, ConfigIssue, HubError, ToolCallRefused
 from ._hub_events import (
@@ -121,6 +127,8 @@ class Hub:
             in its config (``None``: the URL is logged). See ``_hub_auth``.
         token_store: a file to keep OAuth tokens and client registrations in
             across runs (mode 0600; ``None``: in memory, for this hub's life).
+        authorize_timeout: seconds the user's step of an OAuth authorization
+            may take; it does not count against a server's startup timeout.
     """
 
     def __init__(
@@ -143,6 +151,7 @@ class Hub:
         client_options: Mapping[str, object] | None = None,
         authorize: AuthorizeHook | None = None,
         token_store: str | os.PathLike[str] | None = None,
+        authorize_timeout: float = DEFAULT_AUTHORIZE_TIMEOUT,
     ) -> None:
         if isinstance(configs, (str, os.PathLike)):
             configs = [configs]
@@ -162,6 +171,9 @@ class Hub:
         self.client_options: dict[str, object] = dict(client_options or {})
         self.authorize = authorize
         self.token_store = None if token_store is None else os.fspath(token_store)
+        if not authorize_timeout > 0:
+            raise ValueError("authorize_timeout must be a positive number of seconds")
+        self.authorize_timeout = authorize_timeout
         self._oauth: dict[tuple[str, str, OAuthSettings], OAuthState] = {}
         #: Warnings from the config currently in force (unknown keys, overrides...).
         self.warnings: list[ConfigIssue] = []
@@ -189,7 +201,15 @@ class Hub:
         state = self._oauth.get(key)
         if state is None:
             state = self._oauth[key] = oauth_state(config, settings, self.token_store)
-        return oauth_client(config, settings, state, self.authorize)
+        return oauth_client(config, settings, state, self.authorize, timeout=self.authorize_timeout)
+
+    def authorizing(self, config: ServerConfig) -> bool:
+        """True while an OAuth authorization of ``config``'s server waits for the user."""
+        settings = config.oauth
+        if settings is None or config.url is None:
+            return False
+        state = self._oauth.get((config.name, config.url, settings))
+        return state is not None and state.waiting > 0
 
     # -- lifecycle -----------------------------------------------------------------
 

@@ -11,9 +11,10 @@ authorization the hub listens on the server's loopback redirect URI
 ``authorize`` hook (a UI opens a browser; ``mcpwire hub`` prints it), and
 waits for the browser to come back; an async hook runs alongside the wait and
 is cancelled once the answer is in. Without a hook the URL is logged at
-WARNING level, the only place a person could find it. The step is part of
-connecting, so the server's ``startupTimeout`` bounds it: give a server that
-a person authorizes minutes, not seconds.
+WARNING level, the only place a person could find it. The step is bounded by
+the hub's ``authorize_timeout`` (5 minutes by default), and does not count
+against the server's ``startupTimeout``: the startup watchdog waits while a
+user step is in progress, then gives the rest of the start its full time.
 
 What outlives one connection is kept per server (``OAuthState``), so a
 restart does not send the user through the flow again: the token storage
@@ -40,10 +41,18 @@ if TYPE_CHECKING:
     from ._hub_config import OAuthSettings, ServerConfig
     from ._oauth import OAuthClient, TokenStorage
 
-__all__ = ("AuthorizeHook", "OAuthState", "oauth_client", "oauth_state")
+__all__ = (
+    "DEFAULT_AUTHORIZE_TIMEOUT",
+    "AuthorizeHook",
+    "OAuthState",
+    "oauth_client",
+    "oauth_state",
+)
 
 logger = logging.getLogger("mcpwire.hub")
 
+#: Seconds the user's step of an authorization may take.
+DEFAULT_AUTHORIZE_TIMEOUT = 300.0
 #: ``(server name, authorization URL)``: show the URL to the user (open a browser).
 AuthorizeHook = Callable[[str, str], "Awaitable[None] | None"]
 
@@ -57,6 +66,8 @@ class OAuthState:
     bind: str
     port: int
     redirect_uri: str
+    #: Authorizations waiting for the user now (the startup watchdog waits too).
+    waiting: int = 0
 
 
 def oauth_state(
@@ -81,6 +92,8 @@ def oauth_client(
     settings: OAuthSettings,
     state: OAuthState,
     authorize: AuthorizeHook | None,
+    *,
+    timeout: float = DEFAULT_AUTHORIZE_TIMEOUT,
 ) -> OAuthClient:
     """The ``OAuthClient`` for one connection to ``config``'s server."""
     from ._oauth import OAuthClient
@@ -93,7 +106,7 @@ def oauth_client(
             LoopbackRedirect(host=state.bind, port=state.port, path=path) as redirect,
             anyio.create_task_group() as tg,
         ):
-            waiting = redirect.redirect_handler(timeout=_startup_bound(config))
+            waiting = redirect.redirect_handler(timeout=timeout)
             if authorize is None:
                 logger.warning(
                     "MCP server %r needs authorization: open %s", name, authorization_url
@@ -104,7 +117,11 @@ def oauth_client(
                 shown = authorize(name, authorization_url)
                 if inspect.isawaitable(shown):
                     tg.start_soon(_finish, shown)
-            answer = await waiting(authorization_url)
+            state.waiting += 1
+            try:
+                answer = await waiting(authorization_url)
+            finally:
+                state.waiting -= 1
             tg.cancel_scope.cancel()
         return answer
 
@@ -121,11 +138,6 @@ def oauth_client(
 
 async def _finish(shown: Awaitable[None]) -> None:
     await shown
-
-
-def _startup_bound(config: ServerConfig) -> float:
-    """An upper bound for the user's step; the watchdog's startup timeout ends it first."""
-    return max(config.startup_timeout or 0.0, 3600.0)
 
 
 def _free_port(host: str) -> int:

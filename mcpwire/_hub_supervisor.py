@@ -74,6 +74,8 @@ logger = logging.getLogger("mcpwire.hub")
 #: Error history kept per server, and the length each entry is cut to.
 MAX_ERRORS = 100
 MAX_ERROR_LENGTH = 1000
+#: Seconds between looks at whether an OAuth user step is still in progress.
+_AUTHORIZING_POLL = 0.1
 _REFRESH_ON = frozenset(
     {
         "notifications/tools/list_changed",
@@ -425,6 +427,13 @@ class Supervisor:
         """Close the session if the server is not ready in time (or on restart/stop)."""
         with anyio.move_on_after(startup):
             await self._abort.wait()
+        while not self._ready and not self._abort.is_set() and self.hub.authorizing(self.config):
+            # The user's step of an OAuth flow is not startup time (it has its own
+            # bound); once it is over, the rest of the start gets the full time.
+            while self.hub.authorizing(self.config) and not self._abort.is_set():
+                await anyio.sleep(_AUTHORIZING_POLL)
+            with anyio.move_on_after(startup):
+                await self._abort.wait()
         if self._ready:
             return
         if not self._abort.is_set():

@@ -187,14 +187,21 @@ class LoopbackRedirect:
         Given the authorization URL, it calls ``show`` with it (open a
         browser, print it for the user), waits for the response with the
         URL's ``state``, and returns the URL the browser was sent to, which
-        ``OAuthClient`` checks and reads the code from.
+        ``OAuthClient`` checks and reads the code from. Nothing within
+        ``timeout`` seconds raises ``AuthorizationError``.
         """
 
         async def handle(authorization_url: str) -> str:
             state = dict(parse_qsl(urlsplit(authorization_url).query)).get("state")
             if show is not None:
                 show(authorization_url)
-            response = await self.wait(state, timeout=timeout)
+            try:
+                response = await self.wait(state, timeout=timeout)
+            except TimeoutError:
+                raise AuthorizationError(
+                    f"no authorization response at {self.redirect_uri} within {timeout:g} s "
+                    "(the user's step in the browser did not finish)"
+                ) from None
             return f"{self.redirect_uri}?{urlencode(response.params)}"
 
         return handle

@@ -91,6 +91,42 @@ async def test_hub_keeps_tokens_in_its_token_store_across_runs(
     assert sdk_auth.url in json.loads(store.read_text())["tokens"]
 
 
+async def test_hub_user_step_does_not_count_against_the_startup_timeout(
+    sdk_auth: ChildServer,
+) -> None:
+    """A person takes longer than the server's startup timeout to authorize: the
+    start waits for them (bounded by authorize_timeout), then finishes."""
+
+    async def slow_user(server: str, url: str) -> None:
+        await anyio.sleep(2.5)
+        await browse(url)
+
+    config = ServerConfig(
+        name="secured", url=sdk_auth.url, oauth=OAuthSettings(), startup_timeout=1.0
+    )
+    async with Hub(servers=[config], watch=False, authorize=slow_user) as hub:
+        await hub.wait_ready(timeout=20)
+        assert [s.state for s in hub.statuses()] == ["ready"]
+
+
+async def test_hub_authorize_timeout_bounds_the_user_step(sdk_auth: ChildServer) -> None:
+    async def absent_user(server: str, url: str) -> None:
+        await anyio.sleep_forever()
+
+    config = ServerConfig(
+        name="secured", url=sdk_auth.url, oauth=OAuthSettings(), startup_timeout=1.0
+    )
+    hub = Hub(servers=[config], watch=False, authorize=absent_user, authorize_timeout=0.5)
+    with anyio.fail_after(20):
+        async with hub:
+            with anyio.move_on_after(4):
+                await hub.wait_ready(timeout=4)
+            [status] = hub.statuses()
+    assert status.state != "ready"
+    assert status.last_error is not None
+    assert "no authorization response" in status.last_error, status.last_error
+
+
 async def test_hub_without_a_hook_logs_the_url_and_the_server_fails_to_start(
     sdk_auth: ChildServer, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -209,6 +209,13 @@ async def test_one_wait_at_a_time() -> None:
         tg.cancel_scope.cancel()
 
 
+async def test_redirect_handler_times_out_with_authorization_error() -> None:
+    async with LoopbackRedirect() as redirect:
+        handle = redirect.redirect_handler(timeout=0.05)
+        with pytest.raises(AuthorizationError, match="no authorization response"):
+            await handle("https://as.example/authorize?state=s")
+
+
 async def test_wait_times_out() -> None:
     async with LoopbackRedirect() as redirect:
         with pytest.raises(TimeoutError):
