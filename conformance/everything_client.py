@@ -23,7 +23,13 @@ from urllib.parse import urlencode
 
 import anyio
 
-from mcpwire import AssertionProvider, Client, OAuthClient, headless_redirect_handler
+from mcpwire import (
+    AssertionProvider,
+    Client,
+    OAuthClient,
+    headless_redirect_handler,
+    load_signer,
+)
 from mcpwire._http_client_conn import URL, HTTPClient
 from mcpwire.sansio._json import JSONObject, JSONValue
 
@@ -257,7 +263,14 @@ def oauth_client() -> OAuthClient:
     secret = secret if isinstance(secret, str) else None
     name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     if name.startswith("auth/client-credentials"):
-        return OAuthClient(grant="client_credentials", client_id=client_id, client_secret=secret)
+        pem = ctx.get("private_key_pem")
+        return OAuthClient(
+            grant="client_credentials",
+            client_id=client_id,
+            client_secret=secret,
+            # private_key_jwt (RFC 7523 §2.2) when the harness hands over a key.
+            client_assertion_signer=load_signer(pem) if isinstance(pem, str) else None,
+        )
     if name == "auth/wif-jwt-bearer":
         workload = ctx.get("valid_jwt")
 
@@ -280,6 +293,8 @@ def oauth_client() -> OAuthClient:
         client_id=client_id,
         client_secret=secret,
         client_metadata_url=CIMD_URL,
+        # SEP-1932: DPoP-bound tokens, with a key made for this run.
+        dpop=name in ("auth/dpop", "auth/dpop-nonce"),
     )
 
 

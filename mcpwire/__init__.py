@@ -75,6 +75,11 @@ if TYPE_CHECKING:
     from ._hub_status import ErrorEntry as ErrorEntry
     from ._hub_status import RestartPolicy as RestartPolicy
     from ._hub_status import ServerStatus as ServerStatus
+    from ._jose import CryptographyMissing as CryptographyMissing
+    from ._jose import ES256Signer as ES256Signer
+    from ._jose import JWTSigner as JWTSigner
+    from ._jose import RS256Signer as RS256Signer
+    from ._jose import load_signer as load_signer
     from ._oauth import AssertionProvider as AssertionProvider
     from ._oauth import OAuthClient as OAuthClient
     from ._oauth import RedirectHandler as RedirectHandler
@@ -201,6 +206,11 @@ __all__ = (
     "RedirectHandler",
     "TokenStorage",
     "headless_redirect_handler",
+    "CryptographyMissing",
+    "ES256Signer",
+    "JWTSigner",
+    "RS256Signer",
+    "load_signer",
     "AuthorizationDenied",
     "AuthorizationResponse",
     "FileTokenStorage",
@@ -292,6 +302,11 @@ _LAZY = {
     "RedirectHandler": "._oauth",
     "TokenStorage": "._oauth_storage",
     "headless_redirect_handler": "._oauth",
+    "CryptographyMissing": "._jose",
+    "ES256Signer": "._jose",
+    "JWTSigner": "._jose",
+    "RS256Signer": "._jose",
+    "load_signer": "._jose",
     "AuthorizationDenied": "._oauth_redirect",
     "AuthorizationResponse": "._oauth_redirect",
     "FileTokenStorage": "._oauth_file",

@@ -16,6 +16,12 @@ The origin is the one of the first request (the transport's endpoint), and the
 token never goes anywhere else: discovery and token requests to the
 authorization server go through the plain ``HTTPClient.request``.
 
+With DPoP (``OAuthClient(dpop=...)``, RFC 9449) a DPoP-bound token goes as
+``Authorization: DPoP <token>`` with a fresh ``DPoP`` proof per request, every
+answer's ``DPoP-Nonce`` is kept for the next proofs, and a ``401`` asking for a
+nonce (``WWW-Authenticate: DPoP error="use_dpop_nonce"``, §9) is answered by
+sending the request once more with it, without a flow.
+
 A transport without ``auth`` gets a plain ``HTTPClient``, so none of this is on
 its path.
 """
@@ -28,6 +34,7 @@ from ._errors import AuthorizationError
 from ._http_client_conn import Headers, HTTPClient, HTTPResponse, InvalidRequest
 from ._http_client_net import URL
 from ._oauth import OAuthClient
+from ._oauth_dpop import wants_nonce_resource
 
 __all__ = ("MAX_FLOWS", "AuthorizationFailed", "AuthorizedHTTPClient")
 
@@ -76,18 +83,34 @@ class AuthorizedHTTPClient(HTTPClient):
         if url.origin != origin:
             return await super().request(method, url, headers, body, timeout=timeout)
         auth = self.auth
+        dpop = auth.dpop
         flows = 0
+        nonce_retry = dpop is not None
         while True:
             try:
                 token = await auth.token(self._plain, url.raw)
             except AuthorizationError as exc:
                 raise AuthorizationFailed(f"{method} {url}: authorization failed: {exc}") from exc
-            sent = headers if token is None else [*headers, ("Authorization", f"Bearer {token}")]
+            if token is None:
+                sent = headers
+            elif dpop is not None and auth.token_type == "DPoP":
+                proof = dpop.proof(method, url.raw, access_token=token)
+                sent = [*headers, ("Authorization", f"DPoP {token}"), ("DPoP", proof)]
+            else:
+                sent = [*headers, ("Authorization", f"Bearer {token}")]
             response = await super().request(method, url, sent, body, timeout=timeout)
             status = response.status
+            fresh_nonce = dpop is not None and dpop.note(url.raw, response.headers)
             if status not in (401, 403) or flows >= MAX_FLOWS:
                 return response
             challenges = [v for k, v in response.headers if k == "www-authenticate"]
+            if nonce_retry and fresh_nonce and wants_nonce_resource(challenges):
+                nonce_retry = False  # RFC 9449 §9: once, with the nonce it gave
+                try:
+                    await response.read_body(_CHALLENGE_BODY, truncate=True)
+                finally:
+                    await response.aclose()
+                continue
             if status == 403 and not any("insufficient_scope" in c for c in challenges):
                 return response
             # The body is read first so the socket can serve the flow; if no

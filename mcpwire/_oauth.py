@@ -25,9 +25,13 @@ A flow, in the order of the spec (``basic/authorization``, 2025-11-25):
 4. The grant: authorization code with PKCE S256 (RFC 7636) through the
    ``redirect_handler``, whose answer is checked for ``state`` and ``iss``
    (RFC 9207); client credentials; or a JWT bearer assertion (RFC 7523) that
-   an ``AssertionProvider`` obtains (this module signs nothing). Every token
-   request names the resource (RFC 8707), so the token is minted for this
-   server alone.
+   an ``AssertionProvider`` obtains. Every token request names the resource
+   (RFC 8707), so the token is minted for this server alone, and
+   authenticates the client: with its secret, or with a ``private_key_jwt``
+   assertion (RFC 7523 §2.2) its ``client_assertion_signer`` signs. With
+   ``dpop``, token requests carry DPoP proofs and the token is bound to the
+   client's key (RFC 9449; ``_oauth_dpop``). Signing needs ``cryptography``
+   (``pip install 'mcpwire[jwt]'``; ``_jose``).
 
 Flows are serialized by a lock: requests that fail together wait for one flow
 and then use its token. Bodies are read with a size limit, every exchange has
@@ -52,6 +56,8 @@ from ._errors import AuthorizationError
 from ._http_client_conn import HTTPClient, HTTPResponse
 from ._http_client_net import URL
 from ._http_client_sock import HTTPError
+from ._jose import CLIENT_ASSERTION_TYPE, ES256Signer, JWTSigner, client_assertion
+from ._oauth_dpop import DPoPProver, wants_nonce_token
 from ._oauth_storage import ClientInfo, InMemoryTokenStorage, OAuthTokens, TokenStorage
 from .sansio import _oauth as o
 from .sansio._json import JSONObject
@@ -159,6 +165,10 @@ class OAuthClient:
         storage: where tokens and client identities are kept.
         timeout: seconds for each exchange with the authorization server.
         application_type: sent with dynamic registration (SEP-837).
+        client_assertion_signer: signs ``private_key_jwt`` client assertions
+            (with ``client_id``), used where the server lists that method.
+        dpop: bind tokens to a key with DPoP (RFC 9449): True for a key made
+            now (ES256), or the ``JWTSigner`` of a key to use.
     """
 
     def __init__(
@@ -179,11 +189,17 @@ class OAuthClient:
         storage: TokenStorage | None = None,
         timeout: float = 30.0,
         application_type: str = "native",
+        client_assertion_signer: JWTSigner | None = None,
+        dpop: bool | JWTSigner = False,
     ) -> None:
         if grant == "authorization_code" and redirect_handler is None:
             raise ValueError("the authorization_code grant needs a redirect_handler")
-        if grant == "client_credentials" and (client_id is None or client_secret is None):
-            raise ValueError("the client_credentials grant needs client_id and client_secret")
+        secret = client_secret is not None or client_assertion_signer is not None
+        if grant == "client_credentials" and (client_id is None or not secret):
+            raise ValueError(
+                "the client_credentials grant needs client_id and client_secret "
+                "(or client_assertion_signer)"
+            )
         if grant == "jwt_bearer" and (client_id is None or assertion is None):
             raise ValueError("the jwt_bearer grant needs client_id and assertion")
         self.assertion = assertion
@@ -199,6 +215,10 @@ class OAuthClient:
         self.storage: TokenStorage = storage if storage is not None else InMemoryTokenStorage()
         self.timeout = timeout
         self.application_type = application_type
+        self.client_assertion_signer = client_assertion_signer
+        self.dpop: DPoPProver | None = None
+        if dpop is not False:
+            self.dpop = DPoPProver(ES256Signer.generate() if dpop is True else dpop)
         self._lock = anyio.Lock()
         self._tokens: OAuthTokens | None = None
         self._loaded = False
@@ -206,6 +226,12 @@ class OAuthClient:
         self._client: ClientInfo | None = None
 
     # -- what the HTTP client asks -------------------------------------------------------
+
+    @property
+    def token_type(self) -> str:
+        """``DPoP`` when the current token is bound to ``dpop``'s key, else ``Bearer``."""
+        tokens = self._tokens
+        return tokens.token_type if tokens is not None else "Bearer"
 
     async def token(self, fetch: Fetch, server_url: str) -> str | None:
         """The access token to send to ``server_url`` now (refreshed first if it
@@ -344,6 +370,7 @@ class OAuthClient:
             answer.refresh_token or previous_refresh,
             expires,
             scopes,
+            answer.token_type,
         )
         self._tokens = tokens
         await self.storage.set_tokens(tokens)
@@ -401,8 +428,8 @@ class OAuthClient:
     async def _get_json(self, fetch: Fetch, url: str, what: str) -> JSONObject | None:
         """A metadata document, or ``None`` when the server has none there (any
         answer but 200, or one that is not a JSON object)."""
-        body = await self._exchange(fetch, "GET", url, [("Accept", "application/json")], None)
-        status, data = body
+        answer = await self._exchange(fetch, "GET", url, [("Accept", "application/json")], None)
+        status, _, data = answer
         if status != 200:
             return None
         try:
@@ -418,12 +445,13 @@ class OAuthClient:
         url: str,
         headers: list[tuple[str, str]],
         body: bytes | None,
-    ) -> tuple[int, bytes]:
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
         try:
             with anyio.fail_after(self.timeout):
                 response = await fetch(method, url, headers, body)
                 async with response:
-                    return response.status, await response.read_body(MAX_DOCUMENT_SIZE)
+                    data = await response.read_body(MAX_DOCUMENT_SIZE)
+                    return response.status, response.headers, data
         except TimeoutError:
             raise AuthorizationError(f"{method} {url}: no answer in {self.timeout:g} s") from None
         except (HTTPError, ValueError) as exc:
@@ -433,7 +461,11 @@ class OAuthClient:
         supported = o.string_list(server.metadata, "token_endpoint_auth_methods_supported")
         if self.client_id is not None:
             method = "none"
-            if self.client_secret is not None:
+            listed = supported is not None and "private_key_jwt" in supported
+            unlisted = supported is None and self.client_secret is None
+            if self.client_assertion_signer is not None and (listed or unlisted):
+                method = "private_key_jwt"
+            elif self.client_secret is not None:
                 # RFC 8414 §2: client_secret_basic when the server lists nothing.
                 basic = supported is None or "client_secret_basic" in supported
                 method = "client_secret_basic" if basic else "client_secret_post"
@@ -474,7 +506,8 @@ class OAuthClient:
             "application_type": self.application_type,
         }
         headers = [("Content-Type", "application/json"), ("Accept", "application/json")]
-        status, data = await self._exchange(fetch, "POST", endpoint, headers, orjson.dumps(request))
+        answer = await self._exchange(fetch, "POST", endpoint, headers, orjson.dumps(request))
+        status, _, data = answer
         if status not in (200, 201):
             raise AuthorizationError(f"dynamic client registration refused: HTTP {status}")
         doc = o.json_object(data, "the registration response")
@@ -544,5 +577,21 @@ class OAuthClient:
             headers.append(("Authorization", "Basic " + base64.b64encode(pair.encode()).decode()))
         elif method == "client_secret_post":
             fields["client_secret"] = client.client_secret
-        status, data = await self._exchange(fetch, "POST", endpoint, headers, o.form_body(fields))
-        return o.parse_token_response(status, data)
+        signer = self.client_assertion_signer if method == "private_key_jwt" else None
+        dpop = self.dpop if self.dpop is not None and self.dpop.usable_at(server.metadata) else None
+        for attempt in (1, 2):
+            # Assertion and proof are made per attempt: each has its own jti.
+            if signer is not None:
+                fields["client_assertion_type"] = CLIENT_ASSERTION_TYPE
+                fields["client_assertion"] = client_assertion(
+                    signer, client.client_id, server.issuer
+                )
+            sent = headers if dpop is None else [*headers, ("DPoP", dpop.proof("POST", endpoint))]
+            body = o.form_body(fields)
+            status, answer, data = await self._exchange(fetch, "POST", endpoint, sent, body)
+            # RFC 9449 §8: one more attempt when the server asks for a nonce it gave.
+            if dpop is None or not dpop.note(endpoint, answer) or attempt == 2:
+                break
+            if not wants_nonce_token(status, data):
+                break
+        return o.parse_token_response(status, data, dpop=dpop is not None)

@@ -157,6 +157,7 @@ _TYPES: dict[type, dict[str, tuple[type, ...]]] = {
         "refresh_token": (str, type(None)),
         "expires_at": (int, float, type(None)),
         "scopes": (list,),
+        "token_type": (str,),
     },
     ClientInfo: {
         "client_id": (str,),

@@ -28,6 +28,8 @@ class OAuthTokens:
     expires_at: float | None = None
     #: The scopes asked for (what a step-up adds to).
     scopes: list[str] = field(default_factory=list)
+    #: ``Bearer``, or ``DPoP`` for a token bound to the client's DPoP key (RFC 9449).
+    token_type: str = "Bearer"
 
     def expired(self, now: float | None = None) -> bool:
         at = self.expires_at
@@ -40,7 +42,8 @@ class ClientInfo:
 
     client_id: str
     client_secret: str | None = None
-    #: ``none``, ``client_secret_basic`` or ``client_secret_post`` (RFC 7591 §2).
+    #: ``none``, ``client_secret_basic``, ``client_secret_post`` or
+    #: ``private_key_jwt`` (RFC 7591 §2).
     token_endpoint_auth_method: str = "none"
 
 

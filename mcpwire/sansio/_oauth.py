@@ -251,13 +251,17 @@ def build_challenge(scheme: str, params: Mapping[str, str]) -> str:
 
 
 def bearer_params(headers: Iterable[str]) -> dict[str, str]:
-    """The parameters of the Bearer challenge among ``WWW-Authenticate`` values
-    (empty when there is none). A malformed header raises ``AuthorizationError``."""
+    """The parameters of the Bearer challenge among ``WWW-Authenticate`` values,
+    else of the DPoP one (RFC 9449 §7.1: the same parameters); empty when there
+    is neither. A malformed header raises ``AuthorizationError``."""
+    dpop: dict[str, str] = {}
     for header in headers:
         for challenge in parse_challenges(header):
             if challenge.scheme == "bearer":
                 return dict(challenge.params)
-    return {}
+            if challenge.scheme == "dpop" and not dpop:
+                dpop = dict(challenge.params)
+    return dpop
 
 
 # -- URLs ----------------------------------------------------------------------------
@@ -494,9 +498,12 @@ class TokenResponse:
     scope: str | None = None
 
 
-def parse_token_response(status: int, body: bytes) -> TokenResponse:
+def parse_token_response(status: int, body: bytes, *, dpop: bool = False) -> TokenResponse:
     """Read a token endpoint's answer; an error response (RFC 6749 §5.2) or a
-    malformed success raises ``AuthorizationError`` with the server's words."""
+    malformed success raises ``AuthorizationError`` with the server's words.
+
+    ``token_type`` must be ``Bearer``, or ``DPoP`` when the request carried a
+    DPoP proof (``dpop``, RFC 9449 §5); it is returned in that spelling."""
     try:
         doc = json_object(body, "the token response")
     except AuthorizationError:
@@ -512,8 +519,10 @@ def parse_token_response(status: int, body: bytes) -> TokenResponse:
     kind = doc.get("token_type")
     if not isinstance(token, str) or not token:
         raise AuthorizationError("the token response has no access_token")
-    if not isinstance(kind, str) or kind.lower() != "bearer":
-        raise AuthorizationError(f"unsupported token_type {kind!r} (only Bearer)")
+    kinds = ("bearer", "dpop") if dpop else ("bearer",)
+    if not isinstance(kind, str) or kind.lower() not in kinds:
+        allowed = "Bearer or DPoP" if dpop else "only Bearer"
+        raise AuthorizationError(f"unsupported token_type {kind!r} ({allowed})")
     expires = doc.get("expires_in")
     if expires is not None and (type(expires) is not int or expires < 0):
         raise AuthorizationError(f"expires_in is not a non-negative integer: {expires!r}")
@@ -521,7 +530,7 @@ def parse_token_response(status: int, body: bytes) -> TokenResponse:
     scope = doc.get("scope")
     return TokenResponse(
         token,
-        "Bearer",
+        "DPoP" if kind.lower() == "dpop" else "Bearer",
         expires,
         refresh if isinstance(refresh, str) and refresh else None,
         scope if isinstance(scope, str) else None,

@@ -1,0 +1,293 @@
+"""Signed JWTs for the OAuth client: compact JWS (RFC 7515), JWKs (RFC 7517).
+
+Theory of operation
+-------------------
+Two features of client authorization need an asymmetric signature:
+``private_key_jwt`` client authentication (RFC 7523 §2.2, OpenID Connect
+Core §9), and DPoP proofs (RFC 9449). Both are JWTs in the JWS compact
+serialization: ``base64url(header) . base64url(claims) . base64url(sig)``,
+base64url without padding (RFC 7515 §2), JSON by ``orjson``.
+
+The signature comes from a ``JWTSigner``: its ``alg`` (RFC 7518 §3.1), its
+public key as a JWK, and ``sign(signing_input) -> bytes``. The two shipped
+here, ``ES256Signer`` (ECDSA P-256, SHA-256) and ``RS256Signer`` (RSASSA
+PKCS#1 v1.5, SHA-256), use the ``cryptography`` package, which mcpwire does
+not depend on: it is imported when a signer is made, never before, and its
+absence raises ``CryptographyMissing`` naming the extra to install
+(``pip install 'mcpwire[jwt]'``). Anything that satisfies ``JWTSigner`` can
+sign instead (a key in an HSM or a cloud KMS).
+
+ECDSA signatures travel as the fixed-width ``r || s`` (RFC 7518 §3.4), not
+the DER that ``cryptography`` returns.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import time
+from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Any, Protocol
+
+import orjson
+
+from ._errors import AuthorizationError
+
+__all__ = (
+    "CLIENT_ASSERTION_TYPE",
+    "CryptographyMissing",
+    "ES256Signer",
+    "JWTSigner",
+    "RS256Signer",
+    "b64url_decode",
+    "b64url_encode",
+    "client_assertion",
+    "encode_jwt",
+    "jwk_thumbprint",
+    "load_signer",
+)
+
+#: ``client_assertion_type`` of RFC 7523 §2.2.
+CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+#: Seconds a client assertion is valid: one token request, with room for clock skew.
+ASSERTION_LIFETIME = 60
+
+
+class CryptographyMissing(AuthorizationError, ImportError):
+    """A signer was asked for, and the ``cryptography`` package is not installed."""
+
+
+def _crypto() -> Any:
+    """The ``cryptography`` modules a signer uses, imported now (see the module docstring)."""
+    try:
+        import cryptography  # noqa: F401  (the package first: a blocked one fails here)
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa, utils
+    except ImportError as exc:
+        raise CryptographyMissing(
+            "JWT signing (private_key_jwt, DPoP) needs the 'cryptography' package: "
+            "pip install 'mcpwire[jwt]' (or pip install cryptography)"
+        ) from exc
+
+    return SimpleNamespace(
+        hashes=hashes, serialization=serialization, ec=ec, padding=padding, rsa=rsa, utils=utils
+    )
+
+
+def b64url_encode(data: bytes) -> str:
+    """base64url without padding (RFC 7515 §2)."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def b64url_decode(text: str) -> bytes:
+    """The inverse of ``b64url_encode``; anything else raises ``ValueError``."""
+    if not text.isascii() or "=" in text or len(text) % 4 == 1:
+        raise ValueError("not unpadded base64url")
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if b64url_encode(data) != text:
+        raise ValueError("not canonical base64url")
+    return data
+
+
+def _int_b64(value: int, size: int | None = None) -> str:
+    size = size if size is not None else max(1, (value.bit_length() + 7) // 8)
+    return b64url_encode(value.to_bytes(size, "big"))
+
+
+def _b64_int(text: object) -> int:
+    if not isinstance(text, str):
+        raise ValueError("a JWK member is missing or not a string")
+    return int.from_bytes(b64url_decode(text), "big")
+
+
+class JWTSigner(Protocol):
+    """What signs a JWT: an algorithm, its public key, and the signing itself."""
+
+    #: The JWS ``alg`` (RFC 7518 §3.1), e.g. ``ES256``.
+    alg: str
+
+    def public_jwk(self) -> dict[str, str]:
+        """The public key as a JWK (RFC 7517), without private members."""
+        ...
+
+    def sign(self, signing_input: bytes) -> bytes:
+        """The JWS signature of ``signing_input`` (for ECDSA: ``r || s``)."""
+        ...
+
+
+class ES256Signer:
+    """ECDSA with P-256 and SHA-256 (RFC 7518 §3.4).
+
+    Made from a key: ``generate()``, ``from_pem()`` (PKCS#8 or SEC1) or
+    ``from_jwk()``. Raises ``CryptographyMissing`` without ``cryptography``.
+    """
+
+    alg = "ES256"
+
+    def __init__(self, key: Any, *, kid: str | None = None) -> None:
+        m = _crypto()
+        if not isinstance(key, m.ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
+            raise ValueError("ES256 needs a P-256 private key")
+        self._m = m
+        self._key = key
+        self.kid = kid
+
+    @classmethod
+    def generate(cls) -> ES256Signer:
+        m = _crypto()
+        return cls(m.ec.generate_private_key(m.ec.SECP256R1()))
+
+    @classmethod
+    def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> ES256Signer:
+        m = _crypto()
+        data = pem.encode() if isinstance(pem, str) else pem
+        return cls(m.serialization.load_pem_private_key(data, password))
+
+    @classmethod
+    def from_jwk(cls, jwk: Mapping[str, object]) -> ES256Signer:
+        m = _crypto()
+        if jwk.get("kty") != "EC" or jwk.get("crv") != "P-256":
+            raise ValueError("not a P-256 EC JWK")
+        public = m.ec.EllipticCurvePublicNumbers(
+            _b64_int(jwk.get("x")), _b64_int(jwk.get("y")), m.ec.SECP256R1()
+        )
+        numbers = m.ec.EllipticCurvePrivateNumbers(_b64_int(jwk.get("d")), public)
+        kid = jwk.get("kid")
+        return cls(numbers.private_key(), kid=kid if isinstance(kid, str) else None)
+
+    def public_jwk(self) -> dict[str, str]:
+        numbers = self._key.public_key().public_numbers()
+        jwk = {
+            "kty": "EC",
+            "crv": "P-256",
+            "x": _int_b64(numbers.x, 32),
+            "y": _int_b64(numbers.y, 32),
+        }
+        if self.kid is not None:
+            jwk["kid"] = self.kid
+        return jwk
+
+    def sign(self, signing_input: bytes) -> bytes:
+        m = self._m
+        der = self._key.sign(signing_input, m.ec.ECDSA(m.hashes.SHA256()))
+        r, s = m.utils.decode_dss_signature(der)
+        return int(r).to_bytes(32, "big") + int(s).to_bytes(32, "big")
+
+
+class RS256Signer:
+    """RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518 §3.3), keys of 2048 bits or more."""
+
+    alg = "RS256"
+
+    def __init__(self, key: Any, *, kid: str | None = None) -> None:
+        m = _crypto()
+        if not isinstance(key, m.rsa.RSAPrivateKey) or key.key_size < 2048:
+            raise ValueError("RS256 needs an RSA private key of at least 2048 bits")
+        self._m = m
+        self._key = key
+        self.kid = kid
+
+    @classmethod
+    def generate(cls, bits: int = 2048) -> RS256Signer:
+        m = _crypto()
+        return cls(m.rsa.generate_private_key(public_exponent=65537, key_size=bits))
+
+    @classmethod
+    def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> RS256Signer:
+        m = _crypto()
+        data = pem.encode() if isinstance(pem, str) else pem
+        return cls(m.serialization.load_pem_private_key(data, password))
+
+    @classmethod
+    def from_jwk(cls, jwk: Mapping[str, object]) -> RS256Signer:
+        m = _crypto()
+        if jwk.get("kty") != "RSA":
+            raise ValueError("not an RSA JWK")
+        n, e, d = (_b64_int(jwk.get(k)) for k in ("n", "e", "d"))
+        if "p" in jwk and "q" in jwk:
+            p, q = _b64_int(jwk.get("p")), _b64_int(jwk.get("q"))
+        else:
+            p, q = m.rsa.rsa_recover_prime_factors(n, e, d)
+        numbers = m.rsa.RSAPrivateNumbers(
+            p,
+            q,
+            d,
+            m.rsa.rsa_crt_dmp1(d, p),
+            m.rsa.rsa_crt_dmq1(d, q),
+            m.rsa.rsa_crt_iqmp(p, q),
+            m.rsa.RSAPublicNumbers(e, n),
+        )
+        kid = jwk.get("kid")
+        return cls(numbers.private_key(), kid=kid if isinstance(kid, str) else None)
+
+    def public_jwk(self) -> dict[str, str]:
+        numbers = self._key.public_key().public_numbers()
+        jwk = {"kty": "RSA", "n": _int_b64(numbers.n), "e": _int_b64(numbers.e)}
+        if self.kid is not None:
+            jwk["kid"] = self.kid
+        return jwk
+
+    def sign(self, signing_input: bytes) -> bytes:
+        m = self._m
+        return bytes(self._key.sign(signing_input, m.padding.PKCS1v15(), m.hashes.SHA256()))
+
+
+def load_signer(pem: str | bytes, password: bytes | None = None) -> JWTSigner:
+    """The signer for a PEM private key: ES256 for P-256, RS256 for RSA."""
+    m = _crypto()
+    data = pem.encode() if isinstance(pem, str) else pem
+    key = m.serialization.load_pem_private_key(data, password)
+    if isinstance(key, m.rsa.RSAPrivateKey):
+        return RS256Signer(key)
+    return ES256Signer(key)
+
+
+def jwk_thumbprint(jwk: Mapping[str, str]) -> str:
+    """The SHA-256 JWK thumbprint (RFC 7638 §3): the required members only,
+    sorted, no whitespace; base64url."""
+    required = {
+        "EC": ("crv", "kty", "x", "y"),
+        "RSA": ("e", "kty", "n"),
+        "OKP": ("crv", "kty", "x"),
+    }
+    names = required.get(jwk.get("kty", ""))
+    if names is None:
+        raise ValueError(f"unsupported JWK kty {jwk.get('kty')!r}")
+    canonical = orjson.dumps({k: jwk[k] for k in names}, option=orjson.OPT_SORT_KEYS)
+    return b64url_encode(hashlib.sha256(canonical).digest())
+
+
+def encode_jwt(
+    header: Mapping[str, object], claims: Mapping[str, object], signer: JWTSigner
+) -> str:
+    """A compact JWS of ``claims``; ``alg`` in the header is the signer's."""
+    protected = {**header, "alg": signer.alg}
+    signing_input = (
+        b64url_encode(orjson.dumps(protected)) + "." + b64url_encode(orjson.dumps(claims))
+    )
+    signature = signer.sign(signing_input.encode("ascii"))
+    return signing_input + "." + b64url_encode(signature)
+
+
+def client_assertion(
+    signer: JWTSigner, client_id: str, audience: str, *, now: float | None = None
+) -> str:
+    """A ``private_key_jwt`` client assertion (RFC 7523 §3, OpenID Connect Core
+    §9): issued by and about the client, for ``audience`` (the authorization
+    server's issuer), once (``jti``), for ``ASSERTION_LIFETIME`` seconds."""
+    issued = int(time.time() if now is None else now)
+    claims = {
+        "iss": client_id,
+        "sub": client_id,
+        "aud": audience,
+        "jti": secrets.token_urlsafe(24),
+        "iat": issued,
+        "exp": issued + ASSERTION_LIFETIME,
+    }
+    header: dict[str, object] = {"typ": "JWT"}
+    kid = getattr(signer, "kid", None)
+    if isinstance(kid, str):
+        header["kid"] = kid
+    return encode_jwt(header, claims, signer)

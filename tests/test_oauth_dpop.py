@@ -1,0 +1,302 @@
+"""DPoP (RFC 9449) and ``private_key_jwt`` (RFC 7523 §2.2) end to end:
+``Client.http(url, auth=OAuthClient(dpop=..., client_assertion_signer=...))``
+against a scripted resource and authorization server on two origins
+(``tests/http_client/rawserver.py``) that check every proof and assertion
+with PyJWT, as a real server would, and ask for nonces.
+
+The reference SDK has neither a DPoP resource server nor ``private_key_jwt``
+verification; the conformance suite's ``auth/dpop``, ``auth/dpop-nonce`` and
+``auth/client-credentials-jwt`` scenarios are the real peers
+(``conformance/run.py``). Everything here runs on both anyio backends.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import time
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+import anyio
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from http_client.rawserver import Reply, Seen, raw_server, result
+
+from mcpwire import Client, InMemoryTokenStorage, OAuthClient, headless_redirect_handler
+from mcpwire._jose import ES256Signer, jwk_thumbprint
+
+pytestmark = pytest.mark.anyio
+
+
+def check_proof(proof: str | None, method: str, url: str) -> dict[str, Any]:
+    """A DPoP proof's claims, after the checks of RFC 9449 §4.3."""
+    assert proof is not None, "no DPoP header"
+    header = jwt.get_unverified_header(proof)
+    assert header["typ"] == "dpop+jwt"
+    assert "d" not in header["jwk"]
+    claims = jwt.decode(proof, jwt.PyJWK(header["jwk"]).key, algorithms=[header["alg"]])
+    assert claims["htm"] == method
+    assert claims["htu"] == url
+    assert abs(claims["iat"] - time.time()) < 60
+    claims["jkt"] = jwk_thumbprint(header["jwk"])
+    return claims
+
+
+class DPoPServers:
+    """A resource and its authorization server, both asking for DPoP nonces."""
+
+    def __init__(self) -> None:
+        self.rs_url = self.as_url = ""
+        self.metadata: dict[str, Any] = {}
+        self.as_nonce: str | None = "as-nonce-1"
+        self.rs_nonces = ["rs-nonce-1"]
+        #: The token type the authorization server grants.
+        self.token_type = "DPoP"
+        self.tokens: dict[str, str] = {}  # access token -> bound key thumbprint
+        self.token_proofs: list[dict[str, Any] | None] = []
+        self.rs_proofs: list[dict[str, Any]] = []
+        self.rs_auth: list[str] = []
+        self.authorizations = 0
+
+    def start(self, rs_url: str, as_url: str) -> None:
+        self.rs_url, self.as_url = rs_url, as_url.removesuffix("/mcp")
+        self.metadata = {
+            "issuer": self.as_url,
+            "authorization_endpoint": self.as_url + "/authorize",
+            "token_endpoint": self.as_url + "/token",
+            "registration_endpoint": self.as_url + "/register",
+            "code_challenge_methods_supported": ["S256"],
+            "dpop_signing_alg_values_supported": ["ES256"],
+        }
+
+    async def resource(self, seen: Seen) -> Reply:
+        if seen.method == "GET" and seen.target.startswith("/.well-known/oauth-protected-resource"):
+            return Reply.json({"resource": self.rs_url, "authorization_servers": [self.as_url]})
+        if seen.method != "POST":
+            return Reply.empty(405)
+        scheme, _, token = seen.headers.get("authorization", "").partition(" ")
+        if token not in self.tokens:
+            challenge = 'DPoP algs="ES256", Bearer'
+            return Reply.json({"error": "invalid_token"}, 401, [("WWW-Authenticate", challenge)])
+        self.rs_auth.append(scheme)
+        nonce = self.rs_nonces[0]
+        if scheme == "DPoP":
+            claims = check_proof(seen.headers.get("dpop"), "POST", self.rs_url)
+            digest = hashlib.sha256(token.encode()).digest()
+            assert claims["ath"] == base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+            assert claims["jkt"] == self.tokens[token]  # the key the token is bound to
+            self.rs_proofs.append(claims)
+            if claims.get("nonce") != nonce:
+                challenge = 'DPoP error="use_dpop_nonce", error_description="nonce"'
+                head = [("WWW-Authenticate", challenge), ("DPoP-Nonce", nonce)]
+                return Reply.json({"error": "use_dpop_nonce"}, 401, head)
+        else:
+            assert "dpop" not in seen.headers
+        message = seen.json
+        method = message.get("method", "")
+        if method.startswith("notifications/"):
+            return Reply.empty(202)
+        # The resource rotates its nonce on a success (RFC 9449 §9).
+        rotated = []
+        if len(self.rs_nonces) > 1:
+            self.rs_nonces.pop(0)
+            rotated = [("DPoP-Nonce", self.rs_nonces[0])]
+        if method == "initialize":
+            value = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "dpop", "version": "1"},
+            }
+        elif method == "tools/list":
+            value = {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}
+        else:
+            value = {"content": [{"type": "text", "text": "ok"}]}
+        return Reply.json(result(message["id"], value), headers=rotated)
+
+    async def authorization(self, seen: Seen) -> Reply:
+        path, _, query = seen.target.partition("?")
+        if path == "/.well-known/oauth-authorization-server":
+            return Reply.json(self.metadata)
+        if path == "/register":
+            return Reply.json({"client_id": "c1", "token_endpoint_auth_method": "none"}, 201)
+        if path == "/authorize":
+            self.authorizations += 1
+            params = dict(parse_qsl(query))
+            answer = {"code": "the-code", "state": params["state"]}
+            target = f"{params['redirect_uri']}?{urlencode(answer)}"
+            return Reply(302, [("Location", target), ("Content-Length", "0")])
+        if path == "/token":
+            proof = seen.headers.get("dpop")
+            if proof is None:
+                self.token_proofs.append(None)
+                return Reply.json({"access_token": "plain", "token_type": "Bearer"})
+            claims = check_proof(proof, "POST", self.as_url + "/token")
+            self.token_proofs.append(claims)
+            if self.as_nonce is not None and claims.get("nonce") != self.as_nonce:
+                head = [("DPoP-Nonce", self.as_nonce)]
+                return Reply.json({"error": "use_dpop_nonce"}, 400, head)
+            token = f"token-{len(self.tokens)}"
+            self.tokens[token] = claims["jkt"]
+            return Reply.json({"access_token": token, "token_type": self.token_type})
+        return Reply.empty(404)
+
+
+async def run(servers: DPoPServers, auth: OAuthClient, *, calls: int = 2) -> None:
+    async with raw_server(servers.resource) as rs, raw_server(servers.authorization) as as_:
+        servers.start(rs.url, as_.url)
+        with anyio.fail_after(20):
+            async with Client.http(rs.url, auth=auth, mode="legacy") as client:
+                await client.list_tools()
+                for _ in range(calls):
+                    await client.call_tool("t", {})
+
+
+def dpop_client(**options: Any) -> OAuthClient:
+    return OAuthClient(redirect_handler=headless_redirect_handler(), **options)
+
+
+async def test_dpop_flow_with_nonces() -> None:
+    servers = DPoPServers()
+    servers.rs_nonces = ["rs-nonce-1", "rs-nonce-2"]
+    storage = InMemoryTokenStorage()
+    auth = dpop_client(dpop=True, storage=storage)
+    await run(servers, auth)
+    # The token request: without a nonce, then once more with the one given.
+    first, second = servers.token_proofs
+    assert first is not None and second is not None
+    assert "nonce" not in first
+    assert second["nonce"] == "as-nonce-1"
+    assert first["jti"] != second["jti"]
+    assert servers.authorizations == 1  # the nonce retries ran no new flow
+    assert set(servers.rs_auth) == {"DPoP"}
+    assert storage.tokens is not None and storage.tokens.token_type == "DPoP"
+    proofs = servers.rs_proofs
+    # First proof: no nonce, refused; the retry carries it; after the
+    # rotation on a success, the next proofs carry the new one.
+    assert "nonce" not in proofs[0]
+    assert proofs[1]["nonce"] == "rs-nonce-1"
+    assert proofs[-1]["nonce"] == "rs-nonce-2"
+    assert sum(p.get("nonce") != "rs-nonce-2" for p in proofs) == 2
+    jtis = [p["jti"] for p in proofs]
+    assert len(set(jtis)) == len(jtis)
+    assert all("ath" in p for p in proofs)
+
+
+async def test_dpop_with_a_given_key() -> None:
+    signer = ES256Signer.generate()
+    servers = DPoPServers()
+    servers.as_nonce = None
+    await run(servers, dpop_client(dpop=signer), calls=1)
+    [proof] = servers.token_proofs
+    assert proof is not None
+    assert proof["jkt"] == jwk_thumbprint(signer.public_jwk())
+
+
+async def test_a_bearer_answer_to_a_proof_is_used_as_bearer() -> None:
+    """An authorization server that ignores DPoP grants a Bearer token (RFC 9449 §5)."""
+    servers = DPoPServers()
+    servers.as_nonce = None
+    servers.token_type = "Bearer"
+    await run(servers, dpop_client(dpop=True), calls=1)
+    assert set(servers.rs_auth) == {"Bearer"}
+    assert servers.rs_proofs == []
+
+
+async def test_no_proof_where_the_server_takes_another_alg() -> None:
+    servers = DPoPServers()
+    original = servers.start
+
+    def start(rs_url: str, as_url: str) -> None:
+        original(rs_url, as_url)
+        servers.metadata["dpop_signing_alg_values_supported"] = ["RS256"]
+
+    servers.start = start  # type: ignore[method-assign]
+    servers.tokens["plain"] = ""
+    await run(servers, dpop_client(dpop=True), calls=1)
+    assert servers.token_proofs == [None]
+    assert set(servers.rs_auth) == {"Bearer"}
+
+
+async def test_without_dpop_no_proofs_are_sent() -> None:
+    servers = DPoPServers()
+    servers.tokens["plain"] = ""
+    await run(servers, dpop_client(), calls=1)
+    assert servers.token_proofs == [None]
+    assert set(servers.rs_auth) == {"Bearer"}
+
+
+# -- private_key_jwt -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("methods", "secret", "expected"),
+    [
+        (["private_key_jwt"], None, "private_key_jwt"),
+        (["client_secret_basic", "private_key_jwt"], "s", "private_key_jwt"),
+        (None, None, "private_key_jwt"),
+        (None, "s", "client_secret_basic"),
+        (["client_secret_post"], "s", "client_secret_post"),
+    ],
+)
+async def test_private_key_jwt(
+    methods: list[str] | None, secret: str | None, expected: str
+) -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    seen: list[tuple[dict[str, str], str | None]] = []
+    servers = DPoPServers()
+    original = servers.authorization
+
+    async def authorization(request: Seen) -> Reply:
+        if request.target == "/token":
+            seen.append(
+                (dict(parse_qsl(request.body.decode())), request.headers.get("authorization"))
+            )
+            servers.tokens["cc"] = ""
+            return Reply.json({"access_token": "cc", "token_type": "Bearer"})
+        return await original(request)
+
+    servers.authorization = authorization  # type: ignore[method-assign]
+    start = servers.start
+
+    def start_with_methods(rs_url: str, as_url: str) -> None:
+        start(rs_url, as_url)
+        if methods is not None:
+            servers.metadata["token_endpoint_auth_methods_supported"] = methods
+
+    servers.start = start_with_methods  # type: ignore[method-assign]
+    auth = OAuthClient(
+        grant="client_credentials",
+        client_id="cid",
+        client_secret=secret,
+        client_assertion_signer=ES256Signer.from_pem(pem),
+    )
+    await run(servers, auth, calls=1)
+    [(form, header)] = seen
+    assert form["grant_type"] == "client_credentials"
+    assert form["resource"] == servers.rs_url
+    if expected == "private_key_jwt":
+        assert header is None
+        assert "client_secret" not in form
+        assert form["client_assertion_type"] == (
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+        )
+        claims = jwt.decode(
+            form["client_assertion"],
+            key.public_key(),
+            algorithms=["ES256"],
+            audience=servers.as_url,
+            issuer="cid",
+        )
+        assert claims["sub"] == "cid"
+        assert claims["exp"] > time.time()
+    else:
+        assert "client_assertion" not in form
+        assert (header is not None) == (expected == "client_secret_basic")
