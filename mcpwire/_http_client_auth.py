@@ -35,6 +35,7 @@ from ._http_client_conn import Headers, HTTPClient, HTTPResponse, InvalidRequest
 from ._http_client_net import URL
 from ._oauth import OAuthClient
 from ._oauth_dpop import wants_nonce_resource
+from ._pending import deadline_held
 
 __all__ = ("MAX_FLOWS", "AuthorizationFailed", "AuthorizedHTTPClient")
 
@@ -88,7 +89,8 @@ class AuthorizedHTTPClient(HTTPClient):
         nonce_retry = dpop is not None
         while True:
             try:
-                token = await auth.token(self._plain, url.raw)
+                with deadline_held():  # a refresh is not the request's time
+                    token = await auth.token(self._plain, url.raw)
             except AuthorizationError as exc:
                 raise AuthorizationFailed(f"{method} {url}: authorization failed: {exc}") from exc
             if token is None:
@@ -118,7 +120,11 @@ class AuthorizedHTTPClient(HTTPClient):
             # transport's error then quotes the challenge header alone).
             try:
                 await response.read_body(_CHALLENGE_BODY, truncate=True)
-                again = await auth.challenge(self._plain, url.raw, status, challenges, token)
+                # The flow may wait for a person: that time is not the request's
+                # (its deadline stands still, see _pending); the flow has bounds
+                # of its own, and closing the transport still stops it.
+                with deadline_held():
+                    again = await auth.challenge(self._plain, url.raw, status, challenges, token)
             except AuthorizationError as exc:
                 await response.aclose()
                 raise AuthorizationFailed(f"{method} {url}: authorization failed: {exc}") from exc

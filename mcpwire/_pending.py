@@ -15,12 +15,20 @@ Two ways to wait, with one observable behaviour:
 Either way an expired deadline leaves ``value`` unset, which the session
 turns into ``RequestTimeout``; progress moves the deadline (never past the
 hard cap); closing the session settles every waiter with its error.
+
+Time the transport spends authorizing a request (an OAuth flow, which may
+wait for a person in a browser) is not the request's: the general way marks
+the send as this task's (``_SENDING``), and ``deadline_held()``, entered by
+the transport around such a flow, stops the deadline and then moves it, and
+the hard cap, on by as long as the flow took.
 """
 
 from __future__ import annotations
 
+import contextvars
 import math
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import anyio
@@ -33,7 +41,12 @@ if TYPE_CHECKING:
 
     from ._session import ProgressCallback
 
-__all__ = ("Pending",)
+__all__ = ("Pending", "deadline_held")
+
+#: The request whose send this task is running (the general way only).
+_SENDING: contextvars.ContextVar[Pending | None] = contextvars.ContextVar(
+    "mcpwire_sending", default=None
+)
 
 
 def _release(future: asyncio.Future[None]) -> None:
@@ -81,7 +94,11 @@ class Pending:
         """The general way: finish ``sending``, then wait, all before ``deadline``."""
         with anyio.CancelScope(deadline=deadline) as scope:
             self.scope = scope
-            await sending
+            token = _SENDING.set(self)
+            try:
+                await sending
+            finally:
+                _SENDING.reset(token)
             if self.value is None:
                 event = self._event = anyio.Event()
                 await event.wait()
@@ -111,3 +128,24 @@ class Pending:
             assert self._loop is not None
             self._timer.cancel()
             self._timer = self._loop.call_at(deadline, _release, self._future)
+
+
+@contextmanager
+def deadline_held() -> Iterator[None]:
+    """Inside, the deadline of the request this task is sending stands still; after,
+    it and the hard cap move on by the time spent (see the module docstring).
+    Outside a request's send it does nothing."""
+    pending = _SENDING.get()
+    scope = pending.scope if pending is not None else None
+    if pending is None or scope is None:
+        yield
+        return
+    began = anyio.current_time()
+    saved = scope.deadline
+    scope.deadline = math.inf
+    try:
+        yield
+    finally:
+        spent = anyio.current_time() - began
+        pending.hard_deadline += spent
+        scope.deadline = min(saved + spent, pending.hard_deadline)

@@ -47,6 +47,11 @@ async def browse(url: str) -> None:
     assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
 
 
+async def browse_later(url: str, delay: float) -> None:
+    await anyio.sleep(delay)
+    await browse(url)
+
+
 async def test_hub_authorizes_an_oauth_server_through_its_hook(sdk_auth: ChildServer) -> None:
     shown: list[tuple[str, str]] = []
 
@@ -217,8 +222,9 @@ def test_unknown_auth_provider_is_an_error_and_google_a_warning() -> None:
     assert any("not supported" in w.message for w in loaded.warnings)
 
 
-async def cli_with_browser(*argv: str) -> tuple[int, str, str, list[str]]:
-    """Run the command line; browse to every authorization URL it prints."""
+async def cli_with_browser(*argv: str, delay: float = 0.0) -> tuple[int, str, str, list[str]]:
+    """Run the command line; browse to every authorization URL it prints (after
+    ``delay`` seconds, as a person reading it would)."""
     shown: list[str] = []
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     async with await anyio.open_process(
@@ -246,7 +252,7 @@ async def cli_with_browser(*argv: str) -> tuple[int, str, str, list[str]]:
                             url = lines[i + 1].strip()
                             if url not in shown:
                                 shown.append(url)
-                                tg.start_soon(browse, url)
+                                tg.start_soon(browse_later, url, delay)
         code = await proc.wait()
     return code, out.decode(), err.decode(), shown
 
@@ -285,6 +291,18 @@ async def test_cli_token_store_refreshes_an_expired_token_in_a_later_run(
     second = json.loads(store.read_text())["tokens"][sdk_short.url]
     assert second["access_token"] != first["access_token"]
     assert second["refresh_token"] != first["refresh_token"]  # the server rotates them
+
+
+async def test_cli_user_slower_than_the_request_timeout(sdk_auth: ChildServer) -> None:
+    """The person takes longer than --timeout (and the era probe's shorter one):
+    time in the authorization flow is not the request's, so the one URL shown
+    stays good and the command succeeds."""
+    code, out, err, shown = await cli_with_browser(
+        "inspect", sdk_auth.url, "--json", "--oauth", "--timeout", "1.5", delay=3.0
+    )
+    assert code == 0, err
+    assert len(shown) == 1
+    assert "stats" in {tool["name"] for tool in json.loads(out)["tools"]}
 
 
 async def test_cli_call_from_a_config_entry_with_oauth(

@@ -924,3 +924,37 @@ async def test_batch_reply_over_the_wire() -> None:
             Response(1, {"echo": None}),
             Response(2, {"echo": None}),
         ]
+
+
+async def test_deadline_held_time_is_not_the_requests(anyio_backend: str) -> None:
+    """What a transport spends inside ``deadline_held()`` while sending (an OAuth
+    flow waiting for a person) counts against neither the request's deadline nor
+    its hard cap; time outside it does, and outside a send it does nothing."""
+    from mcpwire._pending import deadline_held
+
+    with deadline_held():  # no request being sent: nothing to hold
+        pass
+
+    class SlowToSend(mcpwire.MemoryTransport):
+        held = True
+
+        async def send(self, message: Any, *, related: Any = None) -> None:
+            if isinstance(message, Request):
+                if self.held:
+                    with deadline_held():
+                        await anyio.sleep(0.4)
+                else:
+                    await anyio.sleep(0.4)
+            await super().send(message, related=related)
+
+    client_end, server_end = mcpwire.memory_pair()
+    client_end.__class__ = SlowToSend
+    assert isinstance(client_end, SlowToSend)
+    async with (
+        Session(server_end, on_request=echo_server),
+        Session(client_end, request_timeout=0.2, max_request_timeout=0.3) as client,
+    ):
+        assert await client.request("whoami") == {"id": 1}
+        client_end.held = False  # the same time, not held: the request times out
+        with pytest.raises(RequestTimeout):
+            await client.request("whoami")
