@@ -59,12 +59,13 @@ def test_import_mcpwire_is_lazy() -> None:
     assert modules_after("import mcpwire", watch) == []
 
 
-def test_servers_without_auth_load_none_of_it() -> None:
-    """Authorization costs a server only when it is used: hashlib's OpenSSL digests
+def test_servers_and_clients_without_auth_load_none_of_it() -> None:
+    """Authorization costs a server or client only when it is used: hashlib's OpenSSL digests
     alone added about 0.9 MB to an idle server's RSS (issue 7's RSS target)."""
     code = (
-        "from mcpwire import Server\n"
-        "import mcpwire._stdio, mcpwire._http_server, mcpwire._http_run, mcpwire._asgi"
+        "from mcpwire import Client, Server\n"
+        "import mcpwire._stdio, mcpwire._http_server, mcpwire._http_run, mcpwire._asgi\n"
+        "import mcpwire._http_client, mcpwire._http_client_sse"
     )
     watch = [
         "hashlib",
@@ -74,6 +75,9 @@ def test_servers_without_auth_load_none_of_it() -> None:
         "mcpwire._auth_introspect",
         "mcpwire._oauth",
         "mcpwire.sansio._oauth",
+        "mcpwire._http_client_auth",
+        "mcpwire._jose",
+        "mcpwire._oauth_dpop",
     ]
     assert modules_after(code, watch) == []
 
