@@ -326,3 +326,25 @@ def test_importing_mcpwire_does_not_import_cryptography() -> None:
         "assert 'cryptography' not in sys.modules, 'imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+_paths = st.text(st.sampled_from("abz09-._~/%"), max_size=20)
+
+
+@given(
+    st.sampled_from(["GET", "POST", "DELETE"]),
+    st.sampled_from(["http", "https"]),
+    _paths,
+    st.text(st.sampled_from("ab=&"), max_size=8),
+    st.text(st.sampled_from("xy"), max_size=4),
+    st.one_of(st.none(), st.text(min_size=1, max_size=40).filter(str.isascii)),
+)
+def test_any_dpop_proof_verifies_and_names_the_request(
+    method: str, scheme: str, path: str, query: str, fragment: str, token: str | None
+) -> None:
+    url = f"{scheme}://host.example:8080/{path}" + (f"?{query}" if query else "")
+    url += f"#{fragment}" if fragment else ""
+    _, claims = _proof(DPoPProver(ES256).proof(method, url, access_token=token))
+    assert claims["htm"] == method
+    assert claims["htu"] == f"{scheme}://host.example:8080/{path}"
+    assert ("ath" in claims) == (token is not None)

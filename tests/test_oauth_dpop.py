@@ -23,6 +23,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from http_client.child import ChildServer
 from http_client.rawserver import Reply, Seen, raw_server, result
 
 from mcpwire import Client, InMemoryTokenStorage, OAuthClient, headless_redirect_handler
@@ -228,6 +229,18 @@ async def test_without_dpop_no_proofs_are_sent() -> None:
     assert set(servers.rs_auth) == {"Bearer"}
 
 
+async def test_dpop_against_a_real_server_without_dpop(sdk_auth: ChildServer) -> None:
+    """The reference SDK's authorization server knows no DPoP: it ignores the
+    proofs and grants a Bearer token, used as Bearer (RFC 9449 §5)."""
+    storage = InMemoryTokenStorage()
+    auth = dpop_client(dpop=True, storage=storage)
+    with anyio.fail_after(20):
+        async with Client.http(sdk_auth.url, auth=auth) as client:
+            assert [t.name for t in await client.list_tools()] == ["stats"]
+    assert storage.tokens is not None
+    assert storage.tokens.token_type == "Bearer"
+
+
 # -- private_key_jwt -------------------------------------------------------------------------
 
 
@@ -300,3 +313,51 @@ async def test_private_key_jwt(
     else:
         assert "client_assertion" not in form
         assert (header is not None) == (expected == "client_secret_basic")
+
+
+async def test_the_resource_nonce_retry_is_once_per_request() -> None:
+    """A resource that asks for a new nonce every time gets one retry per
+    request, then its challenge goes to the authorization flow as any 401."""
+    servers = DPoPServers()
+    servers.as_nonce = None
+    counter = iter(range(1000))
+    original = servers.resource
+
+    async def resource(seen: Seen) -> Reply:
+        servers.rs_nonces = [f"n-{next(counter)}"]  # never the one just given
+        return await original(seen)
+
+    servers.resource = resource  # type: ignore[method-assign]
+    auth = dpop_client(dpop=True)
+    async with raw_server(servers.resource) as rs, raw_server(servers.authorization) as as_:
+        servers.start(rs.url, as_.url)
+        with anyio.fail_after(20):
+            with pytest.raises(Exception, match="401"):
+                async with Client.http(rs.url, auth=auth, mode="legacy") as client:
+                    await client.list_tools()
+    # The first flow's token: a proof without a nonce, then one retry with it;
+    # its refusal runs the second flow (MAX_FLOWS), whose refusal is the answer.
+    assert ["nonce" in p for p in servers.rs_proofs] == [False, True, True]
+    assert servers.authorizations == 2
+
+
+async def test_a_dpop_token_survives_a_file_store(tmp_path: Any) -> None:
+    from mcpwire import FileTokenStorage
+
+    signer = ES256Signer.generate()
+    servers = DPoPServers()
+    servers.as_nonce = None
+    servers.rs_nonces = ["same"]
+    path = tmp_path / "tokens.json"
+    async with raw_server(servers.resource) as rs, raw_server(servers.authorization) as as_:
+        servers.start(rs.url, as_.url)
+        for _ in range(2):
+            # The second client, with the same key and store, needs no new token.
+            auth = dpop_client(dpop=signer, storage=FileTokenStorage(path, rs.url))
+            with anyio.fail_after(20):
+                async with Client.http(rs.url, auth=auth, mode="legacy") as client:
+                    await client.list_tools()
+            stored = await FileTokenStorage(path, rs.url).get_tokens()
+            assert stored is not None and stored.token_type == "DPoP"
+    assert servers.authorizations == 1
+    assert set(servers.rs_auth) == {"DPoP"}

@@ -10,8 +10,8 @@ the fetching in the order these functions give.
    (RFC 6750 §3). ``parse_challenges`` reads the header by the grammar of
    RFC 9110 §11.6.1 (several challenges, auth-params whose values are tokens
    or quoted strings with backslash escapes); ``bearer_params`` picks the
-   Bearer one. Its ``resource_metadata`` (RFC 9728 §5.1) and ``scope``
-   guide what follows.
+   Bearer one (else a DPoP one, RFC 9449 §7.1). Its ``resource_metadata``
+   (RFC 9728 §5.1) and ``scope`` guide what follows.
 2. Protected resource metadata (RFC 9728 §3): at ``resource_metadata`` when
    given, else at ``/.well-known/oauth-protected-resource`` with the
    resource's path appended, then at the root (``prm_urls``). Its
