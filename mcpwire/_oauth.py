@@ -196,10 +196,8 @@ class OAuthClient:
             raise ValueError("the authorization_code grant needs a redirect_handler")
         secret = client_secret is not None or client_assertion_signer is not None
         if grant == "client_credentials" and (client_id is None or not secret):
-            raise ValueError(
-                "the client_credentials grant needs client_id and client_secret "
-                "(or client_assertion_signer)"
-            )
+            needs = "client_id and client_secret (or client_assertion_signer)"
+            raise ValueError(f"the client_credentials grant needs {needs}")
         if grant == "jwt_bearer" and (client_id is None or assertion is None):
             raise ValueError("the jwt_bearer grant needs client_id and assertion")
         self.assertion = assertion
@@ -496,8 +494,11 @@ class OAuthClient:
                 (m for m in ("client_secret_basic", "client_secret_post") if m in supported),
                 "none",
             )
+        signer = self.client_assertion_signer
+        if signer is not None and supported is not None and "private_key_jwt" in supported:
+            wanted = "private_key_jwt"  # RFC 7591 §2: with the key that verifies it
         grants = ["authorization_code", "refresh_token"]
-        request = {
+        request: dict[str, object] = {
             "client_name": self.client_name,
             "redirect_uris": [self.redirect_uri],
             "grant_types": grants,
@@ -505,6 +506,8 @@ class OAuthClient:
             "token_endpoint_auth_method": wanted,
             "application_type": self.application_type,
         }
+        if signer is not None and wanted == "private_key_jwt":
+            request["jwks"] = {"keys": [signer.public_jwk()]}
         headers = [("Content-Type", "application/json"), ("Accept", "application/json")]
         answer = await self._exchange(fetch, "POST", endpoint, headers, orjson.dumps(request))
         status, _, data = answer
@@ -589,9 +592,7 @@ class OAuthClient:
             sent = headers if dpop is None else [*headers, ("DPoP", dpop.proof("POST", endpoint))]
             body = o.form_body(fields)
             status, answer, data = await self._exchange(fetch, "POST", endpoint, sent, body)
-            # RFC 9449 §8: one more attempt when the server asks for a nonce it gave.
-            if dpop is None or not dpop.note(endpoint, answer) or attempt == 2:
-                break
-            if not wants_nonce_token(status, data):
-                break
+            fresh = dpop is not None and dpop.note(endpoint, answer)
+            if not (fresh and attempt == 1 and wants_nonce_token(status, data)):
+                break  # RFC 9449 §8: once more only when asked for a nonce it gave
         return o.parse_token_response(status, data, dpop=dpop is not None)

@@ -361,3 +361,50 @@ async def test_a_dpop_token_survives_a_file_store(tmp_path: Any) -> None:
             assert stored is not None and stored.token_type == "DPoP"
     assert servers.authorizations == 1
     assert set(servers.rs_auth) == {"DPoP"}
+
+
+async def test_private_key_jwt_by_dynamic_registration() -> None:
+    """No client_id, a signer, an authorization server that takes only
+    private_key_jwt: the client registers its public key (RFC 7591 §2,
+    ``jwks``) and signs its token requests with it."""
+    signer = ES256Signer.generate()
+    registrations: list[dict[str, Any]] = []
+    forms: list[dict[str, str]] = []
+    servers = DPoPServers()
+    original = servers.authorization
+
+    async def authorization(request: Seen) -> Reply:
+        if request.target == "/register":
+            registrations.append(request.json)
+            body = {"client_id": "dyn", "token_endpoint_auth_method": "private_key_jwt"}
+            return Reply.json(body, 201)
+        if request.target == "/token":
+            forms.append(dict(parse_qsl(request.body.decode())))
+            servers.tokens["pk"] = ""
+            return Reply.json({"access_token": "pk", "token_type": "Bearer"})
+        return await original(request)
+
+    servers.authorization = authorization  # type: ignore[method-assign]
+    start = servers.start
+
+    def start_with_methods(rs_url: str, as_url: str) -> None:
+        start(rs_url, as_url)
+        servers.metadata["token_endpoint_auth_methods_supported"] = ["private_key_jwt"]
+
+    servers.start = start_with_methods  # type: ignore[method-assign]
+    await run(servers, dpop_client(client_assertion_signer=signer), calls=1)
+    [registration] = registrations
+    assert registration["token_endpoint_auth_method"] == "private_key_jwt"
+    [jwk] = registration["jwks"]["keys"]
+    assert jwk == signer.public_jwk()
+    [form] = forms
+    assert form["grant_type"] == "authorization_code"
+    assert "client_secret" not in form
+    claims = jwt.decode(
+        form["client_assertion"],
+        jwt.PyJWK(jwk).key,
+        algorithms=["ES256"],
+        audience=servers.as_url,
+        issuer="dyn",
+    )
+    assert claims["sub"] == "dyn"
