@@ -534,8 +534,12 @@ class Client(TaskMethods):
         prompts: bool = False,
         resources: bool = False,
         uris: Sequence[str] = (),
+        task_ids: Sequence[str] = (),
     ) -> Listen:
-        """Modern ``subscriptions/listen``: ``async with client.listen(tools=True) as sub``."""
+        """Modern ``subscriptions/listen``: ``async with client.listen(tools=True) as sub``.
+
+        ``task_ids``: ``notifications/tasks`` for these tasks (the tasks extension,
+        which the listen then declares)."""
         wanted: JSONObject = {}
         if tools:
             wanted["toolsListChanged"] = True
@@ -545,6 +549,8 @@ class Client(TaskMethods):
             wanted["resourcesListChanged"] = True
         if uris:
             wanted["resourceSubscriptions"] = list(uris)
+        if task_ids:
+            wanted["taskIds"] = list(task_ids)
         return Listen(self, wanted)
 
     # -- from the server -----------------------------------------------------------------

@@ -11,7 +11,11 @@ every request with ``Client(tasks=True)``, or for one call with
 task (``await_task``) so that a task-required tool is transparent:
 
 * poll ``tasks/get``, sleeping the task's ``pollIntervalMs`` between polls
-  (SEP-2663 "Polling"), until the status is terminal;
+  (SEP-2663 "Polling"), until the status is terminal; where the server
+  offers it, a ``subscriptions/listen`` for the task's id ends each sleep as
+  soon as ``notifications/tasks`` says the task changed (the poll interval
+  stays the backstop, and one ``tasks/get`` follows the acknowledgement, for a
+  change that came before the stream did);
 * answer an ``input_required`` task's ``inputRequests`` with the client's
   elicitation/sampling/roots callbacks (the same ones that answer legacy asks
   and multi-round trips) through ``tasks/update``; keys are unique over the
@@ -43,7 +47,9 @@ caller keeps.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, cast
 
 import anyio
@@ -60,6 +66,8 @@ if TYPE_CHECKING:
     from ._session import ProgressCallback
 
 __all__ = ("TaskCancelled", "TaskMethods", "await_task")
+
+logger = logging.getLogger("mcpwire.client")
 
 #: Seconds between polls when the server suggests no ``pollIntervalMs``.
 DEFAULT_POLL_INTERVAL = 0.5
@@ -150,24 +158,25 @@ async def await_task(
     finished = False
     try:
         with anyio.move_on_after(limit) as deadline:
-            while not current.terminal:
-                responses: dict[str, JSONObject] = {}
-                if current.status == "input_required":
-                    responses = await _answers(client, current, answered)
-                if responses:
-                    await client.update_task(current.task_id, responses)
-                    answered.update(responses)
-                else:
-                    interval = current.poll_interval_ms
-                    await anyio.sleep(
-                        DEFAULT_POLL_INTERVAL if interval is None else max(interval, 1) / 1000
-                    )
-                previous, current = current, await client.get_task(current.task_id)
-                if on_status is not None and (
-                    current.status != previous.status
-                    or current.status_message != previous.status_message
-                ):
-                    await on_status(current)
+            async with _updates(client, task.task_id) as until_update:
+                while not current.terminal:
+                    responses: dict[str, JSONObject] = {}
+                    if current.status == "input_required":
+                        responses = await _answers(client, current, answered)
+                    if responses:
+                        await client.update_task(current.task_id, responses)
+                        answered.update(responses)
+                    else:
+                        interval = current.poll_interval_ms
+                        await until_update(
+                            DEFAULT_POLL_INTERVAL if interval is None else max(interval, 1) / 1000
+                        )
+                    previous, current = current, await client.get_task(current.task_id)
+                    if on_status is not None and (
+                        current.status != previous.status
+                        or current.status_message != previous.status_message
+                    ):
+                        await on_status(current)
             finished = True
         if deadline.cancelled_caught and not finished:
             raise RequestTimeout("tools/call", limit)
@@ -175,6 +184,48 @@ async def await_task(
         if not finished:
             await _cancel_quietly(client, current.task_id)
     return _outcome(current)
+
+
+@asynccontextmanager
+async def _updates(
+    client: Client, task_id: str
+) -> AsyncIterator[Callable[[float], Awaitable[None]]]:
+    """``until_update(seconds)``: sleep ``seconds``, or less when the server says
+    the task changed (``notifications/tasks`` on a listen stream for it, where
+    the server offers one); the poll interval stays the backstop."""
+    from ._listen import Subscription
+
+    async def sleep(seconds: float) -> None:
+        await anyio.sleep(seconds)
+
+    try:
+        listen = client.listen(task_ids=[task_id])
+        sub: Subscription = await listen.__aenter__()
+    except (MCPWireError, TimeoutError) as exc:  # no listen here (or not for tasks): poll
+        logger.debug("no task notifications for %s, polling: %s", task_id, exc)
+        yield sleep
+        return
+    try:
+        honored = sub.honored.get("taskIds")
+        if not isinstance(honored, list) or task_id not in honored:
+            yield sleep
+            return
+
+        fresh = [True]
+
+        async def until_update(seconds: float) -> None:
+            if fresh:  # a change before the stream was acknowledged sent nothing to it
+                fresh.clear()
+                return
+            with anyio.move_on_after(seconds):
+                async for note in sub:
+                    if note.method == "notifications/tasks":
+                        return
+                await anyio.sleep_forever()  # the stream ended: the interval decides
+
+        yield until_update
+    finally:
+        await listen.__aexit__(None, None, None)
 
 
 def _client(mixin: TaskMethods) -> Client:

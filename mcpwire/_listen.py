@@ -19,6 +19,7 @@ import anyio
 import anyio.abc
 
 from ._errors import MCPWireError
+from ._handshake import declaring_tasks
 from .sansio._json import JSONObject
 from .sansio._messages import Notification, RequestId
 
@@ -112,7 +113,8 @@ class Listen:
 
         async def run() -> None:
             params: JSONObject = {"notifications": self._wanted}
-            params["_meta"] = client._envelope(client.protocol_version)
+            with declaring_tasks(True if "taskIds" in self._wanted else None):
+                params["_meta"] = client._envelope(client.protocol_version)
             try:
                 await client.session.request(
                     "subscriptions/listen",

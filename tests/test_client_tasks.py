@@ -50,8 +50,8 @@ TRANSPORTS = ["memory", "stdio", "http"]
 HERE = Path(__file__).parent
 
 
-def build() -> tuple[Server, Gate]:
-    server = Server("client-tasks", tasks=TaskStore(poll_interval_ms=1))
+def build(poll_interval_ms: int = 1) -> tuple[Server, Gate]:
+    server = Server("client-tasks", tasks=TaskStore(poll_interval_ms=poll_interval_ms))
     gate = Gate()
 
     @server.tool(structured=False, task="optional")
@@ -512,3 +512,51 @@ async def test_over_http_tasks_requests_send_mcp_name(
         if method.startswith("tasks/"):
             assert ("Mcp-Name", handle.task_id) in headers
             assert ("Mcp-Method", method) in headers
+
+
+# -- waking on notifications/tasks ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.2])
+@pytest.mark.parametrize("transport", ["memory", "http"])
+async def test_a_task_wait_wakes_on_its_notification_not_the_poll_interval(
+    transport: str, delay: float, tmp_path: Path
+) -> None:
+    """The server suggests polling every 60 s; the task ends at once after its
+    gate opens, and the client hears it through ``notifications/tasks`` on a
+    listen stream for the task, well before the first poll would have."""
+    server, gate = build(poll_interval_ms=60_000)
+    async with connected(transport, server, tmp_path) as client:
+        task = await client.start_tool_task("job", {"label": "x"})
+        assert isinstance(task, Task)
+        assert task.poll_interval_ms == 60_000
+
+        async def open_after(delay: float) -> None:
+            await anyio.sleep(delay)
+            gate.go.set()
+
+        async with anyio.create_task_group() as tg:
+            # Either before the wait's listen stream is acknowledged (the change is
+            # then seen by the tasks/get that follows the acknowledgement) or after.
+            tg.start_soon(open_after, delay)
+            with anyio.fail_after(WAIT / 2):
+                result = await client.await_task(task)
+    assert result.text == "done x"
+
+
+async def test_a_task_wait_polls_when_there_is_no_listen(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    server, gate = build()
+    async with connected("memory", server, tmp_path) as client:
+
+        def no_listen(**_: Any) -> Any:
+            raise MCPWireError("no subscriptions/listen here")
+
+        monkeypatch.setattr(client, "listen", no_listen)
+        task = await client.start_tool_task("job", {"label": "y"})
+        assert isinstance(task, Task)
+        gate.go.set()
+        with anyio.fail_after(WAIT):
+            result = await client.await_task(task)
+    assert result.text == "done y"
