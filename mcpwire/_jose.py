@@ -96,6 +96,12 @@ def _int_b64(value: int, size: int | None = None) -> str:
     return b64url_encode(value.to_bytes(size, "big"))
 
 
+def _pem_key(pem: str | bytes, password: bytes | None) -> Any:
+    """A private key from PEM (PKCS#8, SEC1 or PKCS#1)."""
+    data = pem.encode() if isinstance(pem, str) else pem
+    return _crypto().serialization.load_pem_private_key(data, password)
+
+
 def _b64_int(text: object) -> int:
     if not isinstance(text, str):
         raise ValueError("a JWK member is missing or not a string")
@@ -141,9 +147,7 @@ class ES256Signer:
 
     @classmethod
     def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> ES256Signer:
-        m = _crypto()
-        data = pem.encode() if isinstance(pem, str) else pem
-        return cls(m.serialization.load_pem_private_key(data, password))
+        return cls(_pem_key(pem, password))
 
     @classmethod
     def from_jwk(cls, jwk: Mapping[str, object]) -> ES256Signer:
@@ -196,9 +200,7 @@ class RS256Signer:
 
     @classmethod
     def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> RS256Signer:
-        m = _crypto()
-        data = pem.encode() if isinstance(pem, str) else pem
-        return cls(m.serialization.load_pem_private_key(data, password))
+        return cls(_pem_key(pem, password))
 
     @classmethod
     def from_jwk(cls, jwk: Mapping[str, object]) -> RS256Signer:
