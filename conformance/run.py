@@ -62,10 +62,8 @@ DEFAULT_SERVER_CMD = (
     f"{shlex.quote(sys.executable)} conformance/everything_server.py --port {{port}}"
 )
 DEFAULT_CLIENT_CMD = f"{shlex.quote(sys.executable)} conformance/everything_client.py"
-#: A reason names the issue that will build the missing piece, or the one
-#: piece of authorization left out on purpose: asymmetric JWT signatures
-#: (private_key_jwt, DPoP), which need a cryptography library mcpwire does not take.
-REASON_RE = re.compile(r"issue \d+|authorization: needs asymmetric JWT signing \(not built\)")
+#: A reason names the issue that will build the missing piece.
+REASON_RE = re.compile(r"issue \d+")
 ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 STAMP_RE = re.compile(r"-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d{3}Z$")
 SUMMARY_RE = re.compile(r"^[✓✗] (\S+): (\d+) passed, (\d+) failed")
@@ -428,9 +426,7 @@ def load_expected(path: Path) -> list[Expected]:
         parts = body.split()
         if len(parts) != 2 or not REASON_RE.search(reason):
             raise SystemExit(
-                f"{path}:{number}: want `LEG-GLOB SCENARIO[:CHECK]  # issue N: why` "
-                "(or `# authorization: needs asymmetric JWT signing (not built)`), "
-                f"got {raw!r}"
+                f"{path}:{number}: want `LEG-GLOB SCENARIO[:CHECK]  # issue N: why`, got {raw!r}"
             )
         leg = parts[0]
         intermittent = leg.startswith("~")
