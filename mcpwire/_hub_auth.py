@@ -21,7 +21,7 @@ restart does not send the user through the flow again: the token storage
 (in memory, or a ``FileTokenStorage`` shared by all servers when the hub has
 a ``token_store`` file) and the callback port, picked once when the config
 leaves it to the hub, so that the redirect URI a client registered stays the
-one it sends.
+one it sends. With a token file the port is kept there too, for later runs.
 """
 
 from __future__ import annotations
@@ -78,13 +78,32 @@ def oauth_state(
     from ._oauth_file import FileTokenStorage
 
     assert config.url is not None
-    storage: TokenStorage = (
-        InMemoryTokenStorage() if token_store is None else FileTokenStorage(token_store, config.url)
-    )
     bind = "::1" if settings.callback_host == "::1" else "127.0.0.1"
-    port = settings.callback_port or _free_port(bind)
     host = f"[{bind}]" if bind == "::1" else settings.callback_host
-    return OAuthState(storage, bind, port, f"http://{host}:{port}{settings.callback_path}")
+    if token_store is None:
+        port = settings.callback_port or _free_port(bind)
+        uri = f"http://{host}:{port}{settings.callback_path}"
+        return OAuthState(InMemoryTokenStorage(), bind, port, uri)
+    # A file store outlives this process, and so does the client registered in
+    # it with its redirect URI: a later run listens on the port it names.
+    storage = FileTokenStorage(token_store, config.url)
+    port = settings.callback_port or _kept_port(storage.callback_uri(), host, settings)
+    port = port or _free_port(bind)
+    uri = f"http://{host}:{port}{settings.callback_path}"
+    if not settings.callback_port and storage.callback_uri() != uri:
+        storage.keep_callback_uri(uri)
+    return OAuthState(storage, bind, port, uri)
+
+
+def _kept_port(kept: str | None, host: str, settings: OAuthSettings) -> int:
+    """The port of a kept redirect URI with this host and path (0: none)."""
+    if kept is None:
+        return 0
+    prefix = f"http://{host}:"
+    if not kept.startswith(prefix) or not kept.endswith(settings.callback_path):
+        return 0
+    port = kept[len(prefix) : len(kept) - len(settings.callback_path)]
+    return int(port) if port.isdigit() and 0 < int(port) < 65536 else 0
 
 
 def oauth_client(

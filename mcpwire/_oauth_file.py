@@ -7,10 +7,14 @@ one file::
 
     {"format": 1,
      "tokens":  {"<server url>": {"access_token": ..., "refresh_token": ..., ...}},
-     "clients": {"<issuer>": {"client_id": ..., "client_secret": ..., ...}}}
+     "clients": {"<issuer>": {"client_id": ..., "client_secret": ..., ...}},
+     "callbacks": {"<server url>": "http://127.0.0.1:<port>/callback"}}
 
 Tokens are kept per server (the resource they were minted for, RFC 8707);
-client identities per authorization server, as ``OAuthClient`` asks for them.
+client identities per authorization server, as ``OAuthClient`` asks for them;
+and, for the command line and the hub, the loopback redirect URI each server's
+client was registered with (``callback_uri``), so that a later run listens on
+the same port.
 
 The file holds bearer secrets, so it is created readable by its owner alone
 (mode 0600, in a directory made 0700 when it has to be made), and it is
@@ -77,6 +81,20 @@ class FileTokenStorage:
     async def set_client(self, issuer: str, info: ClientInfo) -> None:
         await anyio.to_thread.run_sync(self._update, "clients", issuer, asdict(info))
 
+    def callback_uri(self) -> str | None:
+        """The loopback redirect URI kept for this server, if any (blocking: made
+        for setting up, once per server, before its flows)."""
+        value = self._read()["callbacks"].get(self.server_url)
+        return value if isinstance(value, str) else None
+
+    def keep_callback_uri(self, uri: str) -> None:
+        """Keep ``uri`` as this server's redirect URI (blocking, as ``callback_uri``).
+
+        A client registers its redirect URI, loopback port included; a later run
+        that must authorize again listens on the same one, since authorization
+        servers often match registered redirect URIs exactly."""
+        self._update("callbacks", self.server_url, uri)
+
     # -- the file (in a worker thread) ----------------------------------------------------
 
     def _read(self) -> dict[str, dict[str, Any]]:
@@ -84,7 +102,7 @@ class FileTokenStorage:
             with open(self.path, "rb") as f:
                 data = f.read(MAX_FILE_SIZE + 1)
         except FileNotFoundError:
-            return {"tokens": {}, "clients": {}}
+            return {"tokens": {}, "clients": {}, "callbacks": {}}
         except OSError as exc:
             raise AuthorizationError(f"token store {self.path}: {exc.strerror}") from None
         if len(data) > MAX_FILE_SIZE:
@@ -98,13 +116,14 @@ class FileTokenStorage:
             or doc.get("format") != _FORMAT
             or not isinstance(doc.get("tokens"), dict)
             or not isinstance(doc.get("clients"), dict)
+            or not isinstance(doc.setdefault("callbacks", {}), dict)
         ):
             raise AuthorizationError(
                 f"token store {self.path}: not a format-{_FORMAT} mcpwire token file"
             )
         return doc
 
-    def _update(self, table: str, key: str, value: dict[str, Any] | None) -> None:
+    def _update(self, table: str, key: str, value: object) -> None:
         with self._locked():
             doc = self._read()
             entries = doc[table]
@@ -113,7 +132,14 @@ class FileTokenStorage:
                 entries[key] = value
             while len(entries) > MAX_ENTRIES:
                 del entries[next(iter(entries))]
-            self._write({"format": _FORMAT, "tokens": doc["tokens"], "clients": doc["clients"]})
+            self._write(
+                {
+                    "format": _FORMAT,
+                    "tokens": doc["tokens"],
+                    "clients": doc["clients"],
+                    "callbacks": doc["callbacks"],
+                }
+            )
 
     def _write(self, doc: dict[str, Any]) -> None:
         folder = self.path.parent

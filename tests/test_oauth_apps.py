@@ -15,7 +15,7 @@ import os
 import stat
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 import pytest
@@ -270,6 +270,34 @@ async def test_cli_inspect_with_oauth_and_a_token_store(
     code, out, err, shown = await cli_with_browser(*argv)
     assert code == 0, err
     assert shown == []
+
+
+async def test_cli_token_store_keeps_the_registered_redirect_port(
+    sdk_auth: ChildServer, tmp_path: Path
+) -> None:
+    """A client registered by an earlier run (its redirect URI names a port) is
+    used again when a later run must authorize anew; the reference authorization
+    server matches redirect URIs exactly, so the later run listens on the port
+    the registration names, kept in the token store."""
+    store = tmp_path / "cli-tokens.json"
+    argv = ("inspect", sdk_auth.url, "--json", "--oauth", "--token-store", str(store))
+    code, _, err, first = await cli_with_browser(*argv)
+    assert code == 0, err
+    doc = json.loads(store.read_text())
+    del doc["tokens"][sdk_auth.url]  # the tokens are gone (say, revoked); the client stays
+    store.write_text(json.dumps(doc))
+    code, _, err, second = await cli_with_browser(*argv)
+    assert code == 0, err
+    assert len(first) == len(second) == 1
+
+    def redirect(url: str) -> str:
+        return dict(parse_qsl(urlsplit(url).query))["redirect_uri"]
+
+    assert redirect(second[0]) == redirect(first[0])
+    assert (
+        dict(parse_qsl(urlsplit(second[0]).query))["client_id"]
+        == dict(parse_qsl(urlsplit(first[0]).query))["client_id"]
+    )
 
 
 async def test_cli_token_store_refreshes_an_expired_token_in_a_later_run(

@@ -169,3 +169,32 @@ def test_anything_stored_comes_back_equal(
         assert await fresh.get_client(issuer) == client
 
     anyio.run(main)
+
+
+def test_callback_uri_is_kept_per_server(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    one = FileTokenStorage(path, "https://mcp.example/mcp")
+    assert one.callback_uri() is None
+    one.keep_callback_uri("http://127.0.0.1:45678/callback")
+    assert FileTokenStorage(path, "https://mcp.example/mcp").callback_uri() == (
+        "http://127.0.0.1:45678/callback"
+    )
+    assert FileTokenStorage(path, "https://other.example/mcp").callback_uri() is None
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+async def test_a_file_without_callbacks_is_read_and_kept(tmp_path: Path) -> None:
+    """Files written before the callbacks table existed stay valid."""
+    path = tmp_path / "tokens.json"
+    path.write_bytes(b'{"format": 1, "tokens": {}, "clients": {}}')
+    store = FileTokenStorage(path, "u")
+    assert store.callback_uri() is None
+    await store.set_client("https://as.example", CLIENT)
+    assert await store.get_client("https://as.example") == CLIENT
+
+
+def test_a_malformed_callbacks_table_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    path.write_bytes(b'{"format": 1, "tokens": {}, "clients": {}, "callbacks": []}')
+    with pytest.raises(AuthorizationError, match="not a format-1"):
+        FileTokenStorage(path, "u").callback_uri()
