@@ -61,9 +61,9 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from ._auth_header import BearerError, bearer_challenge, bearer_token
 from ._auth_tokens import AccessToken, AuthCell, TokenVerifier, current_auth, enter_cell
 from ._http_wire import BodyTooLarge, HTTPExchange, RequestHead
+from .sansio._challenge import BearerError, bearer_challenge, bearer_token
 from .sansio._http import MCP_SESSION_ID, NAME_BEARING_METHODS
 from .sansio._json import JSONValue
 from .sansio._messages import Batch, ErrorCode, Incoming, Request

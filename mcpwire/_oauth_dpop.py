@@ -37,6 +37,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ._errors import AuthorizationError
 from ._jose import JWTSigner, b64url_encode, encode_jwt
 from .sansio import _oauth as o
+from .sansio._challenge import parse_challenges
 from .sansio._codec import CodecError, loads
 
 __all__ = ("DPoPProver", "htu", "wants_nonce_resource", "wants_nonce_token")
@@ -105,7 +106,7 @@ def wants_nonce_resource(challenges: Iterable[str]) -> bool:
     """A resource server's ``WWW-Authenticate`` asking for a DPoP nonce (RFC 9449 §9)."""
     for header in challenges:
         try:
-            parsed = o.parse_challenges(header)
+            parsed = parse_challenges(header)
         except AuthorizationError:
             continue
         for challenge in parsed:

@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpwire import AuthorizationError
+from mcpwire.sansio import _challenge as ch
 from mcpwire.sansio import _oauth as o
 from mcpwire.sansio._json import JSONObject, JSONValue
 
@@ -69,7 +70,7 @@ from mcpwire.sansio._json import JSONObject, JSONValue
     ],
 )
 def test_challenges(header: str, expected: list[tuple[str, dict[str, str], str | None]]) -> None:
-    got = [(c.scheme, dict(c.params), c.token68) for c in o.parse_challenges(header)]
+    got = [(c.scheme, dict(c.params), c.token68) for c in ch.parse_challenges(header)]
     assert got == expected
 
 
@@ -83,17 +84,17 @@ def test_challenges(header: str, expected: list[tuple[str, dict[str, str], str |
         "=Bearer",
         'Bearer"x"',
         "Negotiate abc def",
-        "Bearer " + "x" * (o.MAX_CHALLENGE_SIZE + 1),
+        "Bearer " + "x" * (ch.MAX_CHALLENGE_SIZE + 1),
     ],
 )
 def test_malformed_challenges(header: str) -> None:
     with pytest.raises(AuthorizationError):
-        o.parse_challenges(header)
+        ch.parse_challenges(header)
 
 
 def test_a_token68_may_end_in_equals() -> None:
     # "scope=" alone is a token68 (RFC 9110 §11.2), not a parameter without a value.
-    assert o.parse_challenges("Bearer scope=")[0].token68 == "scope="
+    assert ch.parse_challenges("Bearer scope=")[0].token68 == "scope="
 
 
 def test_bearer_params_picks_the_bearer_challenge() -> None:
@@ -119,8 +120,8 @@ _values = st.text(
     )
 )
 def test_challenge_round_trip(challenges: list[tuple[str, dict[str, str]]]) -> None:
-    header = ", ".join(o.build_challenge(scheme, params) for scheme, params in challenges)
-    parsed = o.parse_challenges(header)
+    header = ", ".join(ch.build_challenge(scheme, params) for scheme, params in challenges)
+    parsed = ch.parse_challenges(header)
     assert [(c.scheme, dict(c.params)) for c in parsed] == [
         (scheme.lower(), params) for scheme, params in challenges
     ]
@@ -129,7 +130,7 @@ def test_challenge_round_trip(challenges: list[tuple[str, dict[str, str]]]) -> N
 @given(st.text(max_size=80))
 def test_random_header_text_never_raises_anything_else(text: str) -> None:
     try:
-        o.parse_challenges(text)
+        ch.parse_challenges(text)
     except AuthorizationError:
         pass
 
@@ -137,7 +138,7 @@ def test_random_header_text_never_raises_anything_else(text: str) -> None:
 @given(st.text(alphabet='Bearer =,"\\ \tscope', max_size=40))
 def test_near_miss_headers_never_raise_anything_else(text: str) -> None:
     try:
-        o.parse_challenges(text)
+        ch.parse_challenges(text)
     except AuthorizationError:
         pass
 

@@ -7,9 +7,9 @@ each read here from text alone; the async driver in ``mcpwire._oauth`` does
 the fetching in the order these functions give.
 
 1. The resource server's ``401`` carries ``WWW-Authenticate: Bearer ...``
-   (RFC 6750 §3). ``parse_challenges`` reads the header by the grammar of
-   RFC 9110 §11.6.1 (several challenges, auth-params whose values are tokens
-   or quoted strings with backslash escapes); ``bearer_params`` picks the
+   (RFC 6750 §3). ``_challenge.parse_challenges`` reads the header by the
+   grammar of RFC 9110 §11.6.1 (several challenges, auth-params whose values
+   are tokens or quoted strings with backslash escapes); ``bearer_params`` picks the
    Bearer one (else a DPoP one, RFC 9449 §7.1). Its ``resource_metadata``
    (RFC 9728 §5.1) and ``scope`` guide what follows.
 2. Protected resource metadata (RFC 9728 §3): at ``resource_metadata`` when
@@ -40,15 +40,14 @@ from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from .._errors import AuthorizationError
+from ._challenge import parse_challenges
 from ._codec import CodecError, loads
 from ._json import JSONObject
 
 __all__ = (
-    "Challenge",
     "TokenResponse",
     "as_metadata_urls",
     "bearer_params",
-    "build_challenge",
     "canonical_resource",
     "check_as_metadata",
     "check_iss",
@@ -58,7 +57,6 @@ __all__ = (
     "form_body",
     "json_object",
     "origin_of",
-    "parse_challenges",
     "parse_token_response",
     "pkce_pair",
     "prm_urls",
@@ -66,188 +64,9 @@ __all__ = (
     "string_list",
 )
 
-#: RFC 7230 tchar: what a token (scheme name, parameter name, bare value) is made of.
-_TCHAR = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-#: RFC 7235 token68: the characters of a challenge's opaque blob (plus trailing '=').
-_TOKEN68 = frozenset("-._~+/0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_WS = " \t"
-#: The largest header we parse; challenges are a few hundred bytes in practice.
-MAX_CHALLENGE_SIZE = 16 * 1024
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 AS_WELL_KNOWN = "/.well-known/oauth-authorization-server"
 OIDC_WELL_KNOWN = "/.well-known/openid-configuration"
-
-
-@dataclass(frozen=True)
-class Challenge:
-    """One challenge of a ``WWW-Authenticate`` header (RFC 9110 §11.6.1).
-
-    ``scheme`` is lowercased (schemes are case-insensitive, §11.1); parameter
-    names are lowercased for the same reason; values are kept as sent.
-    """
-
-    scheme: str
-    params: Mapping[str, str]
-    token68: str | None = None
-
-
-class _Reader:
-    """A cursor over header text, for the challenge grammar below."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
-
-    def at_end(self) -> bool:
-        return self.pos >= len(self.text)
-
-    def peek(self) -> str:
-        return self.text[self.pos] if self.pos < len(self.text) else ""
-
-    def skip_ws(self) -> None:
-        while self.peek() and self.peek() in _WS:
-            self.pos += 1
-
-    def token(self) -> str:
-        start = self.pos
-        while self.peek() and self.peek() in _TCHAR:
-            self.pos += 1
-        return self.text[start : self.pos]
-
-    def quoted(self) -> str:
-        """A quoted-string (RFC 9110 §5.6.4), the opening quote under the cursor."""
-        self.pos += 1
-        out: list[str] = []
-        while True:
-            c = self.peek()
-            if not c:
-                raise AuthorizationError(f"unterminated quoted string in {self.text!r}")
-            self.pos += 1
-            if c == '"':
-                return "".join(out)
-            if c == "\\":
-                if not self.peek():
-                    raise AuthorizationError(f"dangling escape in {self.text!r}")
-                c = self.peek()
-                self.pos += 1
-            if c in "\r\n\0":
-                raise AuthorizationError(f"control character in a quoted string: {self.text!r}")
-            out.append(c)
-
-    def fail(self, what: str) -> AuthorizationError:
-        return AuthorizationError(
-            f"malformed WWW-Authenticate ({what} at {self.pos}): {self.text!r}"
-        )
-
-
-def parse_challenges(header: str) -> list[Challenge]:
-    """Every challenge in a ``WWW-Authenticate`` value (or several joined by commas).
-
-    Raises:
-        AuthorizationError: the value does not follow RFC 9110 §11.6.1.
-    """
-    if len(header) > MAX_CHALLENGE_SIZE:
-        raise AuthorizationError(f"WWW-Authenticate longer than {MAX_CHALLENGE_SIZE} characters")
-    r = _Reader(header)
-    out: list[Challenge] = []
-    while True:
-        # Empty list elements are allowed (RFC 9110 §5.6.1).
-        r.skip_ws()
-        while r.peek() == ",":
-            r.pos += 1
-            r.skip_ws()
-        if r.at_end():
-            return out
-        scheme = r.token()
-        if not scheme:
-            raise r.fail("expected an auth-scheme")
-        params: dict[str, str] = {}
-        token68: str | None = None
-        spaced = r.peek() in _WS
-        r.skip_ws()
-        if spaced and not r.at_end() and r.peek() != ",":
-            token68, more = _params_or_token68(r, params)
-            if not more:
-                out.append(Challenge(scheme.lower(), params, token68))
-                return out
-        elif not r.at_end() and r.peek() != ",":
-            raise r.fail("expected a space after the auth-scheme")
-        out.append(Challenge(scheme.lower(), params, token68))
-
-
-def _params_or_token68(r: _Reader, params: dict[str, str]) -> tuple[str | None, bool]:
-    """Read a challenge's token68 or auth-params into ``params``; the token68 if
-    there was one, and whether another challenge may follow."""
-    start = r.pos
-    name = r.token()
-    r.skip_ws()
-    if r.peek() != "=" or not name:
-        # Not a parameter: a token68, alone in its challenge.
-        r.pos = start
-        while r.peek() and r.peek() in _TOKEN68:
-            r.pos += 1
-        while r.peek() == "=":
-            r.pos += 1
-        blob = r.text[start : r.pos]
-        if not blob:
-            raise r.fail("expected a token68 or an auth-param")
-        r.skip_ws()
-        if r.at_end():
-            return blob, False
-        if r.peek() != ",":
-            raise r.fail("unexpected text after a token68")
-        return blob, True
-    # A token68 can end in '=' too ("abc=" vs "abc=value"): a token68 is
-    # followed by a comma or the end, a parameter by a value.
-    eq = r.pos
-    r.pos += 1
-    r.skip_ws()
-    if r.at_end() or r.peek() in ",=":
-        r.pos = eq
-        while r.peek() == "=":
-            r.pos += 1
-        r.skip_ws()
-        return r.text[start:eq].rstrip(_WS) + r.text[eq : r.pos].strip(_WS), not r.at_end()
-    while True:
-        value = r.quoted() if r.peek() == '"' else r.token()
-        if not value and r.text[r.pos - 1 : r.pos] != '"':
-            raise r.fail("expected a parameter value")
-        key = name.lower()
-        if key in params:
-            raise r.fail(f"parameter {key!r} given twice")
-        params[key] = value
-        r.skip_ws()
-        if r.at_end():
-            return None, False
-        if r.peek() != ",":
-            raise r.fail("expected ',' between parameters")
-        # After a comma: another parameter of this challenge, or a new challenge.
-        while r.peek() == ",":
-            r.pos += 1
-            r.skip_ws()
-        if r.at_end():
-            return None, False
-        mark = r.pos
-        name = r.token()
-        r.skip_ws()
-        if not name or r.peek() != "=":
-            r.pos = mark
-            return None, True
-        r.pos += 1
-        r.skip_ws()
-
-
-def build_challenge(scheme: str, params: Mapping[str, str]) -> str:
-    """A challenge in the form ``parse_challenges`` reads (values always quoted)."""
-    if not scheme or not set(scheme) <= _TCHAR:
-        raise ValueError(f"not a token: {scheme!r}")
-    parts = []
-    for name, value in params.items():
-        if not name or not set(name) <= _TCHAR:
-            raise ValueError(f"not a token: {name!r}")
-        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-        parts.append(f'{name}="{escaped}"')
-    return f"{scheme} {', '.join(parts)}" if parts else scheme
 
 
 def bearer_params(headers: Iterable[str]) -> dict[str, str]:
