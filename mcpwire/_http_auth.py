@@ -62,7 +62,9 @@ from typing import TYPE_CHECKING
 import orjson
 
 from ._auth_tokens import AccessToken, AuthCell, TokenVerifier, current_auth, enter_cell
+from ._errors import AuthorizationError
 from ._http_wire import BodyTooLarge, HTTPExchange, RequestHead
+from .sansio import _oauth as o
 from .sansio._challenge import BearerError, bearer_challenge, bearer_token
 from .sansio._http import MCP_SESSION_ID, NAME_BEARING_METHODS
 from .sansio._json import JSONValue
@@ -76,7 +78,7 @@ __all__ = ("WELL_KNOWN", "ResourceServerAuth", "canonical_resource", "metadata_u
 logger = logging.getLogger("mcpwire.http")
 
 #: RFC 9728 section 3: the well-known URI suffix of protected resource metadata.
-WELL_KNOWN = "/.well-known/oauth-protected-resource"
+WELL_KNOWN = o.PRM_WELL_KNOWN
 
 _CLOSE = ("connection", "close")
 
@@ -87,20 +89,19 @@ _request_resource: contextvars.ContextVar[str] = contextvars.ContextVar(
 
 
 def canonical_resource(url: str) -> str:
-    """``url`` as compared with token audiences: scheme and host in lower case,
-    no trailing slash, no fragment (RFC 8707 section 2, authorization.mdx
-    "Canonical Server URI")."""
-    parts = urllib.parse.urlsplit(url.strip())
-    path = parts.path.rstrip("/")
-    return urllib.parse.urlunsplit(
-        (parts.scheme.lower(), parts.netloc.lower(), path, parts.query, "")
-    )
+    """``url`` as compared with token audiences, the client's canonical form
+    (RFC 8707 section 2, authorization.mdx "Canonical Server URI"); an audience
+    that is not an http(s) URL is compared as it is."""
+    try:
+        return o.canonical_resource(url.strip())
+    except AuthorizationError:
+        return url.strip()
 
 
 def metadata_url(resource: str) -> str:
-    """Where the metadata of ``resource`` is served: the well-known URI with its path inserted."""
-    parts = urllib.parse.urlsplit(resource)
-    return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{parts.path.rstrip('/')}"
+    """Where the metadata of ``resource`` is served: the well-known URI with its
+    path inserted, the first place a client looks (RFC 9728 section 3.1)."""
+    return o.prm_urls(resource, None)[0]
 
 
 def _absolute(url: str, what: str) -> str:
