@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ._hub_config import loopback_redirect
 from ._oauth_redirect import LoopbackRedirect
 
 if TYPE_CHECKING:
@@ -79,31 +80,26 @@ def oauth_state(
 
     assert config.url is not None
     bind = "::1" if settings.callback_host == "::1" else "127.0.0.1"
-    host = f"[{bind}]" if bind == "::1" else settings.callback_host
     if token_store is None:
         port = settings.callback_port or _free_port(bind)
-        uri = f"http://{host}:{port}{settings.callback_path}"
-        return OAuthState(InMemoryTokenStorage(), bind, port, uri)
+        return OAuthState(InMemoryTokenStorage(), bind, port, settings.redirect_uri(port))
     # A file store outlives this process, and so does the client registered in
     # it with its redirect URI: a later run listens on the port it names.
     storage = FileTokenStorage(token_store, config.url)
-    port = settings.callback_port or _kept_port(storage.callback_uri(), host, settings)
-    port = port or _free_port(bind)
-    uri = f"http://{host}:{port}{settings.callback_path}"
-    if not settings.callback_port and storage.callback_uri() != uri:
+    kept = storage.callback_uri()
+    port = settings.callback_port or _kept_port(kept, settings) or _free_port(bind)
+    uri = settings.redirect_uri(port)
+    if not settings.callback_port and kept != uri:
         storage.keep_callback_uri(uri)
     return OAuthState(storage, bind, port, uri)
 
 
-def _kept_port(kept: str | None, host: str, settings: OAuthSettings) -> int:
-    """The port of a kept redirect URI with this host and path (0: none)."""
-    if kept is None:
+def _kept_port(kept: str | None, settings: OAuthSettings) -> int:
+    """The port of a kept redirect URI with the configured host and path (0: none)."""
+    found = loopback_redirect(kept) if kept is not None else None
+    if found is None or (found[0], found[2]) != (settings.callback_host, settings.callback_path):
         return 0
-    prefix = f"http://{host}:"
-    if not kept.startswith(prefix) or not kept.endswith(settings.callback_path):
-        return 0
-    port = kept[len(prefix) : len(kept) - len(settings.callback_path)]
-    return int(port) if port.isdigit() and 0 < int(port) < 65536 else 0
+    return found[1]
 
 
 def oauth_client(

@@ -40,6 +40,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from ._hub_errors import ConfigError, ConfigIssue
 from ._hub_expand import read_jsonc
@@ -48,6 +49,7 @@ __all__ = (
     "DEFAULT_CALL_TIMEOUT",
     "LoadedConfig",
     "OAuthSettings",
+    "loopback_redirect",
     "ServerConfig",
     "Transport",
     "load_config",
@@ -99,9 +101,28 @@ class OAuthSettings:
         if self.scopes is not None:
             out["scopes"] = list(self.scopes)
         if self.callback_port:
-            host = f"[{self.callback_host}]" if ":" in self.callback_host else self.callback_host
-            out["redirectUri"] = f"http://{host}:{self.callback_port}{self.callback_path}"
+            out["redirectUri"] = self.redirect_uri(self.callback_port)
         return out
+
+    def redirect_uri(self, port: int) -> str:
+        """The loopback redirect URI on ``port``."""
+        host = f"[{self.callback_host}]" if ":" in self.callback_host else self.callback_host
+        return f"http://{host}:{port}{self.callback_path}"
+
+
+def loopback_redirect(uri: str) -> tuple[str, int, str] | None:
+    """The host, port and path of a loopback redirect URI with a port
+    (RFC 8252 §7.3), or ``None`` for any other URI."""
+    try:
+        parts = urlsplit(uri)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost", "::1"):
+        return None
+    if port is None or parts.query or parts.fragment:
+        return None
+    return parts.hostname, port, parts.path or "/"
 
 
 @dataclass(frozen=True, kw_only=True)

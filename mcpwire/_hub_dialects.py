@@ -14,7 +14,6 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from ._hub_config import (
     DEFAULT_CALL_TIMEOUT,
@@ -22,6 +21,7 @@ from ._hub_config import (
     OAuthSettings,
     ServerConfig,
     Transport,
+    loopback_redirect,
 )
 from ._hub_errors import ConfigError, ConfigIssue
 from ._hub_expand import Expander, InputVariable, json_path, workspace_of
@@ -400,7 +400,7 @@ def _oauth(
         port = 0
     path = "/callback"
     if "redirectUri" in values:
-        loopback = _loopback_redirect(values["redirectUri"])
+        loopback = loopback_redirect(values["redirectUri"])
         if loopback is None:
             doc.error(
                 at("oauth", "redirectUri"),
@@ -419,20 +419,6 @@ def _oauth(
         callback_port=port,
         callback_path=path,
     )
-
-
-def _loopback_redirect(uri: str) -> tuple[str, int, str] | None:
-    """The host, port and path of a loopback redirect URI, or ``None``."""
-    try:
-        parts = urlsplit(uri)
-        port = parts.port
-    except ValueError:
-        return None
-    if parts.scheme != "http" or parts.hostname not in ("127.0.0.1", "localhost", "::1"):
-        return None
-    if port is None or parts.query or parts.fragment:
-        return None
-    return parts.hostname, port, parts.path or "/"
 
 
 def _duration(doc: _Doc, value: object, path: str, unit: float) -> float | None:
