@@ -45,7 +45,6 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
@@ -53,14 +52,14 @@ import anyio
 import orjson
 
 from ._errors import AuthorizationError
-from ._http_client_conn import HTTPClient, HTTPResponse
+from ._http_client_conn import HTTPClient
 from ._http_client_net import URL
 from ._http_client_sock import HTTPError
 from ._jose import CLIENT_ASSERTION_TYPE, ES256Signer, JWTSigner, client_assertion
+from ._oauth_discovery import Fetch, Server, discover, exchange
 from ._oauth_dpop import DPoPProver, wants_nonce_token
 from ._oauth_storage import ClientInfo, InMemoryTokenStorage, OAuthTokens, TokenStorage
 from .sansio import _oauth as o
-from .sansio._json import JSONObject
 
 __all__ = (
     "JWT_BEARER",
@@ -80,8 +79,6 @@ logger = logging.getLogger("mcpwire.oauth")
 #: The grant type of RFC 7523 §2.1.
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
-#: The largest metadata, registration or token body read.
-MAX_DOCUMENT_SIZE = 1024 * 1024
 #: Seconds before ``expires_in`` runs out at which a token is renewed.
 EXPIRY_MARGIN = 30.0
 
@@ -94,8 +91,6 @@ RedirectHandler = Callable[[str], Awaitable[str]]
 #: (SEP-1933), or an identity assertion grant obtained from an enterprise
 #: identity provider by token exchange (SEP-990, RFC 8693).
 AssertionProvider = Callable[[str, str], Awaitable[str]]
-#: An HTTP exchange without the bearer token: (method, url, headers, body) -> response.
-Fetch = Callable[[str, str, list[tuple[str, str]], "bytes | None"], Awaitable[HTTPResponse]]
 
 
 def headless_redirect_handler(*, timeout: float = 30.0, verify: bool = True) -> RedirectHandler:
@@ -131,16 +126,6 @@ def headless_redirect_handler(*, timeout: float = 30.0, verify: bool = True) -> 
             await http.aclose()
 
     return follow
-
-
-@dataclass
-class _Server:
-    """What discovery found for one resource."""
-
-    resource: str
-    issuer: str
-    metadata: JSONObject
-    resource_scopes: list[str] | None
 
 
 class OAuthClient:
@@ -220,7 +205,7 @@ class OAuthClient:
         self._lock = anyio.Lock()
         self._tokens: OAuthTokens | None = None
         self._loaded = False
-        self._server: _Server | None = None
+        self._server: Server | None = None
         self._client: ClientInfo | None = None
 
     # -- what the HTTP client asks -------------------------------------------------------
@@ -349,7 +334,7 @@ class OAuthClient:
     async def _keep(
         self,
         answer: o.TokenResponse,
-        server: _Server,
+        server: Server,
         scopes: list[str],
         *,
         previous_refresh: str | None,
@@ -375,87 +360,12 @@ class OAuthClient:
 
     async def _discover(
         self, fetch: Fetch, server_url: str, resource_metadata: str | None
-    ) -> _Server:
-        prm: JSONObject | None = None
-        for url in o.prm_urls(server_url, resource_metadata):
-            prm = await self._get_json(fetch, url, "protected resource metadata")
-            if prm is not None:
-                break
-        if prm is None:
-            # A 2025-03-26 server: its origin is the authorization server.
-            fallback = o.fallback_endpoints(server_url)
-            issuer = fallback["issuer"]
-            metadata = await self._as_metadata(fetch, issuer, legacy=True)
-            if metadata is None:
-                metadata = o.check_as_metadata(dict(fallback), issuer)
-            named = metadata["issuer"]
-            assert isinstance(named, str)  # _as_metadata / fallback_endpoints
-            return _Server(o.canonical_resource(server_url), named, metadata, None)
-        resource = o.check_resource(prm.get("resource"), server_url)
-        servers = o.string_list(prm, "authorization_servers")
-        if not servers:
-            raise AuthorizationError("protected resource metadata names no authorization server")
-        issuer = servers[0]
-        metadata = await self._as_metadata(fetch, issuer, legacy=False)
-        if metadata is None:
-            raise AuthorizationError(f"no authorization server metadata found for {issuer!r}")
-        return _Server(resource, issuer, metadata, o.string_list(prm, "scopes_supported"))
+    ) -> Server:
+        # 2025-03-26 servers did not yet have to list their PKCE methods (see discover).
+        pkce = self.grant == "authorization_code"
+        return await discover(fetch, server_url, resource_metadata, self.timeout, pkce=pkce)
 
-    async def _as_metadata(self, fetch: Fetch, issuer: str, *, legacy: bool) -> JSONObject | None:
-        urls = o.as_metadata_urls(issuer)
-        for url in urls[:1] if legacy else urls:
-            doc = await self._get_json(fetch, url, "authorization server metadata")
-            if doc is None:
-                continue
-            if legacy:
-                # 2025-03-26 had no issuer to check against: the server's
-                # origin is its authorization server, so the metadata at that
-                # origin may name an issuer with a path, on that origin only.
-                named = doc.get("issuer")
-                if not isinstance(named, str) or o.origin_of(named) != o.origin_of(issuer):
-                    raise AuthorizationError(
-                        f"authorization server metadata at {url} names issuer {named!r}, "
-                        "not one on the MCP server's origin"
-                    )
-                issuer = named
-            # 2025-03-26 did not yet require servers to list their PKCE methods.
-            pkce = self.grant == "authorization_code" and not legacy
-            return o.check_as_metadata(doc, issuer, require_pkce=pkce)
-        return None
-
-    async def _get_json(self, fetch: Fetch, url: str, what: str) -> JSONObject | None:
-        """A metadata document, or ``None`` when the server has none there (any
-        answer but 200, or one that is not a JSON object)."""
-        answer = await self._exchange(fetch, "GET", url, [("Accept", "application/json")], None)
-        status, _, data = answer
-        if status != 200:
-            return None
-        try:
-            return o.json_object(data, f"{what} at {url}")
-        except AuthorizationError as exc:
-            logger.info("%s", exc)
-            return None
-
-    async def _exchange(
-        self,
-        fetch: Fetch,
-        method: str,
-        url: str,
-        headers: list[tuple[str, str]],
-        body: bytes | None,
-    ) -> tuple[int, list[tuple[str, str]], bytes]:
-        try:
-            with anyio.fail_after(self.timeout):
-                response = await fetch(method, url, headers, body)
-                async with response:
-                    data = await response.read_body(MAX_DOCUMENT_SIZE)
-                    return response.status, response.headers, data
-        except TimeoutError:
-            raise AuthorizationError(f"{method} {url}: no answer in {self.timeout:g} s") from None
-        except (HTTPError, ValueError) as exc:
-            raise AuthorizationError(f"{method} {url}: {exc}") from None
-
-    async def _identity(self, fetch: Fetch, server: _Server) -> ClientInfo:
+    async def _identity(self, fetch: Fetch, server: Server) -> ClientInfo:
         supported = o.string_list(server.metadata, "token_endpoint_auth_methods_supported")
         if self.client_id is not None:
             method = "none"
@@ -480,7 +390,7 @@ class OAuthClient:
         return info
 
     async def _register(
-        self, fetch: Fetch, server: _Server, supported: list[str] | None
+        self, fetch: Fetch, server: Server, supported: list[str] | None
     ) -> ClientInfo:
         """Dynamic client registration (RFC 7591 §3)."""
         endpoint = server.metadata.get("registration_endpoint")
@@ -509,7 +419,9 @@ class OAuthClient:
         if signer is not None and wanted == "private_key_jwt":
             request["jwks"] = {"keys": [signer.public_jwk()]}
         headers = [("Content-Type", "application/json"), ("Accept", "application/json")]
-        answer = await self._exchange(fetch, "POST", endpoint, headers, orjson.dumps(request))
+        answer = await exchange(
+            fetch, "POST", endpoint, headers, orjson.dumps(request), self.timeout
+        )
         status, _, data = answer
         if status not in (200, 201):
             raise AuthorizationError(f"dynamic client registration refused: HTTP {status}")
@@ -525,7 +437,7 @@ class OAuthClient:
         return ClientInfo(client_id, secret, method)
 
     async def _authorization_code(
-        self, server: _Server, client: ClientInfo, scopes: list[str]
+        self, server: Server, client: ClientInfo, scopes: list[str]
     ) -> tuple[str, str]:
         """The user step: PKCE (RFC 7636) and state, then the checked answer."""
         verifier, challenge = o.pkce_pair()
@@ -560,7 +472,7 @@ class OAuthClient:
         return code, verifier
 
     async def _token_request(
-        self, fetch: Fetch, server: _Server, client: ClientInfo, fields: dict[str, str | None]
+        self, fetch: Fetch, server: Server, client: ClientInfo, fields: dict[str, str | None]
     ) -> o.TokenResponse:
         endpoint = server.metadata["token_endpoint"]
         assert isinstance(endpoint, str)  # check_as_metadata / fallback_endpoints
@@ -591,7 +503,7 @@ class OAuthClient:
                 )
             sent = headers if dpop is None else [*headers, ("DPoP", dpop.proof("POST", endpoint))]
             body = o.form_body(fields)
-            status, answer, data = await self._exchange(fetch, "POST", endpoint, sent, body)
+            status, answer, data = await exchange(fetch, "POST", endpoint, sent, body, self.timeout)
             fresh = dpop is not None and dpop.note(endpoint, answer)
             if not (fresh and attempt == 1 and wants_nonce_token(status, data)):
                 break  # RFC 9449 §8: once more only when asked for a nonce it gave
