@@ -77,12 +77,15 @@ class AuthorizedHTTPClient(HTTPClient):
         body: bytes | None = None,
         *,
         timeout: float | None = None,
+        follow_redirects: bool = True,
     ) -> HTTPResponse:
         origin = self._origin
         if origin is None:
             origin = self._origin = url.origin
         if url.origin != origin:
-            return await super().request(method, url, headers, body, timeout=timeout)
+            return await super().request(
+                method, url, headers, body, timeout=timeout, follow_redirects=follow_redirects
+            )
         auth = self.auth
         dpop = auth.dpop
         flows = 0
@@ -100,7 +103,9 @@ class AuthorizedHTTPClient(HTTPClient):
                 sent = [*headers, ("Authorization", f"DPoP {token}"), ("DPoP", proof)]
             else:
                 sent = [*headers, ("Authorization", f"Bearer {token}")]
-            response = await super().request(method, url, sent, body, timeout=timeout)
+            response = await super().request(
+                method, url, sent, body, timeout=timeout, follow_redirects=follow_redirects
+            )
             status = response.status
             fresh_nonce = dpop is not None and dpop.note(url.raw, response.headers)
             if status not in (401, 403) or flows >= MAX_FLOWS:

@@ -361,11 +361,13 @@ class HTTPClient:
         body: bytes | None = None,
         *,
         timeout: float | None = None,
+        follow_redirects: bool = True,
     ) -> HTTPResponse:
         """Send a request and return once the response head is in.
 
         ``timeout`` bounds each wait for data (for the head now, and for every
         body chunk later); ``None`` waits as long as the caller lets it.
+        ``follow_redirects=False`` returns a redirect as it is, its ``Location`` unfollowed.
 
         Raises:
             ConnectionFailed: connecting failed or the connection broke.
@@ -375,7 +377,7 @@ class HTTPClient:
         """
         for _ in range(self.max_redirects + 1):
             response = await self._send(method, url, headers, body, timeout)
-            if not 300 <= response.status < 400 or response.status == 304:
+            if not follow_redirects or not 300 <= response.status < 400 or response.status == 304:
                 return response
             location = response.header("location")
             status = response.status
@@ -465,8 +467,7 @@ class HTTPClient:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _request_head(self, method: str, url: URL, headers: Headers, size: int) -> h11.Request:
-        """Build (and so validate) a request head; h11's events are immutable, so one
-        head serves every request with the same line and headers."""
+        """Build (and so validate) a head; immutable in h11, one serves all alike requests."""
         all_headers: list[tuple[str, str]] = [("Host", url.authority)]
         all_headers.extend(headers)
         if not any(k.lower() == "user-agent" for k, _ in headers):
@@ -490,8 +491,7 @@ class HTTPClient:
             raise aborted()
 
     def _reuse(self, url: URL) -> _Socket | None:
-        """The newest idle socket for ``url`` if it can be used as it is (the usual
-        case, without a wait); anything else is left to ``_checkout``."""
+        """The newest idle socket for ``url`` usable as it is, or ``None`` (see _checkout)."""
         idle = self._idle.get(url.origin)
         if not idle or self._closed:
             return None

@@ -105,11 +105,10 @@ def headless_redirect_handler(*, timeout: float = 30.0, verify: bool = True) -> 
 
     async def follow(authorization_url: str) -> str:
         url = URL.parse(authorization_url)
-        http = HTTPClient(verify=verify, max_redirects=0)
+        http = HTTPClient(verify=verify)
         try:
-            # The redirect is the answer here, so it is read rather than
-            # followed: ``_send`` is one exchange, without redirect handling.
-            response = await http._send("GET", url, (), None, timeout)
+            # The redirect is the answer here: read, not followed.
+            response = await http.request("GET", url, timeout=timeout, follow_redirects=False)
             async with response:
                 location = response.header("location")
                 if response.status not in (301, 302, 303, 307, 308) or not location:

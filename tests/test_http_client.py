@@ -421,6 +421,26 @@ async def test_redirects() -> None:
                     await c.call_tool("t", {})
 
 
+async def test_a_redirect_can_be_returned_unfollowed() -> None:
+    """``follow_redirects=False``: the redirect itself is the answer (how an OAuth
+    client reads an authorization endpoint's redirect back to it)."""
+
+    async def handler(seen: Seen) -> Reply:
+        return Reply(302, [("Location", "http://127.0.0.1:9/cb?code=c"), ("Content-Length", "0")])
+
+    async with raw_server(handler) as server:
+        http = HTTPClient()
+        try:
+            response = await http.request("GET", URL.parse(server.url), follow_redirects=False)
+            async with response:
+                assert response.status == 302
+                assert response.header("location") == "http://127.0.0.1:9/cb?code=c"
+            with pytest.raises(RedirectRefused, match="only 307 and 308"):
+                await http.request("GET", URL.parse(server.url))
+        finally:
+            await http.aclose()
+
+
 @pytest.mark.parametrize(
     ("reply", "code", "words"),
     [
