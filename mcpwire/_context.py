@@ -26,7 +26,6 @@ is refused with -32602 before the handler runs.
 
 from __future__ import annotations
 
-import base64
 import os
 import time
 from typing import TYPE_CHECKING
@@ -36,6 +35,7 @@ import anyio
 from ._errors import JSONRPCError, MCPWireError
 from ._versions import LOG_LEVELS
 from .sansio import _codec
+from .sansio._b64url import b64url_decode, b64url_encode
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode, RequestId
 
@@ -113,7 +113,7 @@ class StateSealer:
         body["exp"] = int(time.time() + self.ttl)
         raw = _codec.dumps(body)
         mac = _mac(self._key, raw)
-        return "v1." + _b64(raw) + "." + _b64(mac)
+        return "v1." + b64url_encode(raw) + "." + b64url_encode(mac)
 
     def open(self, token: str) -> JSONObject:
         """The payload of a token this sealer made; raises ``JSONRPCError`` (-32602) otherwise."""
@@ -121,8 +121,8 @@ class StateSealer:
         if len(parts) != 3 or parts[0] != "v1":
             raise _bad_state("malformed")
         try:
-            raw = _unb64(parts[1])
-            mac = _unb64(parts[2])
+            raw = b64url_decode(parts[1])
+            mac = b64url_decode(parts[2])
         except ValueError:
             raise _bad_state("malformed") from None
         import hmac
@@ -152,17 +152,6 @@ def _mac(key: bytes, raw: bytes) -> bytes:
 
 def _bad_state(why: str) -> JSONRPCError:
     return JSONRPCError(ErrorCode.INVALID_PARAMS, f"Invalid requestState: {why}")
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes:
-    try:
-        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (ValueError, TypeError) as exc:
-        raise ValueError("bad base64") from exc
 
 
 def request_digest(method: str, params: JSONObject) -> str:

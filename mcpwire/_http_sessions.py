@@ -30,7 +30,6 @@ is busy. Ids are 32 bytes from ``os.urandom`` in URL-safe base64: 43 visible ASC
 
 from __future__ import annotations
 
-import base64
 import collections
 import os
 from collections.abc import Awaitable, Callable, Iterator
@@ -43,6 +42,7 @@ from ._http_events import EventStore
 from ._http_streams import ResponseStream
 from ._transport import Outbound
 from ._versions import at_least
+from .sansio._b64url import b64url_encode
 from .sansio._http import MCP_SESSION_ID
 from .sansio._messages import (
     ErrorCode,
@@ -68,7 +68,7 @@ def new_session_id() -> str:
     """A fresh session id: visible ASCII (0x21-0x7E), cryptographically random."""
     # What secrets.token_urlsafe(32) gives, without importing secrets (and hashlib, hmac):
     # about 0.8 MB less in an idle server.
-    return base64.urlsafe_b64encode(os.urandom(32)).rstrip(b"=").decode("ascii")
+    return b64url_encode(os.urandom(32))
 
 
 class HTTPSession:

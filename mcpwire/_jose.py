@@ -23,7 +23,6 @@ the DER that ``cryptography`` returns.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import secrets
 import time
@@ -34,6 +33,7 @@ from typing import Any, Protocol
 import orjson
 
 from ._errors import AuthorizationError
+from .sansio._b64url import b64url_decode, b64url_encode
 
 __all__ = (
     "CLIENT_ASSERTION_TYPE",
@@ -74,21 +74,6 @@ def _crypto() -> Any:
     return SimpleNamespace(
         hashes=hashes, serialization=serialization, ec=ec, padding=padding, rsa=rsa, utils=utils
     )
-
-
-def b64url_encode(data: bytes) -> str:
-    """base64url without padding (RFC 7515 §2)."""
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def b64url_decode(text: str) -> bytes:
-    """The inverse of ``b64url_encode``; anything else raises ``ValueError``."""
-    if not text.isascii() or "=" in text or len(text) % 4 == 1:
-        raise ValueError("not unpadded base64url")
-    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    if b64url_encode(data) != text:
-        raise ValueError("not canonical base64url")
-    return data
 
 
 def _int_b64(value: int, size: int | None = None) -> str:

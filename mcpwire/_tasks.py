@@ -46,7 +46,6 @@ does not keep them in memory.
 
 from __future__ import annotations
 
-import base64
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -57,6 +56,7 @@ import anyio
 import anyio.abc
 
 from ._errors import JSONRPCError
+from .sansio._b64url import b64url_encode
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode
 
@@ -179,7 +179,7 @@ class TaskStore:
             self._drop(oldest.task_id)
         from ._task_runs import Task
 
-        task_id = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode("ascii")
+        task_id = b64url_encode(os.urandom(16))
         expires = None if self.ttl_ms is None else self.clock() + self.ttl_ms / 1000
         task = Task(
             task_id,

@@ -32,7 +32,6 @@ wrong and where; nothing else escapes these functions.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,6 +39,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from .._errors import AuthorizationError
+from ._b64url import b64url_encode
 from ._challenge import parse_challenges
 from ._codec import CodecError, loads
 from ._json import JSONObject
@@ -298,7 +298,7 @@ def pkce_pair() -> tuple[str, str]:
     S256 challenge (§4.2)."""
     verifier = secrets.token_urlsafe(48)
     digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+    return verifier, b64url_encode(digest)
 
 
 def form_body(fields: Mapping[str, str | None]) -> bytes:
