@@ -24,7 +24,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from http_client.child import ChildServer
-from http_client.rawserver import Reply, Seen, raw_server, result
+from http_client.rawserver import Reply, Seen, as_metadata, raw_server, result
 
 from mcpwire import Client, InMemoryTokenStorage, OAuthClient, headless_redirect_handler
 from mcpwire._jose import ES256Signer, jwk_thumbprint
@@ -64,14 +64,7 @@ class DPoPServers:
 
     def start(self, rs_url: str, as_url: str) -> None:
         self.rs_url, self.as_url = rs_url, as_url.removesuffix("/mcp")
-        self.metadata = {
-            "issuer": self.as_url,
-            "authorization_endpoint": self.as_url + "/authorize",
-            "token_endpoint": self.as_url + "/token",
-            "registration_endpoint": self.as_url + "/register",
-            "code_challenge_methods_supported": ["S256"],
-            "dpop_signing_alg_values_supported": ["ES256"],
-        }
+        self.metadata = as_metadata(self.as_url, dpop_signing_alg_values_supported=["ES256"])
 
     async def resource(self, seen: Seen) -> Reply:
         if seen.method == "GET" and seen.target.startswith("/.well-known/oauth-protected-resource"):

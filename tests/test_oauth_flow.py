@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 import anyio
 import pytest
 from http_client.child import ChildServer
-from http_client.rawserver import Reply, Seen, raw_server, result
+from http_client.rawserver import Reply, Seen, as_metadata, raw_server, result
 
 from mcpwire import (
     Client,
@@ -147,13 +147,7 @@ class Scripted:
         self.rs_url, self.as_url = rs_url, as_url.removesuffix("/mcp")
         base = rs_url.removesuffix("/mcp")
         self.prm = {"resource": rs_url, "authorization_servers": [self.as_url]}
-        self.metadata = {
-            "issuer": self.as_url,
-            "authorization_endpoint": self.as_url + "/authorize",
-            "token_endpoint": self.as_url + "/token",
-            "registration_endpoint": self.as_url + "/register",
-            "code_challenge_methods_supported": ["S256"],
-        }
+        self.metadata = as_metadata(self.as_url)
         self.prm_url = base + "/.well-known/oauth-protected-resource/mcp"
 
     async def resource(self, seen: Seen) -> Reply:

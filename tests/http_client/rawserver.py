@@ -252,3 +252,15 @@ def self_signed(tmp: Any) -> tuple[ssl.SSLContext, ssl.SSLContext]:
     server.load_cert_chain(cert_file, key_file)
     client = ssl.create_default_context(cafile=str(cert_file))
     return server, client
+
+
+def as_metadata(issuer: str, **extra: Any) -> dict[str, Any]:
+    """RFC 8414 metadata of a scripted authorization server at ``issuer``."""
+    return {
+        "issuer": issuer,
+        "authorization_endpoint": issuer + "/authorize",
+        "token_endpoint": issuer + "/token",
+        "registration_endpoint": issuer + "/register",
+        "code_challenge_methods_supported": ["S256"],
+        **extra,
+    }
