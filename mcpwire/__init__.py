@@ -96,8 +96,8 @@ if TYPE_CHECKING:
     from ._server import Server as Server
     from ._session import RequestContext as RequestContext
     from ._session import Session as Session
-    from ._stdio import StdioClientTransport as StdioClientTransport
     from ._stdio import StdioServerTransport as StdioServerTransport
+    from ._stdio_client import StdioClientTransport as StdioClientTransport
     from ._tasks import TaskStore as TaskStore
     from ._transport import MemoryTransport as MemoryTransport
     from ._transport import Transport as Transport
@@ -289,7 +289,7 @@ _LAZY = {
     "HTTPClientTransport": "._http_client",
     "HTTPClientOptions": "._http_client_base",
     "SSEClientTransport": "._http_client_sse",
-    "StdioClientTransport": "._stdio",
+    "StdioClientTransport": "._stdio_client",
     "StdioServerTransport": "._stdio",
     "MemoryTransport": "._transport",
     "Transport": "._transport",

@@ -187,7 +187,7 @@ class Client(TaskMethods):
         ``stderr_log``, ``shutdown_timeout``). The process starts when the
         client is entered, not here.
         """
-        from ._stdio import StdioClientTransport
+        from ._stdio_client import StdioClientTransport
 
         wire = {k: options.pop(k) for k in list(options) if k in _STDIO_OPTIONS}
 

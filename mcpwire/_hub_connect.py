@@ -42,7 +42,7 @@ def make_client(
 ) -> Client:
     """A client for ``config`` (not yet connected). Raises ``NoTransport``."""
     from ._client import Client
-    from ._stdio import StdioClientTransport
+    from ._stdio_client import StdioClientTransport
 
     kwargs: dict[str, Any] = dict(options)
     kwargs.setdefault("request_timeout", config.timeout)

@@ -64,7 +64,8 @@ def test_servers_and_clients_without_auth_load_none_of_it() -> None:
     alone added about 0.9 MB to an idle server's RSS (issue 7's RSS target)."""
     code = (
         "from mcpwire import Client, Server\n"
-        "import mcpwire._stdio, mcpwire._http_server, mcpwire._http_run, mcpwire._asgi\n"
+        "import mcpwire._stdio, mcpwire._stdio_client, mcpwire._http_server\n"
+        "import mcpwire._http_run, mcpwire._asgi\n"
         "import mcpwire._http_client, mcpwire._http_client_sse"
     )
     watch = [

@@ -29,7 +29,7 @@ import pytest
 
 import mcpwire
 from mcpwire import ConnectionClosed, Session, StdioClientTransport
-from mcpwire._stdio import STDERR_TAIL_BYTES
+from mcpwire._stdio_client import STDERR_TAIL_BYTES
 from mcpwire.sansio import Request
 
 WAIT = 10.0

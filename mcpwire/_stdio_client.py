@@ -1,0 +1,326 @@
+"""The stdio transport, client side: a server run as a child process.
+
+The server is started with ``subprocess.Popen`` (no shell, ever), in its own
+process group (a new session on POSIX, a new process group on Windows) so the
+whole tree can be signalled at shutdown. The configured ``env`` is merged over
+the inherited environment, so giving ``env`` never drops ``PATH``.
+
+* stdout is read by readiness on POSIX pipes (a worker thread elsewhere),
+  framed by ``NDJSONReader`` in tolerant mode: text the server prints that
+  cannot be a message is kept for diagnostics, counted and skipped.
+* stderr is drained continuously by a daemon thread into a bounded ring
+  buffer (never left to fill the pipe and wedge the server), optionally
+  mirrored to a file; it is never treated as an error, but its tail is
+  attached to every ``ConnectionClosed``.
+* When stdout ends, the exit status is collected (briefly waited for) so the
+  error names it.
+* ``aclose()`` shuts down in the order the lifecycle clause gives: close the
+  server's stdin, wait, SIGTERM the group, wait, SIGKILL the group; then it
+  sweeps the group once more so grandchildren are not left behind.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import IO
+
+import anyio
+
+from ._errors import ConnectionClosed
+from ._fdio import FDReader, FDWriter
+from ._stdio import _Framed, _Sender
+from ._transport import Outbound
+from .sansio import _messages as m
+from .sansio._codec import DEFAULT_LIMITS, Limits
+from .sansio._messages import RequestId
+
+__all__ = (
+    "STDERR_TAIL_BYTES",
+    "StderrTail",
+    "StdioClientTransport",
+)
+
+#: Bytes of a child's stderr kept for error messages (a few screens of text).
+STDERR_TAIL_BYTES = 16 * 1024
+#: Seconds to wait for the child after closing its stdin, and again after SIGTERM.
+DEFAULT_SHUTDOWN_TIMEOUT = 2.0
+#: Seconds to wait for an exit status once the child's stdout has ended.
+_EXIT_STATUS_WAIT = 0.1
+#: Seconds grandchildren get between SIGTERM and SIGKILL once the server is gone.
+_SWEEP_GRACE = 0.2
+
+
+class StderrTail:
+    """A bounded, thread-safe tail of a byte stream, decoded on demand."""
+
+    def __init__(self, limit: int = STDERR_TAIL_BYTES) -> None:
+        self._limit = limit
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def append(self, data: bytes) -> None:
+        with self._lock:
+            self._chunks.append(data)
+            self._size += len(data)
+            while self._size > self._limit and len(self._chunks) > 1:
+                self._size -= len(self._chunks.popleft())
+            if self._size > self._limit:
+                only = self._chunks.pop()[-self._limit :]
+                self._chunks.append(only)
+                self._size = len(only)
+
+    def text(self, max_lines: int = 20) -> str:
+        with self._lock:
+            data = b"".join(self._chunks)
+        lines = data.decode("utf-8", "replace").splitlines()
+        return "\n".join(lines[-max_lines:])
+
+
+def _drain(fd: int, tail: StderrTail, mirror: IO[bytes] | None, done: threading.Event) -> None:
+    try:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            tail.append(chunk)
+            if mirror is not None:
+                try:
+                    mirror.write(chunk)
+                    mirror.flush()
+                except (OSError, ValueError):
+                    mirror = None
+    finally:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        done.set()
+
+
+class StdioClientTransport:
+    """Runs an MCP server as a child process and talks to it over its stdio.
+
+    Args:
+        command: the program (looked up on the merged ``PATH``); never a shell line.
+        args: its arguments.
+        env: variables merged over the inherited environment (``None`` values unset).
+        cwd: working directory for the child.
+        limits: message size and depth limits.
+        stderr_log: a binary file that also receives everything the child writes
+            to stderr.
+        shutdown_timeout: seconds for each step of the shutdown sequence.
+    """
+
+    def __init__(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        env: Mapping[str, str | None] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+        stderr_log: IO[bytes] | None = None,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    ) -> None:
+        self.command = command
+        self.args = list(args)
+        self.stderr = StderrTail()
+        self.shutdown_timeout = shutdown_timeout
+        merged = dict(os.environ)
+        for key, value in (env or {}).items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+        # shutil is imported here, not at the top: it pulls in the compression
+        # modules (over 1 MB resident), which a stdio server never needs.
+        import shutil
+
+        resolved = shutil.which(command, path=merged.get("PATH")) or (
+            command if os.path.sep in command or (os.altsep and os.altsep in command) else None
+        )
+        if resolved is None:
+            raise ConnectionClosed(
+                f"cannot start MCP server: {command!r} was not found on PATH "
+                f"(PATH={merged.get('PATH', '')!r})"
+            )
+        popen_kw: dict[str, object] = {}
+        if sys.platform == "win32":  # pragma: no cover - not exercised on Linux CI
+            popen_kw["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+        else:
+            popen_kw["start_new_session"] = True
+        try:
+            self.process = subprocess.Popen(
+                [resolved, *self.args],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=merged,
+                cwd=cwd,
+                bufsize=0,
+                close_fds=True,
+                **popen_kw,  # type: ignore[call-overload]
+            )
+        except OSError as exc:
+            raise ConnectionClosed(f"cannot start MCP server {command!r}: {exc}") from exc
+        assert self.process.stdin and self.process.stdout and self.process.stderr
+        # Take the raw descriptors; the Popen file objects are detached so that
+        # nothing else reads or closes them behind our back.
+        in_fd = os.dup(self.process.stdin.fileno())
+        out_fd = os.dup(self.process.stdout.fileno())
+        err_fd = os.dup(self.process.stderr.fileno())
+        for f in (self.process.stdin, self.process.stdout, self.process.stderr):
+            f.close()
+        self._sender = _Sender(FDWriter(in_fd, owned=True))
+        self._framed = _Framed(FDReader(out_fd, owned=True), limits, tolerant=True)
+        self._stderr_done = threading.Event()
+        self._stderr_thread = threading.Thread(
+            target=_drain,
+            args=(err_fd, self.stderr, stderr_log, self._stderr_done),
+            name=f"mcpwire-stderr-{self.process.pid}",
+            daemon=True,
+        )
+        self._stderr_thread.start()
+        self._closed_locally = False
+        self._closed = False
+        self._stopped: anyio.Event | None = None
+
+    @property
+    def pid(self) -> int:
+        pid: int = self.process.pid
+        return pid
+
+    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
+        await self._sender.send(message)
+
+    def start_send(
+        self, message: Outbound, *, related: RequestId | None = None
+    ) -> Awaitable[None] | None:
+        """``send`` without waiting when the pipe has room: None, or what finishes it."""
+        return self._sender.start_send(message)
+
+    def set_fast_path(self, fast: Callable[[m.Incoming], bool]) -> None:
+        self._framed.fast_path = fast
+
+    async def receive(self) -> m.Incoming:
+        try:
+            return await self._framed.receive()
+        except anyio.EndOfStream:
+            await self._collect_exit_status()
+            raise
+
+    async def _collect_exit_status(self) -> None:
+        deadline = time.monotonic() + _EXIT_STATUS_WAIT
+        while self.process.poll() is None and time.monotonic() < deadline:
+            await anyio.sleep(0.005)
+        # Let the stderr thread reach the end too, so the tail is complete.
+        while not self._stderr_done.is_set() and time.monotonic() < deadline:
+            await anyio.sleep(0.005)
+
+    def close_error(self) -> ConnectionClosed:
+        name = " ".join([self.command, *self.args])
+        code = self.process.poll()
+        if self._closed_locally:
+            reason = f"MCP server {name!r} connection was closed"
+        elif code is None:
+            reason = f"MCP server {name!r} closed its stdout (pid {self.pid} still running)"
+        elif code < 0:
+            try:
+                signame = signal.Signals(-code).name
+            except ValueError:
+                signame = f"signal {-code}"
+            reason = f"MCP server {name!r} was killed by {signame}"
+        else:
+            reason = f"MCP server {name!r} exited with code {code}"
+        if self._framed.non_json_count:
+            sample = self._framed.non_json[-1].decode("utf-8", "replace")
+            reason += (
+                f"; it wrote {self._framed.non_json_count} non-protocol line(s) to "
+                f"stdout, last: {sample!r}"
+            )
+        return ConnectionClosed(reason, exit_code=code, stderr_tail=self.stderr.text())
+
+    async def aclose(self) -> None:
+        """Shut the child down (stdin close, wait, SIGTERM, wait, SIGKILL).
+
+        Idempotent: a call made while another is shutting the child down
+        returns when that one has finished, so every caller may rely on the
+        child being gone.
+        """
+        if self._closed:
+            if self._stopped is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._stopped.wait()
+            return
+        self._closed = True
+        self._stopped = anyio.Event()
+        self._closed_locally = self.process.poll() is None
+        try:
+            with anyio.CancelScope(shield=True):
+                self._sender.writer.close()
+                if not await self._wait_exit(self.shutdown_timeout):
+                    self._signal_group(signal.SIGTERM)
+                    if not await self._wait_exit(self.shutdown_timeout):
+                        self._signal_group(_SIGKILL)
+                        await self._wait_exit(self.shutdown_timeout)
+                await self._sweep_group()
+                self._framed._reader.close()
+        finally:
+            self._stopped.set()
+
+    async def _wait_exit(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        delay = 0.001
+        while self.process.poll() is None:
+            if time.monotonic() >= deadline:
+                return False
+            await anyio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return True
+
+    def _signal_group(self, sig: int) -> None:
+        if sys.platform == "win32":  # pragma: no cover
+            if sig == _SIGKILL:
+                self.process.kill()
+            else:
+                self.process.terminate()
+            return
+        try:
+            os.killpg(self.process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    async def _sweep_group(self) -> None:
+        # The server is gone; anything it left in its process group goes too.
+        if sys.platform == "win32":  # pragma: no cover
+            return
+        if not self._group_alive():
+            return
+        self._signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + _SWEEP_GRACE
+        while self._group_alive():
+            if time.monotonic() >= deadline:
+                self._signal_group(_SIGKILL)
+                return
+            await anyio.sleep(0.01)
+
+    def _group_alive(self) -> bool:
+        try:
+            os.killpg(self.process.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+
+_SIGKILL: int = getattr(signal, "SIGKILL", signal.SIGTERM)
