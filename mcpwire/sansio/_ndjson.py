@@ -31,8 +31,9 @@ message.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Union
+
+from ._record import Record, setters
 
 __all__ = (
     "DEFAULT_MAX_LINE",
@@ -53,8 +54,7 @@ _WHITESPACE = b" \t\r\n\f\v"
 HEAD_BYTES = 512
 
 
-@dataclass(frozen=True, slots=True)
-class LineTooLong:
+class LineTooLong(Record):
     """A line longer than the limit was discarded.
 
     ``head`` keeps its first ``HEAD_BYTES`` bytes, from which
@@ -63,18 +63,28 @@ class LineTooLong:
     """
 
     limit: int
-    head: bytes = b""
+    head: bytes
+
+    def __init__(self, limit: int, head: bytes = b"") -> None:
+        _set_limit(self, limit)
+        _set_head(self, head)
 
     @property
     def message(self) -> str:
         return f"message line exceeds the limit of {self.limit} bytes and was discarded"
 
 
-@dataclass(frozen=True, slots=True)
-class NonJSONLine:
+class NonJSONLine(Record):
     """A line that cannot be a JSON-RPC message (tolerant mode only)."""
 
     line: bytes
+
+    def __init__(self, line: bytes) -> None:
+        _set_line(self, line)
+
+
+_set_limit, _set_head = setters(LineTooLong)
+(_set_line,) = setters(NonJSONLine)
 
 
 NDJSONItem = Union[bytes, LineTooLong, NonJSONLine]

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import enum
 from collections import OrderedDict
-from dataclasses import dataclass, field
 
 from .._errors import LocalProtocolError
 from ._json import JSONObject, JSONValue
@@ -48,6 +47,7 @@ from ._messages import (
     Response,
     is_request_id,
 )
+from ._record import Record
 
 __all__ = ("ABANDONED_MEMORY", "Counters", "InState", "OutState", "Outgoing", "RPCState")
 
@@ -91,40 +91,66 @@ _IN: dict[tuple[InState, _InInput], InState] = {
 }
 
 
-@dataclass(slots=True)
-class Outgoing:
+class Outgoing(Record, frozen=False):
     """One of our requests awaiting an answer."""
 
     id: RequestId
     method: str
     progress_token: RequestId | None
-    state: OutState = OutState.PENDING
+    state: OutState
+
+    def __init__(
+        self,
+        id: RequestId,
+        method: str,
+        progress_token: RequestId | None,
+        state: OutState = OutState.PENDING,
+    ) -> None:
+        self.id = id
+        self.method = method
+        self.progress_token = progress_token
+        self.state = state
 
 
-@dataclass(slots=True)
-class Counters:
+class Counters(Record, frozen=False):
     """What was ignored, for diagnostics. Never affects behaviour."""
 
-    unknown_responses: int = 0
-    late_responses: int = 0
-    unknown_cancels: int = 0
-    unknown_progress: int = 0
-    duplicate_requests: int = 0
+    unknown_responses: int
+    late_responses: int
+    unknown_cancels: int
+    unknown_progress: int
+    duplicate_requests: int
+
+    def __init__(
+        self,
+        unknown_responses: int = 0,
+        late_responses: int = 0,
+        unknown_cancels: int = 0,
+        unknown_progress: int = 0,
+        duplicate_requests: int = 0,
+    ) -> None:
+        self.unknown_responses = unknown_responses
+        self.late_responses = late_responses
+        self.unknown_cancels = unknown_cancels
+        self.unknown_progress = unknown_progress
+        self.duplicate_requests = duplicate_requests
 
     def as_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {name: getattr(self, name) for name in self.__match_args__}
 
 
-@dataclass(slots=True)
 class RPCState:
     """Bookkeeping for one side of a connection (see the module docstring)."""
 
-    counters: Counters = field(default_factory=Counters)
-    _next_id: int = 1
-    _pending: dict[RequestId, Outgoing] = field(default_factory=dict)
-    _by_token: dict[RequestId, RequestId] = field(default_factory=dict)
-    _abandoned: OrderedDict[RequestId, None] = field(default_factory=OrderedDict)
-    _incoming: dict[RequestId, InState] = field(default_factory=dict)
+    __slots__ = ("_abandoned", "_by_token", "_incoming", "_next_id", "_pending", "counters")
+
+    def __init__(self) -> None:
+        self.counters = Counters()
+        self._next_id = 1
+        self._pending: dict[RequestId, Outgoing] = {}
+        self._by_token: dict[RequestId, RequestId] = {}
+        self._abandoned: OrderedDict[RequestId, None] = OrderedDict()
+        self._incoming: dict[RequestId, InState] = {}
 
     # -- outgoing -------------------------------------------------------------
 
