@@ -125,3 +125,21 @@ def test_server_stack_leaves_optional_parts_unloaded() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_stdio_server_leaves_the_client_side_unloaded() -> None:
+    """A stdio server loads the framing and its own transport, not the child-process
+    machinery of the client side (issue 7's idle RSS target)."""
+    code = (
+        "from mcpwire import Server, StdioServerTransport\n"
+        "server = Server('probe')\n"
+        "server.tool()(lambda text: text)\n"
+        "StdioServerTransport\n"
+    )
+    watch = {"mcpwire._stdio", "mcpwire._stdio_client", "mcpwire._client", "h11"}
+    probe = f"{code}import json, sys\nprint(json.dumps(sorted(set(sys.modules) & {watch!r})))\n"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["mcpwire._stdio"]
