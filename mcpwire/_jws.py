@@ -112,13 +112,13 @@ def decode(token: str) -> SignedJWT:
     if len(parts) != 3:
         raise JWSError("not a compact JWS (three dot-separated parts)")
     header = _object(_part(parts[0], "header"), "header")
-    claims = _object(_part(parts[1], "payload"), "payload")
-    signature = _part(parts[2], "signature")
     alg = header.get("alg")
     if alg not in ALGORITHMS:
         raise JWSError(f"JWS algorithm {alg!r} is not accepted")
     if "crit" in header:
         raise JWSError("the JWT header lists critical extensions")
+    claims = _object(_part(parts[1], "payload"), "payload")
+    signature = _part(parts[2], "signature")
     signing_input = (parts[0] + "." + parts[1]).encode("ascii")
     return SignedJWT(header, claims, signing_input, signature)
 
@@ -171,14 +171,14 @@ def public_key(jwk: Mapping[str, object]) -> Any:
         curve = curves.get(jwk.get("crv"))  # type: ignore[call-overload]
         if curve is None:
             raise JWSError(f"unsupported EC curve {jwk.get('crv')!r}")
+        x, y = _int(jwk, "x"), _int(jwk, "y")
         try:
-            numbers = m.ec.EllipticCurvePublicNumbers(_int(jwk, "x"), _int(jwk, "y"), curve())
-            return numbers.public_key()
+            return m.ec.EllipticCurvePublicNumbers(x, y, curve()).public_key()
         except ValueError:
             raise JWSError("the EC point is not on its curve") from None
     if kty == "OKP" and jwk.get("crv") == "Ed25519":
-        x = jwk.get("x")
-        raw = b64url_decode(x) if isinstance(x, str) and _PART.fullmatch(x) else b""
+        text = jwk.get("x")
+        raw = b64url_decode(text) if isinstance(text, str) and _PART.fullmatch(text) else b""
         if len(raw) != 32:
             raise JWSError("JWK member 'x' is not an Ed25519 key")
         return m.ed25519.Ed25519PublicKey.from_public_bytes(raw)
