@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from ._asgi import asgi_app as asgi_app
     from ._auth_introspect import IntrospectionError as IntrospectionError
     from ._auth_introspect import IntrospectionVerifier as IntrospectionVerifier
+    from ._auth_jwt import JWKSError as JWKSError
+    from ._auth_jwt import JWTVerifier as JWTVerifier
     from ._auth_tokens import AccessToken as AccessToken
     from ._auth_tokens import StaticTokenVerifier as StaticTokenVerifier
     from ._auth_tokens import TokenVerifier as TokenVerifier
@@ -144,6 +146,8 @@ __all__ = (
     "Image",
     "IntrospectionError",
     "IntrospectionVerifier",
+    "JWKSError",
+    "JWTVerifier",
     "MemoryEventStore",
     "NameCollisionEvent",
     "NameRule",
@@ -224,6 +228,8 @@ _LAZY = {
     "asgi_app": "._asgi",
     "IntrospectionError": "._auth_introspect",
     "IntrospectionVerifier": "._auth_introspect",
+    "JWKSError": "._auth_jwt",
+    "JWTVerifier": "._auth_jwt",
     "AccessToken": "._auth_tokens",
     "StaticTokenVerifier": "._auth_tokens",
     "TokenVerifier": "._auth_tokens",

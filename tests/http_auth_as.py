@@ -6,6 +6,8 @@ in-memory provider that approves every authorization at once (the resource
 owner is ``user-1``) and keeps the RFC 8707 ``resource`` of each grant; an
 RFC 7662 introspection endpoint, which the SDK leaves to the deployment, is
 added beside them and answers only the resource server's own credentials.
+Given a signing key, the provider issues JWT access tokens (RFC 9068) instead of
+opaque ones, and ``/jwks`` publishes the key.
 uvicorn serves it on 127.0.0.1 in a thread with its own event loop, so tests
 on either anyio backend can use it over TCP.
 """
@@ -20,6 +22,7 @@ import threading
 import time
 from typing import Any
 
+import jwt
 import uvicorn
 from mcp.server.auth.provider import (
     AccessToken,
@@ -37,10 +40,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-__all__ = ("RS_CLIENT_ID", "RS_CLIENT_SECRET", "AuthServer", "MemoryProvider")
+__all__ = ("JWT_KID", "RS_CLIENT_ID", "RS_CLIENT_SECRET", "AuthServer", "MemoryProvider")
 
 #: The scopes this authorization server grants.
 SCOPES = ("mcp:read", "mcp:write")
+
+#: The ``kid`` of the key that signs JWT access tokens.
+JWT_KID = "as-key-1"
 
 #: The resource server's credentials at the introspection endpoint.
 RS_CLIENT_ID = "mcp-resource-server"
@@ -50,13 +56,17 @@ RS_CLIENT_SECRET = secrets.token_urlsafe(24)
 class MemoryProvider:
     """An ``OAuthAuthorizationServerProvider`` that keeps everything in dictionaries."""
 
-    def __init__(self, *, token_lifetime: int = 3600) -> None:
+    def __init__(self, *, token_lifetime: int = 3600, jwt_key: Any = None) -> None:
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.tokens: dict[str, AccessToken] = {}
         self.refresh: dict[str, RefreshToken] = {}
         self.token_lifetime = token_lifetime
         self.introspections = 0
+        #: With a private key (P-256), access tokens are JWTs (RFC 9068) signed by PyJWT,
+        #: whose public key the app serves at ``/jwks``; without, they are opaque.
+        self.jwt_key = jwt_key
+        self.issuer = ""
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         return self.clients.get(client_id)
@@ -96,6 +106,20 @@ class MemoryProvider:
         access = secrets.token_urlsafe(32)
         refresh = secrets.token_urlsafe(32)
         expires = int(time.time()) + self.token_lifetime
+        if self.jwt_key is not None:
+            claims = {
+                "iss": self.issuer,
+                "sub": "user-1",
+                "client_id": client_id,
+                "scope": " ".join(scopes),
+                "iat": int(time.time()),
+                "exp": expires,
+                "jti": secrets.token_urlsafe(12),
+            }
+            if resource is not None:
+                claims["aud"] = resource
+            headers = {"kid": JWT_KID, "typ": "at+jwt"}
+            access = jwt.encode(claims, self.jwt_key, algorithm="ES256", headers=headers)
         self.tokens[access] = AccessToken(
             token=access,
             client_id=client_id,
@@ -184,7 +208,15 @@ def _app(provider: MemoryProvider, issuer: str) -> Starlette:
             answer["aud"] = found.resource
         return JSONResponse(answer)
 
+    async def jwks(request: Request) -> JSONResponse:
+        keys = []
+        if provider.jwt_key is not None:
+            public = jwt.algorithms.ECAlgorithm.to_jwk(provider.jwt_key.public_key(), as_dict=True)
+            keys.append({**public, "kid": JWT_KID, "use": "sig", "alg": "ES256"})
+        return JSONResponse({"keys": keys})
+
     routes.append(Route("/introspect", introspect, methods=["POST"]))
+    routes.append(Route("/jwks", jwks, methods=["GET"]))
     return Starlette(routes=routes)
 
 
@@ -198,6 +230,8 @@ class AuthServer:
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
         self.issuer = f"http://127.0.0.1:{self.port}"
+        # The issuer as the metadata spells it (pydantic adds the slash), for JWT ``iss``.
+        self.provider.issuer = self.issuer + "/"
         config = uvicorn.Config(
             _app(self.provider, self.issuer), log_level="warning", lifespan="off"
         )
