@@ -165,9 +165,9 @@ class IntrospectionVerifier:
         aud = answer.get("aud")
         audience: tuple[str, ...]
         if isinstance(aud, str):
-            audience = (aud,)
+            audience = (aud,) if aud else ()
         elif isinstance(aud, list):
-            audience = tuple(a for a in aud if isinstance(a, str))
+            audience = tuple(a for a in aud if isinstance(a, str) and a)
         else:
             audience = ()
         if self.require_audience and not audience:

@@ -385,3 +385,22 @@ def test_introspection_endpoint_must_be_https() -> None:
     with pytest.raises(ValueError, match="both"):
         IntrospectionVerifier("https://auth.example.com/introspect", client_id="x")
     IntrospectionVerifier("https://auth.example.com/introspect")
+
+
+@pytest.mark.parametrize("aud", ["", [""], [None, ""], 7])
+async def test_an_empty_or_malformed_audience_is_no_audience(anyio_backend: str, aud: Any) -> None:
+    """``aud: ""`` names no resource: with ``require_audience`` the token is refused."""
+    from http_client.rawserver import Reply, Seen, raw_server
+
+    async def answer(seen: Seen) -> Reply:
+        return Reply.json({"active": True, "client_id": "c", "scope": "mcp:read", "aud": aud})
+
+    async with raw_server(answer) as server:
+        check = IntrospectionVerifier(f"http://127.0.0.1:{server.port}/introspect")
+        try:
+            assert await check.verify("some-token") is None
+            check.require_audience = False
+            found = await check.verify("some-token")
+            assert found is not None and found.audience == ()
+        finally:
+            await check.aclose()
