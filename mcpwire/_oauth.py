@@ -225,6 +225,7 @@ class OAuthClient:
                 # A token minted for another resource (RFC 8707) is not sent here.
                 if stored is not None:
                     o.check_resource(stored.resource, server_url)
+                    self._check_binding(stored)
                     self._tokens = stored
             except AuthorizationError as exc:
                 logger.info("stored tokens left unused: %s", exc)
@@ -238,6 +239,16 @@ class OAuthClient:
                         logger.info("token refresh failed: %s", exc)
             tokens = self._tokens
         return tokens.access_token if tokens is not None else None
+
+    def _check_binding(self, stored: OAuthTokens) -> None:
+        """A stored DPoP token is only good with the key it is bound to (RFC 9449 §6):
+        held by another process's key, or by none, it would be refused with a 401, and a
+        bound refresh token cannot be used either; the flow starts over instead."""
+        if stored.token_type.lower() != "dpop":
+            return
+        mine = self.dpop.jkt if self.dpop is not None else None
+        if mine is None or stored.dpop_jkt != mine:
+            raise AuthorizationError("the stored DPoP token is bound to another key")
 
     async def challenge(
         self, fetch: Fetch, server_url: str, status: int, headers: list[str], sent: str | None
@@ -353,6 +364,7 @@ class OAuthClient:
             expires,
             scopes,
             answer.token_type,
+            self.dpop.jkt if self.dpop is not None and answer.token_type == "DPoP" else None,
         )
         self._tokens = tokens
         await self.storage.set_tokens(tokens)

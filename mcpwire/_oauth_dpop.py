@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from ._errors import AuthorizationError
-from ._jose import JWTSigner, b64url_encode, encode_jwt
+from ._jose import JWTSigner, b64url_encode, encode_jwt, jwk_thumbprint
 from .sansio import _oauth as o
 from .sansio._challenge import parse_challenges
 from .sansio._codec import CodecError, loads
@@ -55,6 +55,8 @@ class DPoPProver:
     def __init__(self, signer: JWTSigner) -> None:
         self.signer = signer
         self._jwk = signer.public_jwk()
+        #: The key's RFC 7638 thumbprint: the ``cnf.jkt`` of the tokens bound to it.
+        self.jkt = jwk_thumbprint(self._jwk)
         #: The last ``DPoP-Nonce`` per origin (scheme, authority).
         self.nonces: dict[tuple[str, str], str] = {}
 

@@ -184,6 +184,7 @@ _TYPES: dict[type, dict[str, tuple[type, ...]]] = {
         "expires_at": (int, float, type(None)),
         "scopes": (list,),
         "token_type": (str,),
+        "dpop_jkt": (str, type(None)),
     },
     ClientInfo: {
         "client_id": (str,),

@@ -30,6 +30,9 @@ class OAuthTokens:
     scopes: list[str] = field(default_factory=list)
     #: ``Bearer``, or ``DPoP`` for a token bound to the client's DPoP key (RFC 9449).
     token_type: str = "Bearer"
+    #: For a ``DPoP`` token: the RFC 7638 thumbprint of the key it is bound to, so
+    #: that a client holding another key leaves it unused.
+    dpop_jkt: str | None = None
 
     def expired(self, now: float | None = None) -> bool:
         at = self.expires_at

@@ -189,6 +189,41 @@ async def test_dpop_with_a_given_key() -> None:
     assert proof["jkt"] == jwk_thumbprint(signer.public_jwk())
 
 
+async def test_a_stored_dpop_token_is_used_only_with_its_key() -> None:
+    """A DPoP token in the store is bound to the key it was issued for (RFC 9449 §6):
+    the same key uses it at once; another key (a new process with a fresh key)
+    leaves it unused and authorizes anew instead of meeting a 401."""
+    signer = ES256Signer.generate()
+    servers = DPoPServers()
+    servers.as_nonce = None
+    storage = InMemoryTokenStorage()
+    async with raw_server(servers.resource) as rs, raw_server(servers.authorization) as as_:
+        servers.start(rs.url, as_.url)
+
+        async def session(key: ES256Signer) -> None:
+            with anyio.fail_after(20):
+                auth = dpop_client(dpop=key, storage=storage)
+                async with Client.http(rs.url, auth=auth, mode="legacy") as client:
+                    await client.call_tool("t", {})
+
+        await session(signer)
+        assert servers.authorizations == 1
+        assert storage.tokens is not None
+        assert storage.tokens.dpop_jkt == jwk_thumbprint(signer.public_jwk())
+        await session(signer)
+        assert servers.authorizations == 1  # the stored token served
+        other = ES256Signer.generate()
+        await session(other)
+        assert servers.authorizations == 2
+        assert storage.tokens.dpop_jkt == jwk_thumbprint(other.public_jwk())
+    # Every proof matched the key its token is bound to (``resource`` checks each):
+    # the old token never went out with the new key.
+    assert {p["jkt"] for p in servers.rs_proofs} == {
+        jwk_thumbprint(signer.public_jwk()),
+        jwk_thumbprint(other.public_jwk()),
+    }
+
+
 async def test_a_bearer_answer_to_a_proof_is_used_as_bearer() -> None:
     """An authorization server that ignores DPoP grants a Bearer token (RFC 9449 §5)."""
     servers = DPoPServers()

@@ -144,6 +144,8 @@ text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
         refresh_token=st.none() | text,
         expires_at=st.none() | st.floats(allow_nan=False, allow_infinity=False),
         scopes=st.lists(text, max_size=4),
+        token_type=st.sampled_from(["Bearer", "DPoP"]),
+        dpop_jkt=st.none() | text,
     ),
     client=st.builds(
         ClientInfo, client_id=text, client_secret=st.none() | text, token_endpoint_auth_method=text
