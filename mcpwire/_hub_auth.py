@@ -31,15 +31,18 @@ import logging
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 
 from ._hub_config import loopback_redirect
+from ._hub_errors import ConfigError, ConfigIssue
 from ._oauth_redirect import LoopbackRedirect
 
 if TYPE_CHECKING:
     from ._hub_config import OAuthSettings, ServerConfig
+    from ._jose import JWTSigner
     from ._oauth import OAuthClient, TokenStorage
 
 __all__ = (
@@ -148,7 +151,28 @@ def oauth_client(
         client_secret=settings.client_secret,
         scopes=list(settings.scopes) if settings.scopes is not None else None,
         storage=state.storage,
+        dpop=_signer(settings.dpop_key_file, "dpopKeyFile") or False,
+        client_assertion_signer=_signer(settings.client_key_file, "clientKeyFile"),
     )
+
+
+def _signer(path: str | None, what: str) -> JWTSigner | None:
+    """The signer of a PEM private key file (unencrypted: a person is not there to
+    type a passphrase when the hub reconnects)."""
+    if path is None:
+        return None
+    from ._jose import load_signer
+
+    try:
+        pem = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError([ConfigIssue(path, what, f"cannot read the key: {exc}")]) from exc
+    try:
+        return load_signer(pem)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(
+            [ConfigIssue(path, what, f"not an unencrypted P-256 or RSA PEM private key: {exc}")]
+        ) from exc
 
 
 async def _finish(shown: Awaitable[None]) -> None:

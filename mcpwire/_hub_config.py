@@ -24,8 +24,10 @@ All dialects accept the same per-server keys on top of their own: ``command``,
 also be a string with its unit (``"30s"``, ``"120000ms"``, ``"2m"``), which
 means the same in every dialect. An HTTP server may have ``oauth`` (gemini-cli's
 object: ``enabled``, ``clientId``, ``clientSecret``, ``scopes``, ``redirectUri``;
-also ``callbackPort``) or ``authProviderType: "dynamic_discovery"``: the hub
-then authorizes with OAuth 2.1 as the MCP spec says (``OAuthSettings``).
+also ``callbackPort``, and ``dpopKeyFile`` and ``clientKeyFile``: PEM private keys
+for DPoP and ``private_key_jwt``, relative to the workspace) or
+``authProviderType: "dynamic_discovery"``: the hub then authorizes with OAuth
+2.1 as the MCP spec says (``OAuthSettings``).
 
 Problems are collected, not raised one at a time: each names the file, the JSON
 path and the rule. Any error rejects the whole file (a reload keeps the last
@@ -81,6 +83,10 @@ class OAuthSettings:
     callback_host: str = "127.0.0.1"
     callback_port: int = 0
     callback_path: str = "/callback"
+    #: A PEM private key (P-256 or RSA) that binds the tokens to it with DPoP (RFC 9449).
+    dpop_key_file: str | None = None
+    #: A PEM private key the client authenticates with (``private_key_jwt``, RFC 7523).
+    client_key_file: str | None = None
 
     def __post_init__(self) -> None:
         if self.scopes is not None:
@@ -102,6 +108,10 @@ class OAuthSettings:
             out["scopes"] = list(self.scopes)
         if self.callback_port:
             out["redirectUri"] = self.redirect_uri(self.callback_port)
+        if self.dpop_key_file is not None:
+            out["dpopKeyFile"] = self.dpop_key_file
+        if self.client_key_file is not None:
+            out["clientKeyFile"] = self.client_key_file
         return out
 
     def redirect_uri(self, port: int) -> str:

@@ -345,7 +345,16 @@ _OAUTH_DISCOVERED = frozenset(
     {"authorizationUrl", "tokenUrl", "registrationUrl", "issuer", "audiences", "tokenParamName"}
 )
 _OAUTH_KEYS = frozenset(
-    {"enabled", "clientId", "clientSecret", "scopes", "redirectUri", "callbackPort"}
+    {
+        "enabled",
+        "clientId",
+        "clientSecret",
+        "scopes",
+        "redirectUri",
+        "callbackPort",
+        "dpopKeyFile",
+        "clientKeyFile",
+    }
 )
 _GOOGLE_AUTH = ("google_credentials", "service_account_impersonation")
 
@@ -380,7 +389,7 @@ def _oauth(
     if not isinstance(enabled, bool):
         doc.error(at("oauth", "enabled"), f"must be true or false, not {_kind(enabled)}")
     values: dict[str, str] = {}
-    for key in ("clientId", "clientSecret", "redirectUri"):
+    for key in ("clientId", "clientSecret", "redirectUri", "dpopKeyFile", "clientKeyFile"):
         value = raw.get(key)
         if value is None:
             continue
@@ -409,6 +418,11 @@ def _oauth(
             )
         else:
             host, port, path = loopback
+    keys = {
+        key: str(doc.workspace / os.path.expanduser(values[key]))
+        for key in ("dpopKeyFile", "clientKeyFile")
+        if key in values
+    }
     if len(doc.errors) > errors or (enabled is False and not discovery):
         return None
     return OAuthSettings(
@@ -418,6 +432,8 @@ def _oauth(
         callback_host=host,
         callback_port=port,
         callback_path=path,
+        dpop_key_file=keys.get("dpopKeyFile"),
+        client_key_file=keys.get("clientKeyFile"),
     )
 
 

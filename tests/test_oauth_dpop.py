@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
@@ -26,7 +27,17 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from http_client.child import ChildServer
 from http_client.rawserver import Reply, Seen, as_metadata, raw_server, result
 
-from mcpwire import Client, InMemoryTokenStorage, OAuthClient, headless_redirect_handler
+from mcpwire import (
+    Client,
+    ConfigError,
+    Hub,
+    InMemoryTokenStorage,
+    OAuthClient,
+    ServerConfig,
+    headless_redirect_handler,
+)
+from mcpwire._hub_config import OAuthSettings
+from mcpwire._hub_dialects import parse_config
 from mcpwire._jose import ES256Signer, jwk_thumbprint
 
 pytestmark = pytest.mark.anyio
@@ -436,3 +447,113 @@ async def test_private_key_jwt_by_dynamic_registration() -> None:
         issuer="dyn",
     )
     assert claims["sub"] == "dyn"
+
+
+# -- keys from a hub config (dpopKeyFile, clientKeyFile) ------------------------------------
+
+
+def write_key(path: Path, key: Any) -> Path:
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return path
+
+
+def test_config_reads_key_files_relative_to_the_workspace(tmp_path: Path) -> None:
+    config = tmp_path / ".gemini" / "settings.json"
+    config.parent.mkdir()
+    doc = {
+        "mcpServers": {
+            "s": {
+                "httpUrl": "https://mcp.example/mcp",
+                "oauth": {"dpopKeyFile": "keys/dpop.pem", "clientKeyFile": "${KEYS}/client.pem"},
+            }
+        }
+    }
+    loaded = parse_config(doc, file=str(config), environ={"KEYS": "/etc/mcp"}, dialect="gemini")
+    oauth = loaded.servers["s"].oauth
+    assert oauth is not None
+    assert oauth.dpop_key_file == str(tmp_path / "keys" / "dpop.pem")
+    assert oauth.client_key_file == "/etc/mcp/client.pem"
+    assert loaded.servers["s"].to_json()["oauth"]["dpopKeyFile"] == oauth.dpop_key_file
+    with pytest.raises(ConfigError, match="must be a string"):
+        parse_config(
+            {"mcpServers": {"s": {"url": "https://m.example", "oauth": {"dpopKeyFile": 1}}}}
+        )
+
+
+async def test_hub_binds_tokens_to_the_configured_dpop_key(tmp_path: Path) -> None:
+    """``dpopKeyFile``: every token the hub gets is bound to that key, so a token kept
+    in the hub's token store stays usable by the next run."""
+    from test_oauth_apps import browse
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    settings = OAuthSettings(dpop_key_file=str(write_key(tmp_path / "dpop.pem", key)))
+    servers = DPoPServers()
+    async with raw_server(servers.resource) as rs, raw_server(servers.authorization) as as_:
+        servers.start(rs.url, as_.url)
+        config = ServerConfig(name="bound", url=rs.url, oauth=settings)
+        async with Hub(servers=[config], watch=False, authorize=lambda _, url: browse(url)) as hub:
+            await hub.wait_ready(timeout=30)
+            await hub.call_tool("bound__t", {})
+    expected = jwk_thumbprint(ES256Signer(key).public_jwk())
+    assert servers.rs_proofs and {p["jkt"] for p in servers.rs_proofs} == {expected}
+    assert set(servers.tokens.values()) == {expected}
+
+
+async def test_hub_authenticates_with_the_configured_client_key(tmp_path: Path) -> None:
+    """``clientKeyFile`` with a pre-registered client: ``private_key_jwt`` (RFC 7523)."""
+    from test_oauth_apps import browse
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    settings = OAuthSettings(
+        client_id="hub-client", client_key_file=str(write_key(tmp_path / "client.pem", key))
+    )
+    servers = DPoPServers()
+    forms: list[dict[str, str]] = []
+    original = servers.authorization
+
+    async def authorization(request: Seen) -> Reply:
+        if request.target == "/token":
+            forms.append(dict(parse_qsl(request.body.decode())))
+            servers.tokens["granted"] = ""
+            return Reply.json({"access_token": "granted", "token_type": "Bearer"})
+        return await original(request)
+
+    servers.authorization = authorization  # type: ignore[method-assign]
+    async with raw_server(servers.resource) as rs, raw_server(servers.authorization) as as_:
+        servers.start(rs.url, as_.url)
+        servers.metadata["token_endpoint_auth_methods_supported"] = ["private_key_jwt"]
+        config = ServerConfig(name="keyed", url=rs.url, oauth=settings)
+        async with Hub(servers=[config], watch=False, authorize=lambda _, url: browse(url)) as hub:
+            await hub.wait_ready(timeout=30)
+            await hub.call_tool("keyed__t", {})
+    [form] = forms
+    assert form["client_id"] == "hub-client"
+    assertion = jwt.decode(
+        form["client_assertion"],
+        key.public_key(),
+        algorithms=["ES256"],
+        audience=servers.as_url,
+    )
+    assert assertion["iss"] == assertion["sub"] == "hub-client"
+
+
+async def test_an_unreadable_key_file_fails_the_connection_by_name(tmp_path: Path) -> None:
+    missing = str(tmp_path / "nowhere.pem")
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a key")
+    for path, words in ((missing, "cannot read the key"), (str(garbage), "PEM private key")):
+        config = ServerConfig(
+            name="broken", url="http://127.0.0.1:9/mcp", oauth=OAuthSettings(dpop_key_file=path)
+        )
+        async with Hub(servers=[config], watch=False) as hub:
+            with anyio.fail_after(10):
+                while hub.statuses()[0].last_error is None:
+                    await anyio.sleep(0.01)
+            message = hub.statuses()[0].last_error
+        assert words in message and path in message
