@@ -4,13 +4,17 @@ One grammar for both sides of MCP authorization. A client reads the
 challenges of a ``401``/``403`` with ``parse_challenges`` (RFC 9110
 §11.6.1: several challenges, auth-params whose values are tokens or quoted
 strings with backslash escapes, or a token68); a protected resource writes
-its challenge with ``build_challenge`` (values always quoted) and takes the
-access token out of an ``Authorization`` field with ``bearer_token``
-(RFC 6750 §2.1).
+its challenges with ``build_challenge`` (values always quoted) and takes the
+access token out of an ``Authorization`` field with ``bearer_token`` (RFC
+6750 §2.1), or with ``access_token`` when it also takes DPoP-bound tokens
+(``Authorization: DPoP <token>``, RFC 9449 §7.1: the same ``token68``
+syntax under another scheme name).
 
 No value can split a header: ``build_challenge`` writes a control character
-as ``?``, and ``bearer_challenge`` keeps a Bearer challenge's values to what
-RFC 6750 §3 allows, printable ASCII, writing anything else as ``?``.
+as ``?``, and ``resource_challenge`` (``bearer_challenge`` for Bearer) keeps
+a resource's challenge values to what RFC 6750 §3 allows, printable ASCII,
+writing anything else as ``?``; RFC 9449 §7.1 takes the same parameters
+for DPoP.
 """
 
 from __future__ import annotations
@@ -26,10 +30,12 @@ __all__ = (
     "MAX_TOKEN_SIZE",
     "BearerError",
     "Challenge",
+    "access_token",
     "bearer_challenge",
     "bearer_token",
     "build_challenge",
     "parse_challenges",
+    "resource_challenge",
 )
 
 #: RFC 7230 tchar: what a token (scheme name, parameter name, bare value) is made of.
@@ -50,32 +56,53 @@ _NOT_QDTEXT = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 class BearerError(ValueError):
-    """An ``Authorization`` field that holds bearer credentials, but malformed ones."""
+    """An ``Authorization`` field that holds token credentials, but malformed ones.
+
+    ``scheme`` is the scheme they came under, lowercased (``bearer``, ``dpop``).
+    """
+
+    def __init__(self, message: str, scheme: str = "bearer") -> None:
+        super().__init__(message)
+        self.scheme = scheme
 
 
-def bearer_token(field: str | None) -> str | None:
-    """The access token in an ``Authorization`` field value.
+def access_token(field: str | None, schemes: Sequence[str]) -> tuple[str, str] | None:
+    """The scheme (lowercased) and access token of an ``Authorization`` field
+    value whose scheme is one of ``schemes`` (lowercase names).
 
     Returns ``None`` when there is no field or it uses another scheme (the
-    request then carries no bearer credentials at all).
+    request then carries no token credentials at all).
 
     Raises:
-        BearerError: the scheme is ``Bearer`` but the token is missing, too
-            long, or not a ``b64token``.
+        BearerError: the scheme is one of ``schemes`` but the token is missing,
+            too long, or not a ``b64token`` (RFC 6750 §2.1; RFC 9449 §7.1
+            keeps that syntax for ``DPoP``).
     """
     if field is None:
         return None
-    scheme, _, rest = field.strip().partition(" ")
-    if scheme.lower() != "bearer":
+    name, _, rest = field.strip().partition(" ")
+    scheme = name.lower()
+    if scheme not in schemes:
         return None
     token = rest.strip()
     if not token:
-        raise BearerError("the Bearer credentials are empty")
+        raise BearerError(f"the {name} credentials are empty", scheme)
     if len(token) > MAX_TOKEN_SIZE:
-        raise BearerError(f"the access token is longer than {MAX_TOKEN_SIZE} characters")
+        raise BearerError(f"the access token is longer than {MAX_TOKEN_SIZE} characters", scheme)
     if not _B64TOKEN.fullmatch(token):
-        raise BearerError("the access token is not a b64token (RFC 6750 section 2.1)")
-    return token
+        raise BearerError("the access token is not a b64token (RFC 6750 section 2.1)", scheme)
+    return scheme, token
+
+
+def bearer_token(field: str | None) -> str | None:
+    """The access token in an ``Authorization: Bearer`` field value (see
+    ``access_token``); ``None`` for no field or another scheme.
+
+    Raises:
+        BearerError: the scheme is ``Bearer`` but the token is malformed.
+    """
+    found = access_token(field, ("bearer",))
+    return found[1] if found is not None else None
 
 
 @dataclass(frozen=True)
@@ -253,7 +280,13 @@ def build_challenge(scheme: str, params: Mapping[str, str]) -> str:
     return f"{scheme} {', '.join(parts)}" if parts else scheme
 
 
+def resource_challenge(scheme: str, params: Sequence[tuple[str, str]]) -> str:
+    """A protected resource's challenge under ``scheme`` (``Bearer``: RFC 6750 §3,
+    ``DPoP``: RFC 9449 §7.1; ``resource_metadata``: RFC 9728 §5.1), its values
+    kept to printable ASCII (anything else written as ``?``)."""
+    return build_challenge(scheme, {name: _NOT_PRINTABLE.sub("?", v) for name, v in params})
+
+
 def bearer_challenge(params: Sequence[tuple[str, str]]) -> str:
-    """A protected resource's ``Bearer`` challenge (RFC 6750 §3, RFC 9728 §5.1),
-    its values kept to printable ASCII (anything else written as ``?``)."""
-    return build_challenge("Bearer", {name: _NOT_PRINTABLE.sub("?", v) for name, v in params})
+    """A protected resource's ``Bearer`` challenge (see ``resource_challenge``)."""
+    return resource_challenge("Bearer", params)
