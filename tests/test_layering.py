@@ -15,12 +15,13 @@ import pytest
 
 
 def modules_after(code: str, watch: list[str]) -> list[str]:
-    """Run ``code`` in a fresh interpreter; return which ``watch`` modules it loaded."""
+    """Run ``code`` in a fresh interpreter; return which ``watch`` modules it loaded
+    (names compared whole: a submodule is watched by its dotted name)."""
     probe = (
         "import json, sys\n"
         f"{code}\n"
         f"watch = {watch!r}\n"
-        "loaded = sorted({m.split('.')[0] for m in sys.modules} & set(watch))\n"
+        "loaded = sorted(set(sys.modules) & set(watch))\n"
         "print(json.dumps(loaded))\n"
     )
     out = subprocess.run(
