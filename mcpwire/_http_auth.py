@@ -12,19 +12,37 @@ depend on credentials), then hands every request to ``admit``:
   Protected Resource Metadata document: ``resource``,
   ``authorization_servers``, ``scopes_supported``,
   ``bearer_methods_supported`` (``header`` only), and the rest of what was
-  configured. Other methods get 405.
-* every other request must carry ``Authorization: Bearer <token>``
-  (authorization.mdx, "Token Requirements": on every request, both eras,
-  POST, GET and DELETE, and the deprecated ``/sse`` and ``/messages``).
-  Without one: 401 with ``WWW-Authenticate: Bearer resource_metadata=...``
-  and, when scopes are required, ``scope=...`` (RFC 9728 section 5.1, RFC
-  6750 section 3); a token the verifier refuses, that has expired, or whose
-  audience names other resources only (RFC 8707; no token passthrough): 401
-  with ``error="invalid_token"``; one without a required scope: 403 with
-  ``error="insufficient_scope"`` and the scopes needed. A token in the query
+  configured (with DPoP, ``dpop_signing_alg_values_supported`` and
+  ``dpop_bound_access_tokens_required``, RFC 9728 section 2). Other
+  methods get 405.
+* every other request must carry an access token (authorization.mdx,
+  "Token Requirements": on every request, both eras, POST, GET and DELETE,
+  and the deprecated ``/sse`` and ``/messages``), as ``dpop=`` allows:
+  ``Authorization: Bearer <token>`` (``"off"``), ``Authorization: DPoP
+  <token>`` with a ``DPoP`` proof (``"required"``, RFC 9449 section 7), or
+  either (``"allowed"``, the default). Without one (a Bearer token where
+  DPoP is required counts as none): 401 with one challenge per scheme
+  taken, Bearer first, in one ``WWW-Authenticate`` field, each with
+  ``resource_metadata`` and the required ``scope`` (RFC 9728 section 5.1,
+  RFC 6750 section 3), DPoP's with ``algs`` (RFC 9449 section 7.1). A token
+  the verifier refuses, that has expired, or whose audience names other
+  resources only (RFC 8707; no token passthrough): 401 ``invalid_token``;
+  one without a required scope: 403 ``insufficient_scope`` and the scopes
+  needed; both under the scheme the request used. A token in the query
   string is refused with 400 ``invalid_request`` (authorization.mdx:
   "Access tokens MUST NOT be included in the URI query string"), as is a
   request with two ``Authorization`` fields.
+* DPoP (the proof is ``_auth_dpop``'s to check): a token whose verified
+  claims carry ``cnf.jkt`` is bound to a key, and is refused as Bearer
+  whatever ``dpop`` says (RFC 9449 section 7.2: without a proof the binding
+  would be worth nothing); under the DPoP scheme a token needs ``cnf.jkt``
+  and a proof that passes RFC 9449 section 4.3, else 401 ``DPoP
+  error="invalid_dpop_proof"`` (``invalid_token`` for the token or its
+  binding). With ``dpop_nonce=True`` a proof must carry a nonce this
+  object issued (section 9), else 401 ``use_dpop_nonce``; every 401 with a
+  DPoP challenge then carries a fresh ``DPoP-Nonce``. A proof's ``htu`` is
+  compared with the resource identifier's scheme and authority, and the
+  request's path under the identifier's mount (``_auth_dpop.request_url``).
 * a legacy session (streamable HTTP ``Mcp-Session-Id``, or the HTTP+SSE
   ``session_id``) belongs to the client and subject whose token started it
   (security_best_practices.mdx, "Session Hijacking": bind the session to
@@ -57,15 +75,25 @@ import logging
 import time
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import orjson
 
+from ._auth_dpop import (
+    DEFAULT_NONCE_LIFETIME,
+    DEFAULT_WINDOW,
+    DPoPChecker,
+    DPoPError,
+    bound_key,
+    proof_values,
+    request_url,
+    signatures_available,
+)
 from ._auth_tokens import AccessToken, AuthCell, TokenVerifier, current_auth, enter_cell
 from ._errors import AuthorizationError
 from ._http_wire import BodyTooLarge, HTTPExchange, RequestHead
 from .sansio import _oauth as o
-from .sansio._challenge import BearerError, bearer_challenge, bearer_token
+from .sansio._challenge import BearerError, access_token, resource_challenge
 from .sansio._http import MCP_SESSION_ID, NAME_BEARING_METHODS
 from .sansio._json import JSONValue
 from .sansio._messages import Batch, ErrorCode, Incoming, Request
@@ -86,6 +114,11 @@ _CLOSE = ("connection", "close")
 _request_resource: contextvars.ContextVar[str] = contextvars.ContextVar(
     "mcpwire_auth_resource", default=""
 )
+#: The scheme its token came under, lowercased (set by ``admit``).
+_request_scheme: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "mcpwire_auth_scheme", default="bearer"
+)
+_SCHEME_NAMES = {"bearer": "Bearer", "dpop": "DPoP"}
 
 
 def canonical_resource(url: str) -> str:
@@ -135,6 +168,15 @@ class ResourceServerAuth:
         check_audience: refuse tokens whose audience names other resources
             only (RFC 8707); a token with no audience is the verifier's word
             (``IntrospectionVerifier`` refuses those by default).
+        dpop: ``"allowed"`` (Bearer and DPoP-bound tokens), ``"required"``
+            (DPoP only) or ``"off"`` (Bearer only); see the module docstring.
+        dpop_algorithms: the proof algorithms accepted (default: all of
+            ``_jws.ALGORITHMS``, RS/PS/ES 256-512 and EdDSA).
+        dpop_window: how far a proof's ``iat`` may lie from the server's
+            clock, either way (default 60 seconds).
+        dpop_nonce: require server-provided nonces (RFC 9449 section 9;
+            default off), stateless and good for ``dpop_nonce_lifetime``
+            seconds (default 300; see ``_auth_dpop``).
     """
 
     def __init__(
@@ -150,6 +192,11 @@ class ResourceServerAuth:
         operation_scopes: Mapping[str, Sequence[str]] | None = None,
         metadata: Mapping[str, JSONValue] | None = None,
         check_audience: bool = True,
+        dpop: Literal["allowed", "required", "off"] = "allowed",
+        dpop_algorithms: Sequence[str] | None = None,
+        dpop_window: float = DEFAULT_WINDOW,
+        dpop_nonce: bool = False,
+        dpop_nonce_lifetime: float = DEFAULT_NONCE_LIFETIME,
     ) -> None:
         operation_scopes = dict(operation_scopes or {})
         if isinstance(authorization_servers, str) or not authorization_servers:
@@ -170,6 +217,29 @@ class ResourceServerAuth:
         self.resource_documentation = resource_documentation
         self.metadata = dict(metadata or {})
         self.check_audience = check_audience
+        if dpop not in ("allowed", "required", "off"):
+            raise ValueError(f"dpop must be 'allowed', 'required' or 'off', not {dpop!r}")
+        if dpop != "off" and not signatures_available():
+            # The default must not break a server without the optional extra:
+            # "allowed" becomes Bearer only; "required" cannot be honoured.
+            if dpop == "required":
+                from ._jose import CryptographyMissing
+
+                raise CryptographyMissing("dpop='required' needs 'cryptography': mcpwire[jwt]")
+            logger.info("auth: DPoP is off: checking proofs needs the 'cryptography' package")
+            dpop = "off"
+        self.dpop = dpop
+        #: The proof checker (``None`` with ``dpop="off"``).
+        self.dpop_checker: DPoPChecker | None = None
+        if dpop != "off":
+            self.dpop_checker = DPoPChecker(
+                algorithms=dpop_algorithms,
+                window=dpop_window,
+                nonce=dpop_nonce,
+                nonce_lifetime=dpop_nonce_lifetime,
+            )
+        #: The schemes a token may come under, the first one's challenge for errors.
+        self.schemes = {"allowed": ("bearer", "dpop"), "required": ("dpop",)}.get(dpop, ("bearer",))
 
     # -- routing ---------------------------------------------------------------------------
 
@@ -220,6 +290,11 @@ class ResourceServerAuth:
         }
         if self.scopes_supported:
             doc["scopes_supported"] = list(self.scopes_supported)
+        if self.dpop_checker is not None:
+            algs: list[JSONValue] = [*sorted(self.dpop_checker.algorithms)]
+            doc["dpop_signing_alg_values_supported"] = algs
+            if self.dpop == "required":
+                doc["dpop_bound_access_tokens_required"] = True
         if self.resource_name is not None:
             doc["resource_name"] = self.resource_name
         if self.resource_documentation is not None:
@@ -257,13 +332,24 @@ class ResourceServerAuth:
             )
             return False
         try:
-            raw = bearer_token(head.headers.get("authorization"))
+            # A Bearer token is read where DPoP is required too, to be refused
+            # below like no credentials; a DPoP one only where DPoP is on.
+            found_token = access_token(
+                head.headers.get("authorization"),
+                ("bearer", "dpop") if self.dpop_checker is not None else ("bearer",),
+            )
         except BearerError as exc:
-            await self._challenge(http, 401, resource, "invalid_token", str(exc))
+            if exc.scheme not in self.schemes:  # Bearer where DPoP is required: see below
+                await self._challenge(http, 401, resource, scheme=None)
+                return False
+            await self._challenge(http, 401, resource, "invalid_token", str(exc), scheme=exc.scheme)
             return False
-        if raw is None:
-            await self._challenge(http, 401, resource)
+        if found_token is None or found_token[0] not in self.schemes:
+            # No credentials this resource takes: no error code (RFC 6750 section 3.1).
+            await self._challenge(http, 401, resource, scheme=None)
             return False
+        scheme, raw = found_token
+        _request_scheme.set(scheme)
         try:
             token = await self.verifier.verify(raw)
         except Exception as exc:
@@ -276,9 +362,26 @@ class ResourceServerAuth:
             return False
         problem = self._problem(token, found)
         if problem is not None:
-            await self._challenge(http, 401, resource, "invalid_token", problem)
+            await self._challenge(http, 401, resource, "invalid_token", problem, scheme=scheme)
             return False
         assert token is not None
+        if scheme == "dpop":
+            assert self.dpop_checker is not None
+            try:
+                self.dpop_checker.check(
+                    method=head.method,
+                    url=request_url(found[0], app.options.path, head.path),
+                    proofs=proof_values(head.headers.get("dpop"), "dpop" in head.duplicated),
+                    access_token=raw,
+                    token=token,
+                )
+            except DPoPError as exc:
+                await self._challenge(http, 401, resource, exc.error, str(exc), scheme=scheme)
+                return False
+        elif bound_key(token) is not None:
+            why = "the access token is bound to a DPoP key: present it with the DPoP scheme"
+            await self._challenge(http, 401, resource, "invalid_token", why, scheme=scheme)
+            return False
         missing = [s for s in self.required_scopes if s not in token.scopes]
         if missing:
             await self._challenge(
@@ -288,6 +391,7 @@ class ResourceServerAuth:
                 "insufficient_scope",
                 "the access token lacks " + " ".join(missing),
                 tuple(dict.fromkeys((*self.required_scopes, *token.scopes))),
+                scheme=scheme,
             )
             return False
         return await self._bind(app, http, head, token, resource)
@@ -329,6 +433,7 @@ class ResourceServerAuth:
             "insufficient_scope",
             "this operation needs " + " ".join(missing),
             scopes,
+            scheme=_request_scheme.get(),
         )
         return False
 
@@ -418,7 +523,11 @@ class ResourceServerAuth:
         error: str | None = None,
         description: str | None = None,
         scopes: tuple[str, ...] | None = None,
+        *,
+        scheme: str | None = "",
     ) -> None:
+        """Answer with a challenge: under ``scheme`` (lowercased; ``""``: the first
+        scheme taken), or ``None``: one per scheme taken, without an error."""
         params = [("resource_metadata", metadata_url(resource))]
         scopes = self.required_scopes if scopes is None else scopes
         if scopes and error != "invalid_request":
@@ -427,14 +536,26 @@ class ResourceServerAuth:
             params.append(("error", error))
             if description is not None:
                 params.append(("error_description", description))
+        schemes = self.schemes if scheme is None else (scheme or self.schemes[0],)
+        challenges = []
+        for name in schemes:
+            extra = []
+            if name == "dpop" and self.dpop_checker is not None:
+                extra.append(("algs", self.dpop_checker.algs))
+            challenges.append(resource_challenge(_SCHEME_NAMES[name], [*extra, *params]))
         body: dict[str, str] = {"error": error or "unauthorized"}
         if description is not None:
             body["error_description"] = description
         headers = [
             ("content-type", "application/json"),
-            ("www-authenticate", bearer_challenge(params)),
+            # One field, Bearer first: RFC 9110 section 11.6.1 allows a list, and
+            # clients that read one field (or join several) still see every challenge.
+            ("www-authenticate", ", ".join(challenges)),
             _CLOSE,
         ]
+        checker = self.dpop_checker
+        if status == 401 and "dpop" in schemes and checker is not None and checker.nonces:
+            headers.append(("dpop-nonce", checker.nonce()))
         await http.respond(status, headers, orjson.dumps(body))
 
 

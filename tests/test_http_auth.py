@@ -42,6 +42,7 @@ from mcpwire import (
 )
 from mcpwire._errors import AuthorizationError
 from mcpwire._http_auth import canonical_resource, metadata_url
+from mcpwire._jws import ALGORITHMS
 from mcpwire._tasks import TASKS_EXTENSION
 from mcpwire.sansio._challenge import (
     MAX_TOKEN_SIZE,
@@ -129,8 +130,10 @@ async def once(
 
 
 def challenge(reply: Reply) -> dict[str, str]:
+    """The Bearer challenge's parameters; a 401 without credentials also offers
+    DPoP (``dpop="allowed"``, the default; tests/test_http_auth_dpop.py)."""
     found = parse_challenges(reply.headers["www-authenticate"])
-    assert [c.scheme for c in found] == ["bearer"]
+    assert [c.scheme for c in found] in (["bearer"], ["bearer", "dpop"])
     return dict(found[0].params)
 
 
@@ -178,6 +181,7 @@ async def test_metadata_document_at_path_insertion_and_root(anyio_backend: str) 
                 "bearer_methods_supported": ["header"],
                 "scopes_supported": list(READ_WRITE),
                 "resource_name": "guarded test server",
+                "dpop_signing_alg_values_supported": sorted(ALGORITHMS),
             }
         reply = await once(port, "POST", {}, path="/.well-known/oauth-protected-resource/mcp")
         assert reply.status == 405 and reply.headers["allow"] == "GET"

@@ -80,6 +80,8 @@ def test_servers_and_clients_without_auth_load_none_of_it() -> None:
         "mcpwire._http_client_auth",
         "mcpwire._jose",
         "mcpwire._oauth_dpop",
+        "mcpwire._auth_dpop",
+        "mcpwire._jws",
     ]
     assert modules_after(code, watch) == []
 
