@@ -141,6 +141,17 @@ def _parser() -> argparse.ArgumentParser:
     auth.add_argument(
         "--resource", metavar="URL", help="this server's canonical URL (on a public bind)"
     )
+    auth.add_argument(
+        "--dpop",
+        choices=("allowed", "required", "off"),
+        help="DPoP-bound tokens (RFC 9449): taken beside Bearer ones (allowed, the default), "
+        "only they (required), or not at all (off)",
+    )
+    auth.add_argument(
+        "--dpop-nonce",
+        action="store_true",
+        help="DPoP proofs must carry a nonce this server issued (RFC 9449 section 9)",
+    )
     p = sub.add_parser("hub", help="connect every server in config files, show their state")
     _hub_arguments(p)
     return parser
@@ -502,7 +513,7 @@ def _serve(args: argparse.Namespace) -> int:
             legacy_sse=args.transport == "sse",
             **_serve_auth(args),
         )
-    if args.auth_server or args.introspect:
+    if args.auth_server or args.introspect or args.dpop or args.dpop_nonce:
         raise UsageError("OAuth options apply to --transport http or sse")
     server.run()
     return EXIT_OK
@@ -511,6 +522,8 @@ def _serve(args: argparse.Namespace) -> int:
 def _serve_auth(args: argparse.Namespace) -> dict[str, Any]:
     """``auth=`` for ``serve``'s OAuth options (none given: no authorization)."""
     if not args.auth_server and not args.introspect:
+        if args.dpop or args.dpop_nonce:
+            raise UsageError("--dpop and --dpop-nonce need --auth-server and --introspect")
         return {}
     if not args.auth_server or not args.introspect:
         raise UsageError("--auth-server and --introspect go together")
@@ -520,6 +533,8 @@ def _serve_auth(args: argparse.Namespace) -> dict[str, Any]:
     from ._http_auth import ResourceServerAuth
 
     secret = None
+    if args.dpop_nonce and args.dpop == "off":
+        raise UsageError("--dpop-nonce needs DPoP (not --dpop off)")
     if args.introspect_client_id:
         secret = os.environ.get(args.introspect_secret_env)
         if not secret:
@@ -536,6 +551,8 @@ def _serve_auth(args: argparse.Namespace) -> dict[str, Any]:
             required_scopes=args.required_scope or (),
             scopes_supported=args.required_scope or (),
             resource=args.resource,
+            dpop=args.dpop or "allowed",
+            dpop_nonce=args.dpop_nonce,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

@@ -870,7 +870,7 @@ def test_nonces_share_a_key_across_checkers() -> None:
 
 
 # =================================================================================================
-# Layering
+# Layering and the command line
 # =================================================================================================
 
 
@@ -954,3 +954,33 @@ except CryptographyMissing as exc:
     )
     assert out.returncode == 0, out.stderr
     assert "refused: dpop='required' needs 'cryptography'" in out.stdout
+
+
+def test_cli_dpop_options() -> None:
+    """``mcpwire serve --auth-server ... --introspect ... --dpop MODE --dpop-nonce``."""
+    from mcpwire._cli import UsageError, _parser, _serve_auth
+
+    base = ["serve", "m:s", "--transport", "http", "--auth-server", "https://a.example"]
+    base += ["--introspect", "https://a.example/introspect"]
+    args = _parser().parse_args([*base, "--dpop", "required", "--dpop-nonce"])
+    auth = _serve_auth(args)["auth"]
+    assert auth.dpop == "required" and auth.schemes == ("dpop",)
+    assert auth.dpop_checker is not None and auth.dpop_checker.nonces
+    default = _serve_auth(_parser().parse_args(base))["auth"]
+    assert default.dpop == "allowed" and default.dpop_checker is not None
+    assert not default.dpop_checker.nonces
+    off = _serve_auth(_parser().parse_args([*base, "--dpop", "off"]))["auth"]
+    assert off.dpop_checker is None
+    with pytest.raises(UsageError, match="--dpop-nonce needs DPoP"):
+        _serve_auth(_parser().parse_args([*base, "--dpop", "off", "--dpop-nonce"]))
+    with pytest.raises(UsageError, match="need --auth-server"):
+        _serve_auth(_parser().parse_args(["serve", "m:s", "--transport", "http", "--dpop-nonce"]))
+    with pytest.raises(SystemExit):
+        _parser().parse_args([*base, "--dpop", "sometimes"])
+
+
+def test_cli_dpop_options_need_an_http_transport(capsys: pytest.CaptureFixture[str]) -> None:
+    from mcpwire._cli import EXIT_USAGE, run
+
+    assert run(["serve", "mcpwire.examples.everything:server", "--dpop", "required"]) == EXIT_USAGE
+    assert "OAuth options apply to --transport http or sse" in capsys.readouterr().err
