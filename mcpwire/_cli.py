@@ -85,6 +85,16 @@ def _parser() -> argparse.ArgumentParser:
             "--token-store", metavar="FILE", help="keep tokens in FILE across runs (mode 0600)"
         )
         auth.add_argument(
+            "--dpop-key",
+            metavar="PEM",
+            help="bind tokens to this private key with DPoP (RFC 9449; implies --oauth)",
+        )
+        auth.add_argument(
+            "--client-key",
+            metavar="PEM",
+            help="authenticate the client with this private key (private_key_jwt, RFC 7523)",
+        )
+        auth.add_argument(
             "--browser", action="store_true", help="open the authorization URL in a browser"
         )
 
@@ -275,7 +285,13 @@ def _header_options(values: list[str]) -> list[tuple[str, str]]:
 
 def _wants_oauth(args: argparse.Namespace) -> bool:
     return bool(
-        args.oauth or args.client_id or args.scope or args.callback_port or args.token_store
+        args.oauth
+        or args.client_id
+        or args.scope
+        or args.callback_port
+        or args.token_store
+        or args.dpop_key
+        or args.client_key
     )
 
 
@@ -286,6 +302,7 @@ def _oauth_client(
     from ._hub_auth import oauth_client, oauth_state
     from ._hub_cli import authorization_prompt
     from ._hub_config import OAuthSettings, ServerConfig
+    from ._hub_errors import ConfigError
 
     if not _wants_oauth(args) and configured is None:
         return None
@@ -297,10 +314,15 @@ def _oauth_client(
         callback_host=base.callback_host,
         callback_port=args.callback_port or base.callback_port,
         callback_path=base.callback_path,
+        dpop_key_file=args.dpop_key or base.dpop_key_file,
+        client_key_file=args.client_key or base.client_key_file,
     )
     config = ServerConfig(name=url, url=url, oauth=settings)
     state = oauth_state(config, settings, args.token_store)
-    return oauth_client(config, settings, state, authorization_prompt(args.browser))
+    try:
+        return oauth_client(config, settings, state, authorization_prompt(args.browser))
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _oauth_from_config(path: str, name: str) -> OAuthSettings | None:

@@ -169,6 +169,8 @@ def _signer(path: str | None, what: str) -> JWTSigner | None:
         raise ConfigError([ConfigIssue(path, what, f"cannot read the key: {exc}")]) from exc
     try:
         return load_signer(pem)
+    except ImportError as exc:  # CryptographyMissing: says which extra to install
+        raise ConfigError([ConfigIssue(path, what, str(exc))]) from exc
     except (ValueError, TypeError) as exc:
         raise ConfigError(
             [ConfigIssue(path, what, f"not an unencrypted P-256 or RSA PEM private key: {exc}")]

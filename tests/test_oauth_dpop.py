@@ -557,3 +557,34 @@ async def test_an_unreadable_key_file_fails_the_connection_by_name(tmp_path: Pat
                     await anyio.sleep(0.01)
             message = hub.statuses()[0].last_error
         assert words in message and path in message
+
+
+async def test_cli_binds_tokens_to_its_dpop_key(tmp_path: Path) -> None:
+    """``mcpwire call URL --dpop-key PEM``: the proofs the resource sees are that key's."""
+    from test_oauth_apps import cli_with_browser
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = write_key(tmp_path / "dpop.pem", key)
+    servers = DPoPServers()
+    async with raw_server(servers.resource) as rs, raw_server(servers.authorization) as as_:
+        servers.start(rs.url, as_.url)
+        code, _, err, shown = await cli_with_browser(
+            "call", rs.url, "t", "--mode", "legacy", "--dpop-key", str(pem)
+        )
+    assert code == 0, err
+    assert len(shown) == 1
+    expected = jwk_thumbprint(ES256Signer(key).public_jwk())
+    assert servers.rs_proofs and {p["jkt"] for p in servers.rs_proofs} == {expected}
+
+
+async def test_cli_refuses_an_unusable_key_file(tmp_path: Path) -> None:
+    from test_oauth_apps import cli_with_browser
+
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a key")
+    for option in ("--dpop-key", "--client-key"):
+        code, _, err, _ = await cli_with_browser(
+            "inspect", "http://127.0.0.1:9/mcp", option, str(garbage)
+        )
+        assert code == 2, err
+        assert "PEM private key" in err and str(garbage) in err
