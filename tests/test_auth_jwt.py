@@ -534,3 +534,33 @@ async def test_an_unreachable_issuer_makes_the_server_answer_503(anyio_backend: 
                 )
         assert reply.status == 503
         await verifier.aclose()
+
+
+async def test_a_dpop_bound_jwt_needs_proofs_of_its_key(anyio_backend: str) -> None:
+    """A JWT with ``cnf.jkt`` (RFC 9449 §6.1) verified by ``JWTVerifier``: mcpwire's
+    client presents it with proofs of its key; as a plain Bearer token it is refused."""
+    from mcpwire import InMemoryTokenStorage, OAuthClient, OAuthTokens, headless_redirect_handler
+    from mcpwire._jose import ES256Signer, jwk_thumbprint
+
+    signer = ES256Signer.generate()
+    jkt = jwk_thumbprint(signer.public_jwk())
+    verifier = static(EC_JWK)
+    auth = protected_by(verifier, ISSUER)
+    async with running(guarded_app(), auth=auth) as http:
+        url = f"http://127.0.0.1:{http.port}/mcp"
+        token = mint(aud=url, cnf={"jkt": jkt})
+        storage = InMemoryTokenStorage()
+        storage.tokens = OAuthTokens(token, ISSUER, url, token_type="DPoP", dpop_jkt=jkt)
+        client_auth = OAuthClient(
+            redirect_handler=headless_redirect_handler(), storage=storage, dpop=signer
+        )
+        with anyio.fail_after(20):
+            async with Client.http(url, auth=client_auth) as mcp:
+                result = await mcp.call_tool("whoami", {})
+        assert json.loads(result.text or "")["client"] == "client-1"
+        async with client(http.port) as raw:
+            reply = await raw.request(
+                body=init_body(), headers={"authorization": f"Bearer {token}"}
+            )
+        assert reply.status == 401
+        assert 'error="invalid_token"' in reply.headers["www-authenticate"]
