@@ -129,14 +129,12 @@ class IntrospectionVerifier:
     async def _introspect(self, token: str) -> dict[str, JSONValue]:
         body = urllib.parse.urlencode({"token": token, "token_type_hint": "access_token"})
         self.requests += 1
+        post = self._client.request(
+            "POST", self.endpoint, self._headers, body.encode(), timeout=self.timeout
+        )
         try:
-            response = await self._client.request(
-                "POST", self.endpoint, self._headers, body.encode(), timeout=self.timeout
-            )
-            try:
+            async with await post as response:
                 data = await response.read_body(MAX_ANSWER_SIZE)
-            finally:
-                await response.aclose()
         except (HTTPError, OSError, TimeoutError) as exc:
             raise IntrospectionError(f"introspection at {self.endpoint} failed: {exc}") from exc
         if response.status != 200:

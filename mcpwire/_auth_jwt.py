@@ -316,13 +316,9 @@ class JWTVerifier:
             self._client = HTTPClient()
         headers = [("accept", "application/json")]
         try:
-            response = await self._client.request(
-                "GET", URL.parse(url), headers, None, timeout=self.timeout
-            )
-            try:
+            get = self._client.request("GET", URL.parse(url), headers, timeout=self.timeout)
+            async with await get as response:
                 body = await response.read_body(MAX_JWKS_SIZE)
-            finally:
-                await response.aclose()
         except (HTTPError, OSError, TimeoutError) as exc:
             raise JWKSError(f"fetching {what} from {url} failed: {exc}") from exc
         if missing_ok and response.status in (404, 410):

@@ -149,7 +149,29 @@ class _Sender:
             self._lock.release()
 
 
-class StdioServerTransport:
+class _Ends:
+    """What both stdio transports do with their two ends: frames out, messages in."""
+
+    _framed: _Framed
+    _sender: _Sender
+
+    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
+        await self._sender.send(message)
+
+    def start_send(
+        self, message: Outbound, *, related: RequestId | None = None
+    ) -> Awaitable[None] | None:
+        """``send`` without waiting when the pipe has room: None, or what finishes it."""
+        return self._sender.start_send(message)
+
+    def set_fast_path(self, fast: Callable[[m.Incoming], bool]) -> None:
+        self._framed.fast_path = fast
+
+    async def receive(self) -> m.Incoming:
+        return await self._framed.receive()
+
+
+class StdioServerTransport(_Ends):
     """Serves MCP on this process's own stdin/stdout (see the module docstring).
 
     Args:
@@ -187,21 +209,6 @@ class StdioServerTransport:
         self._sender = _Sender(FDWriter(out_fd, owned=True))
         self._closed = False
         self._closed_locally = False
-
-    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
-        await self._sender.send(message)
-
-    def start_send(
-        self, message: Outbound, *, related: RequestId | None = None
-    ) -> Awaitable[None] | None:
-        """``send`` without waiting when the pipe has room: None, or what finishes it."""
-        return self._sender.start_send(message)
-
-    def set_fast_path(self, fast: Callable[[m.Incoming], bool]) -> None:
-        self._framed.fast_path = fast
-
-    async def receive(self) -> m.Incoming:
-        return await self._framed.receive()
 
     def close_error(self) -> ConnectionClosed:
         if self._closed_locally:

@@ -28,18 +28,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO
 
 import anyio
 
 from ._errors import ConnectionClosed
 from ._fdio import FDReader, FDWriter
-from ._stdio import _Framed, _Sender
-from ._transport import Outbound
+from ._stdio import _Ends, _Framed, _Sender
 from .sansio import _messages as m
 from .sansio._codec import DEFAULT_LIMITS, Limits
-from .sansio._messages import RequestId
 
 __all__ = (
     "STDERR_TAIL_BYTES",
@@ -108,7 +106,7 @@ def _drain(fd: int, tail: StderrTail, mirror: IO[bytes] | None, done: threading.
         done.set()
 
 
-class StdioClientTransport:
+class StdioClientTransport(_Ends):
     """Runs an MCP server as a child process and talks to it over its stdio.
 
     Args:
@@ -200,18 +198,6 @@ class StdioClientTransport:
     def pid(self) -> int:
         pid: int = self.process.pid
         return pid
-
-    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
-        await self._sender.send(message)
-
-    def start_send(
-        self, message: Outbound, *, related: RequestId | None = None
-    ) -> Awaitable[None] | None:
-        """``send`` without waiting when the pipe has room: None, or what finishes it."""
-        return self._sender.start_send(message)
-
-    def set_fast_path(self, fast: Callable[[m.Incoming], bool]) -> None:
-        self._framed.fast_path = fast
 
     async def receive(self) -> m.Incoming:
         try:
