@@ -45,9 +45,9 @@ issue time in seconds (8 bytes, big-endian) and ``k`` 32 random bytes made
 on first use and kept for the life of the checker. Nothing is stored per
 nonce, and a nonce is good on every connection of the process for its
 lifetime. Processes serving one resource behind a load balancer must
-share ``nonce_key`` (a checker made with it replaces
-``ResourceServerAuth.dpop_checker``): a client sent to another process
-than the one that gave its nonce is refused, and retries only once.
+share ``nonce_key`` (``ResourceServerAuth(dpop_nonce_key=...)``): otherwise
+a client sent to another process than the one that gave its nonce is
+refused, and retries only once.
 
 Replay memory is bounded: at most ``replay_capacity`` entries (a 32-byte
 digest of thumbprint and ``jti``, and when the proof leaves the window),

@@ -160,7 +160,8 @@ def _parser() -> argparse.ArgumentParser:
     auth.add_argument(
         "--dpop-nonce",
         action="store_true",
-        help="DPoP proofs must carry a nonce this server issued (RFC 9449 section 9)",
+        help="DPoP proofs must carry a nonce this server issued (RFC 9449 section 9); "
+        "processes serving one resource share the nonce key in $MCPWIRE_DPOP_NONCE_KEY",
     )
     p = sub.add_parser("hub", help="connect every server in config files, show their state")
     _hub_arguments(p)
@@ -541,6 +542,18 @@ def _serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _nonce_key() -> bytes | None:
+    """The DPoP nonce key from ``$MCPWIRE_DPOP_NONCE_KEY`` (never the command line)."""
+    import os
+
+    text = os.environ.get("MCPWIRE_DPOP_NONCE_KEY")
+    if not text:
+        return None
+    if len(text.encode()) < 16:
+        raise UsageError("$MCPWIRE_DPOP_NONCE_KEY must be at least 16 bytes")
+    return text.encode()
+
+
 def _serve_auth(args: argparse.Namespace) -> dict[str, Any]:
     """``auth=`` for ``serve``'s OAuth options (none given: no authorization)."""
     if not args.auth_server and not args.introspect:
@@ -575,6 +588,7 @@ def _serve_auth(args: argparse.Namespace) -> dict[str, Any]:
             resource=args.resource,
             dpop=args.dpop or "allowed",
             dpop_nonce=args.dpop_nonce,
+            dpop_nonce_key=_nonce_key(),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

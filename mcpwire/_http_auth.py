@@ -176,7 +176,9 @@ class ResourceServerAuth:
             clock, either way (default 60 seconds).
         dpop_nonce: require server-provided nonces (RFC 9449 section 9;
             default off), stateless and good for ``dpop_nonce_lifetime``
-            seconds (default 300; see ``_auth_dpop``).
+            seconds (default 300; see ``_auth_dpop``); ``dpop_nonce_key`` (16
+            bytes or more) is their HMAC key, the same in every process that
+            serves this resource (default: random, this process only).
     """
 
     def __init__(
@@ -197,6 +199,7 @@ class ResourceServerAuth:
         dpop_window: float = DEFAULT_WINDOW,
         dpop_nonce: bool = False,
         dpop_nonce_lifetime: float = DEFAULT_NONCE_LIFETIME,
+        dpop_nonce_key: bytes | None = None,
     ) -> None:
         operation_scopes = dict(operation_scopes or {})
         if isinstance(authorization_servers, str) or not authorization_servers:
@@ -237,6 +240,7 @@ class ResourceServerAuth:
                 window=dpop_window,
                 nonce=dpop_nonce,
                 nonce_lifetime=dpop_nonce_lifetime,
+                nonce_key=dpop_nonce_key,
             )
         #: The schemes a token may come under, the first one's challenge for errors.
         self.schemes = {"allowed": ("bearer", "dpop"), "required": ("dpop",)}.get(dpop, ("bearer",))

@@ -979,6 +979,37 @@ def test_cli_dpop_options() -> None:
         _parser().parse_args([*base, "--dpop", "sometimes"])
 
 
+def test_processes_sharing_a_nonce_key_take_each_others_nonces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Behind a load balancer: ``dpop_nonce_key`` (``$MCPWIRE_DPOP_NONCE_KEY`` for
+    ``serve``) makes a nonce one process issued good at every other."""
+    from mcpwire._cli import UsageError, _parser, _serve_auth
+
+    base = ["serve", "m:s", "--transport", "http", "--auth-server", "https://a.example"]
+    base += ["--introspect", "https://a.example/introspect", "--dpop-nonce"]
+    monkeypatch.setenv("MCPWIRE_DPOP_NONCE_KEY", "a shared secret of 32 bytes.....")
+    one, two = (_serve_auth(_parser().parse_args(base))["auth"] for _ in range(2))
+    assert one.dpop_checker.nonce_valid(two.dpop_checker.nonce())
+    monkeypatch.delenv("MCPWIRE_DPOP_NONCE_KEY")
+    alone = _serve_auth(_parser().parse_args(base))["auth"]
+    assert not alone.dpop_checker.nonce_valid(one.dpop_checker.nonce())
+    shared = b"k" * 16
+    direct = [
+        ResourceServerAuth(
+            StaticTokenVerifier({}),
+            authorization_servers=[AS_URL],
+            dpop_nonce=True,
+            dpop_nonce_key=shared,
+        )
+        for _ in range(2)
+    ]
+    assert direct[0].dpop_checker.nonce_valid(direct[1].dpop_checker.nonce())
+    monkeypatch.setenv("MCPWIRE_DPOP_NONCE_KEY", "short")
+    with pytest.raises(UsageError, match="at least 16 bytes"):
+        _serve_auth(_parser().parse_args(base))
+
+
 def test_cli_dpop_options_need_an_http_transport(capsys: pytest.CaptureFixture[str]) -> None:
     from mcpwire._cli import EXIT_USAGE, run
 
