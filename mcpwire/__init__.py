@@ -78,8 +78,10 @@ if TYPE_CHECKING:
     from ._hub_status import RestartPolicy as RestartPolicy
     from ._hub_status import ServerStatus as ServerStatus
     from ._jose import CryptographyMissing as CryptographyMissing
+    from ._jose import EdDSASigner as EdDSASigner
     from ._jose import ES256Signer as ES256Signer
     from ._jose import JWTSigner as JWTSigner
+    from ._jose import PS256Signer as PS256Signer
     from ._jose import RS256Signer as RS256Signer
     from ._jose import load_signer as load_signer
     from ._oauth import AssertionProvider as AssertionProvider
@@ -212,7 +214,9 @@ __all__ = (
     "headless_redirect_handler",
     "CryptographyMissing",
     "ES256Signer",
+    "EdDSASigner",
     "JWTSigner",
+    "PS256Signer",
     "RS256Signer",
     "load_signer",
     "AuthorizationDenied",
@@ -310,7 +314,9 @@ _LAZY = {
     "headless_redirect_handler": "._oauth",
     "CryptographyMissing": "._jose",
     "ES256Signer": "._jose",
+    "EdDSASigner": "._jose",
     "JWTSigner": "._jose",
+    "PS256Signer": "._jose",
     "RS256Signer": "._jose",
     "load_signer": "._jose",
     "AuthorizationDenied": "._oauth_redirect",

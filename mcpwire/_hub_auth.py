@@ -172,9 +172,8 @@ def _signer(path: str | None, what: str) -> JWTSigner | None:
     except ImportError as exc:  # CryptographyMissing: says which extra to install
         raise ConfigError([ConfigIssue(path, what, str(exc))]) from exc
     except (ValueError, TypeError) as exc:
-        raise ConfigError(
-            [ConfigIssue(path, what, f"not an unencrypted P-256 or RSA PEM private key: {exc}")]
-        ) from exc
+        problem = f"not an unencrypted P-256, RSA or Ed25519 PEM private key: {exc}"
+        raise ConfigError([ConfigIssue(path, what, problem)]) from exc
 
 
 async def _finish(shown: Awaitable[None]) -> None:

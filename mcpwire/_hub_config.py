@@ -83,7 +83,7 @@ class OAuthSettings:
     callback_host: str = "127.0.0.1"
     callback_port: int = 0
     callback_path: str = "/callback"
-    #: A PEM private key (P-256 or RSA) that binds the tokens to it with DPoP (RFC 9449).
+    #: A PEM private key (P-256, RSA or Ed25519) that binds the tokens to it with DPoP (RFC 9449).
     dpop_key_file: str | None = None
     #: A PEM private key the client authenticates with (``private_key_jwt``, RFC 7523).
     client_key_file: str | None = None

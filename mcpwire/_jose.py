@@ -9,9 +9,10 @@ serialization: ``base64url(header) . base64url(claims) . base64url(sig)``,
 base64url without padding (RFC 7515 §2), JSON by ``orjson``.
 
 The signature comes from a ``JWTSigner``: its ``alg`` (RFC 7518 §3.1), its
-public key as a JWK, and ``sign(signing_input) -> bytes``. The two shipped
-here, ``ES256Signer`` (ECDSA P-256, SHA-256) and ``RS256Signer`` (RSASSA
-PKCS#1 v1.5, SHA-256), use the ``cryptography`` package, which mcpwire does
+public key as a JWK, and ``sign(signing_input) -> bytes``. The ones shipped
+here, ``ES256Signer`` (ECDSA P-256, SHA-256), ``RS256Signer`` (RSASSA
+PKCS#1 v1.5, SHA-256), ``PS256Signer`` (RSASSA-PSS, SHA-256) and
+``EdDSASigner`` (Ed25519, RFC 8037), use the ``cryptography`` package, which mcpwire does
 not depend on: it is imported when a signer is made, never before, and its
 absence raises ``CryptographyMissing`` naming the extra to install
 (``pip install 'mcpwire[jwt]'``). Anything that satisfies ``JWTSigner`` can
@@ -39,7 +40,9 @@ __all__ = (
     "CLIENT_ASSERTION_TYPE",
     "CryptographyMissing",
     "ES256Signer",
+    "EdDSASigner",
     "JWTSigner",
+    "PS256Signer",
     "RS256Signer",
     "b64url_decode",
     "b64url_encode",
@@ -64,7 +67,7 @@ def _crypto() -> Any:
     try:
         import cryptography  # noqa: F401  (the package first: a blocked one fails here)
         from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa, utils
+        from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa, utils
     except ImportError as exc:
         raise CryptographyMissing(
             "JWT signing (private_key_jwt, DPoP) needs the 'cryptography' package: "
@@ -72,7 +75,13 @@ def _crypto() -> Any:
         ) from exc
 
     return SimpleNamespace(
-        hashes=hashes, serialization=serialization, ec=ec, padding=padding, rsa=rsa, utils=utils
+        hashes=hashes,
+        serialization=serialization,
+        ec=ec,
+        ed25519=ed25519,
+        padding=padding,
+        rsa=rsa,
+        utils=utils,
     )
 
 
@@ -221,14 +230,80 @@ class RS256Signer:
         return bytes(self._key.sign(signing_input, m.padding.PKCS1v15(), m.hashes.SHA256()))
 
 
-def load_signer(pem: str | bytes, password: bytes | None = None) -> JWTSigner:
-    """The signer for a PEM private key: ES256 for P-256, RS256 for RSA."""
+class PS256Signer(RS256Signer):
+    """RSASSA-PSS with SHA-256 and MGF1 (RFC 7518 §3.5): the salt is as long as
+    the hash, as that section requires."""
+
+    alg = "PS256"
+
+    def sign(self, signing_input: bytes) -> bytes:
+        m = self._m
+        pss = m.padding.PSS(mgf=m.padding.MGF1(m.hashes.SHA256()), salt_length=32)
+        return bytes(self._key.sign(signing_input, pss, m.hashes.SHA256()))
+
+
+class EdDSASigner:
+    """EdDSA with Ed25519 (RFC 8037): small keys, deterministic signatures."""
+
+    alg = "EdDSA"
+
+    def __init__(self, key: Any, *, kid: str | None = None) -> None:
+        m = _crypto()
+        if not isinstance(key, m.ed25519.Ed25519PrivateKey):
+            raise ValueError("EdDSA needs an Ed25519 private key")
+        self._key = key
+        self.kid = kid
+
+    @classmethod
+    def generate(cls) -> EdDSASigner:
+        return cls(_crypto().ed25519.Ed25519PrivateKey.generate())
+
+    @classmethod
+    def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> EdDSASigner:
+        return cls(_pem_key(pem, password))
+
+    @classmethod
+    def from_jwk(cls, jwk: Mapping[str, object]) -> EdDSASigner:
+        m = _crypto()
+        d = jwk.get("d")
+        if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519" or not isinstance(d, str):
+            raise ValueError("not an Ed25519 OKP JWK with its private part")
+        kid = jwk.get("kid")
+        key = m.ed25519.Ed25519PrivateKey.from_private_bytes(b64url_decode(d))
+        return cls(key, kid=kid if isinstance(kid, str) else None)
+
+    def public_jwk(self) -> dict[str, str]:
+        m = _crypto()
+        raw = self._key.public_key().public_bytes(
+            m.serialization.Encoding.Raw, m.serialization.PublicFormat.Raw
+        )
+        jwk = {"kty": "OKP", "crv": "Ed25519", "x": b64url_encode(raw)}
+        if self.kid is not None:
+            jwk["kid"] = self.kid
+        return jwk
+
+    def sign(self, signing_input: bytes) -> bytes:
+        return bytes(self._key.sign(signing_input))
+
+
+def load_signer(
+    pem: str | bytes, password: bytes | None = None, *, alg: str | None = None
+) -> JWTSigner:
+    """The signer for a PEM private key: ES256 for P-256, RS256 (or ``alg="PS256"``)
+    for RSA, EdDSA for Ed25519."""
     m = _crypto()
     data = pem.encode() if isinstance(pem, str) else pem
     key = m.serialization.load_pem_private_key(data, password)
+    signer: JWTSigner
     if isinstance(key, m.rsa.RSAPrivateKey):
-        return RS256Signer(key)
-    return ES256Signer(key)
+        signer = PS256Signer(key) if alg == "PS256" else RS256Signer(key)
+    elif isinstance(key, m.ed25519.Ed25519PrivateKey):
+        signer = EdDSASigner(key)
+    else:
+        signer = ES256Signer(key)
+    if alg is not None and signer.alg != alg:
+        raise ValueError(f"a {type(key).__name__} does not sign {alg}")
+    return signer
 
 
 def jwk_thumbprint(jwk: Mapping[str, str]) -> str:

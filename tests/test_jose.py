@@ -15,7 +15,7 @@ from typing import Any
 import jwt
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from hypothesis import given
 from hypothesis import strategies as st
@@ -24,7 +24,9 @@ from mcpwire import AuthorizationError, OAuthClient
 from mcpwire._jose import (
     CLIENT_ASSERTION_TYPE,
     CryptographyMissing,
+    EdDSASigner,
     ES256Signer,
+    PS256Signer,
     RS256Signer,
     b64url_decode,
     b64url_encode,
@@ -119,6 +121,78 @@ def test_signers_refuse_other_keys() -> None:
         ES256Signer.from_jwk({"kty": "RSA"})
     with pytest.raises(ValueError, match="RSA"):
         RS256Signer.from_jwk({"kty": "EC"})
+
+
+PS256 = PS256Signer(RS256._key)
+EDDSA = EdDSASigner.generate()
+
+
+@pytest.mark.parametrize("signer", [PS256, EDDSA], ids=["PS256", "EdDSA"])
+def test_pss_and_eddsa_signatures_verify_elsewhere(signer: Any) -> None:
+    """PyJWT checks them with the public key, and with the JWK we publish."""
+    token = encode_jwt({"typ": "JWT"}, {"p": 1}, signer)
+    assert jwt.get_unverified_header(token)["alg"] == signer.alg
+    public = signer._key.public_key()
+    assert jwt.decode(token, public, algorithms=[signer.alg]) == {"p": 1}
+    jwk = signer.public_jwk()
+    assert "d" not in jwk
+    assert jwt.decode(token, jwt.PyJWK(jwk).key, algorithms=[signer.alg]) == {"p": 1}
+
+
+def test_eddsa_signer_from_pem_jwk_and_load_signer() -> None:
+    key = ed25519.Ed25519PrivateKey.generate()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    raw = key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+    public = key.public_key()
+    x = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    jwk = {"kty": "OKP", "crv": "Ed25519", "d": b64url_encode(raw), "x": b64url_encode(x)}
+    for signer in (
+        EdDSASigner.from_pem(pem),
+        load_signer(pem),
+        EdDSASigner.from_jwk({**jwk, "kid": "e1"}),
+    ):
+        assert signer.alg == "EdDSA"
+        token = encode_jwt({}, {"e": 1}, signer)
+        assert jwt.decode(token, public, algorithms=["EdDSA"]) == {"e": 1}
+    assert EdDSASigner.from_jwk({**jwk, "kid": "e1"}).public_jwk()["kid"] == "e1"
+    with pytest.raises(ValueError, match="Ed25519"):
+        EdDSASigner(ec.generate_private_key(ec.SECP256R1()))
+    with pytest.raises(ValueError, match="Ed25519"):
+        EdDSASigner.from_jwk({"kty": "OKP", "crv": "Ed448", "d": "AA"})
+
+
+def test_load_signer_picks_the_algorithm_of_the_key() -> None:
+    rsa_pem = RS256._key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    assert load_signer(rsa_pem).alg == "RS256"
+    assert load_signer(rsa_pem, alg="PS256").alg == "PS256"
+    with pytest.raises(ValueError, match="does not sign ES256"):
+        load_signer(rsa_pem, alg="ES256")
+
+
+@pytest.mark.parametrize("signer", [ES256, RS256, PS256, EDDSA], ids=lambda s: s.alg)
+def test_dpop_proofs_of_every_signer_pass_the_resource_servers_checks(signer: Any) -> None:
+    """Our client's proofs, checked by our resource server's DPoP checker."""
+    from mcpwire import AccessToken
+    from mcpwire._auth_dpop import DPoPChecker
+
+    prover = DPoPProver(signer)
+    url = "https://mcp.example/mcp"
+    proof = prover.proof("POST", url + "?x=1", access_token="tok")
+    token = AccessToken("c", claims={"cnf": {"jkt": prover.jkt}})
+    checker = DPoPChecker()
+    assert checker.check(
+        method="POST", url=url, proofs=[proof], access_token="tok", token=token
+    ) == jwk_thumbprint(signer.public_jwk())
 
 
 def test_jwk_thumbprint_rfc7638_example() -> None:
