@@ -382,12 +382,19 @@ class OAuthClient:
             method = "none"
             listed = supported is not None and "private_key_jwt" in supported
             unlisted = supported is None and self.client_secret is None
-            if self.client_assertion_signer is not None and (listed or unlisted):
+            signs = self._assertion_alg_taken(server)
+            if self.client_assertion_signer is not None and (listed or unlisted) and signs:
                 method = "private_key_jwt"
             elif self.client_secret is not None:
                 # RFC 8414 §2: client_secret_basic when the server lists nothing.
                 basic = supported is None or "client_secret_basic" in supported
                 method = "client_secret_basic" if basic else "client_secret_post"
+            if method == "none" and self.client_assertion_signer is not None and not signs:
+                raise AuthorizationError(
+                    f"{server.issuer} takes no client assertion signed with "
+                    f"{self.client_assertion_signer.alg} (token_endpoint_auth_signing_alg_"
+                    "values_supported), and no client_secret was given"
+                )
             return ClientInfo(self.client_id, self.client_secret, method)
         known = await self.storage.get_client(server.issuer)
         if known is not None:
@@ -399,6 +406,13 @@ class OAuthClient:
             info = await self._register(fetch, server, supported)
         await self.storage.set_client(server.issuer, info)
         return info
+
+    def _assertion_alg_taken(self, server: Server) -> bool:
+        """Whether the server verifies client assertions signed with our signer's
+        ``alg`` (RFC 8414 §2: a list, when given, names the algorithms it takes)."""
+        signer = self.client_assertion_signer
+        algs = o.string_list(server.metadata, "token_endpoint_auth_signing_alg_values_supported")
+        return signer is not None and (algs is None or signer.alg in algs)
 
     async def _register(
         self, fetch: Fetch, server: Server, supported: list[str] | None
@@ -416,7 +430,8 @@ class OAuthClient:
                 "none",
             )
         signer = self.client_assertion_signer
-        if signer is not None and supported is not None and "private_key_jwt" in supported:
+        listed = supported is not None and "private_key_jwt" in supported
+        if signer is not None and listed and self._assertion_alg_taken(server):
             wanted = "private_key_jwt"  # RFC 7591 §2: with the key that verifies it
         grants = ["authorization_code", "refresh_token"]
         request: dict[str, object] = {

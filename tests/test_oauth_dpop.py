@@ -354,6 +354,58 @@ async def test_private_key_jwt(
         assert (header is not None) == (expected == "client_secret_basic")
 
 
+@pytest.mark.parametrize("secret", ["s", None])
+async def test_private_key_jwt_only_with_an_algorithm_the_server_takes(
+    secret: str | None,
+) -> None:
+    """RFC 8414 §2 ``token_endpoint_auth_signing_alg_values_supported``: an ES256
+    signer where only RS256 is taken falls back to the secret, or, without one,
+    fails before anything is sent, saying why."""
+    servers = DPoPServers()
+    forms: list[dict[str, str]] = []
+    original = servers.authorization
+
+    async def authorization(request: Seen) -> Reply:
+        if request.target == "/token":
+            forms.append(dict(parse_qsl(request.body.decode())))
+            servers.tokens["cc"] = ""
+            return Reply.json({"access_token": "cc", "token_type": "Bearer"})
+        return await original(request)
+
+    servers.authorization = authorization  # type: ignore[method-assign]
+    start = servers.start
+
+    def start_with_algs(rs_url: str, as_url: str) -> None:
+        start(rs_url, as_url)
+        servers.metadata["token_endpoint_auth_methods_supported"] = [
+            "client_secret_basic",
+            "private_key_jwt",
+        ]
+        servers.metadata["token_endpoint_auth_signing_alg_values_supported"] = ["RS256"]
+
+    servers.start = start_with_algs  # type: ignore[method-assign]
+    auth = OAuthClient(
+        grant="client_credentials",
+        client_id="cid",
+        client_secret=secret,
+        client_assertion_signer=ES256Signer.generate(),
+    )
+    if secret is None:
+        with pytest.raises(BaseException) as caught:
+            await run(servers, auth, calls=1)
+        found: list[BaseException] = [caught.value]
+        while getattr(found[-1], "exceptions", None):  # exception groups, any version
+            found.append(found[-1].exceptions[0])  # type: ignore[attr-defined]
+        # The request fails with the flow's reason (an authorization failure, -32600).
+        assert "authorization failed" in str(found[-1]), found
+        assert "no client assertion signed with ES256" in str(found[-1])
+        assert forms == []
+        return
+    await run(servers, auth, calls=1)
+    [form] = forms
+    assert "client_assertion" not in form
+
+
 async def test_the_resource_nonce_retry_is_once_per_request() -> None:
     """A resource that asks for a new nonce every time gets one retry per
     request, then its challenge goes to the authorization flow as any 401."""
