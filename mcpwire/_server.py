@@ -32,7 +32,6 @@ from ._context import StateSealer
 from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef, is_quick
 from ._session import RequestContext, Session
 from ._tasks import TaskStore
-from ._transport import Transport
 from ._versions import ALL_VERSIONS, LOG_LEVELS
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import Notification, Request, RequestId
@@ -47,6 +46,7 @@ if TYPE_CHECKING:
     from ._http_events import EventStore
     from ._registry import Handler
     from ._task_runs import Task
+    from ._transport import Transport
     from ._uritemplate import UriTemplate
 
 __all__ = ("Connection", "Server")

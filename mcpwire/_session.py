@@ -53,7 +53,6 @@ from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeou
 from ._loops import running_asyncio_loop
 from ._pending import Pending
 from ._request_context import RequestContext
-from ._transport import Transport
 from .sansio._json import JSONObject
 from .sansio._messages import (
     Batch,
@@ -71,6 +70,8 @@ from .sansio._rpc import ABANDONED_MEMORY, RPCState
 
 if TYPE_CHECKING:
     import asyncio
+
+    from ._transport import Transport
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]

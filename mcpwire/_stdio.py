@@ -19,16 +19,19 @@ import collections
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ._errors import ConnectionClosed
 from ._fdio import FDReader, FDWriter
-from ._transport import Outbound
 from .sansio import _messages as m
 from .sansio._codec import DEFAULT_LIMITS, Limits
 from .sansio._messages import RequestId
 from .sansio._ndjson import LineTooLong, NDJSONReader, NonJSONLine
+
+if TYPE_CHECKING:
+    from ._transport import Outbound
 
 __all__ = ("StdioServerTransport",)
 
