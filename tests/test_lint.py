@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,14 +26,24 @@ def test_mypy_strict_is_clean() -> None:
 
 
 def test_ruff_check_is_clean() -> None:
-    ruff = shutil.which("ruff") or "ruff"
-    result = _run(ruff, "check", "mcpwire", "tests", "benchmarks", "conformance")
+    result = _run(
+        sys.executable, "-m", "ruff", "check", "mcpwire", "tests", "benchmarks", "conformance"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format_is_clean() -> None:
-    ruff = shutil.which("ruff") or "ruff"
-    result = _run(ruff, "format", "--check", "mcpwire", "tests", "benchmarks", "conformance")
+    result = _run(
+        sys.executable,
+        "-m",
+        "ruff",
+        "format",
+        "--check",
+        "mcpwire",
+        "tests",
+        "benchmarks",
+        "conformance",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
