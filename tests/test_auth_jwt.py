@@ -27,7 +27,7 @@ from http_client.rawserver import Reply, Seen, as_metadata, raw_server
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_http_auth import guarded_app
-from test_http_auth_interop import MemoryStorage, oauth_provider
+from test_http_auth_interop import MemoryStorage, sdk_oauth_client
 from test_http_server import client, init_body, running
 
 from mcpwire import AccessToken, Client, JWKSError, JWTVerifier, ResourceServerAuth
@@ -465,10 +465,6 @@ async def test_reference_client_and_server_tokens_checked_without_introspection(
     """The reference SDK's client runs its OAuth flow against the reference SDK's
     authorization server, which issues JWTs; mcpwire checks them with the published
     key and never asks the authorization server about a token."""
-    import httpx2
-    from mcp import Client as SdkClient
-    from mcp.client.streamable_http import streamable_http_client
-
     issuer = jwt_as.issuer + "/"  # as its metadata spells it
     verifier = JWTVerifier(issuer, jwks_uri=jwt_as.issuer + "/jwks")
     storage = MemoryStorage()
@@ -476,14 +472,7 @@ async def test_reference_client_and_server_tokens_checked_without_introspection(
     async with running(guarded_app(), auth=protected_by(verifier, issuer)) as http:
         url = f"http://127.0.0.1:{http.port}/mcp"
         with anyio.fail_after(60):
-            async with (
-                httpx2.AsyncClient(auth=oauth_provider(url, storage), timeout=15) as web,
-                SdkClient(
-                    streamable_http_client(url, http_client=web),
-                    read_timeout_seconds=15,
-                    cache=None,
-                ) as mcp_client,
-            ):
+            async with sdk_oauth_client(url, storage) as mcp_client:
                 result = await mcp_client.call_tool("whoami", {})
         seen = orjson.loads(result.content[0].text)
         assert seen["client"] == storage.client_info.client_id

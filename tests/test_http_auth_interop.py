@@ -162,6 +162,28 @@ def oauth_provider(url: str, storage: MemoryStorage) -> Any:
     )
 
 
+@asynccontextmanager
+async def sdk_oauth_client(
+    url: str, storage: MemoryStorage, mode: str = "auto"
+) -> AsyncIterator[Any]:
+    """The reference SDK's client over streamable HTTP, authorizing with
+    ``oauth_provider`` (its whole OAuth flow) into ``storage``."""
+    import httpx2
+    from mcp import Client as SdkClient
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(auth=oauth_provider(url, storage), timeout=15) as web,
+        SdkClient(
+            streamable_http_client(url, http_client=web),
+            mode=mode,  # type: ignore[arg-type]
+            read_timeout_seconds=15,
+            cache=None,
+        ) as mcp_client,
+    ):
+        yield mcp_client
+
+
 async def exercise(mcp_client: Any, storage: MemoryStorage) -> None:
     for tool in ("whoami", "whoami_later"):
         result = await mcp_client.call_tool(tool, {})
@@ -179,23 +201,12 @@ async def test_reference_client_completes_the_oauth_flow(
     anyio_backend: str, auth_server: AuthServer, mode: str
 ) -> None:
     """Streamable HTTP: a legacy session, and the modern era ("auto" probes it first)."""
-    import httpx2
-    from mcp import Client as SdkClient
-    from mcp.client.streamable_http import streamable_http_client
 
     storage = MemoryStorage()
     async with protected(auth_server) as http:
         url = f"http://127.0.0.1:{http.port}/mcp"
         with anyio.fail_after(60):
-            async with (
-                httpx2.AsyncClient(auth=oauth_provider(url, storage), timeout=15) as web,
-                SdkClient(
-                    streamable_http_client(url, http_client=web),
-                    mode=mode,  # type: ignore[arg-type]
-                    read_timeout_seconds=15,
-                    cache=None,
-                ) as mcp_client,
-            ):
+            async with sdk_oauth_client(url, storage, mode) as mcp_client:
                 await exercise(mcp_client, storage)
         # The token was issued for this server (RFC 8707), and we checked it with the AS.
         issued = auth_server.provider.tokens[storage.tokens.access_token]
@@ -210,24 +221,13 @@ async def test_reference_client_steps_up_on_insufficient_scope(
     """authorization.mdx, "Step-Up Authorization Flow": the first token holds the
     challenged ``mcp:read``; a tool that needs ``mcp:write`` gets 403
     ``insufficient_scope``, the client re-authorizes for both and retries."""
-    import httpx2
-    from mcp import Client as SdkClient
-    from mcp.client.streamable_http import streamable_http_client
 
     storage = MemoryStorage()
     operations = {"tools/call:whoami_later": ["mcp:write"]}
     async with protected(auth_server, operation_scopes=operations) as http:
         url = f"http://127.0.0.1:{http.port}/mcp"
         with anyio.fail_after(60):
-            async with (
-                httpx2.AsyncClient(auth=oauth_provider(url, storage), timeout=15) as web,
-                SdkClient(
-                    streamable_http_client(url, http_client=web),
-                    mode="legacy",
-                    read_timeout_seconds=15,
-                    cache=None,
-                ) as mcp_client,
-            ):
+            async with sdk_oauth_client(url, storage, "legacy") as mcp_client:
                 first = await mcp_client.call_tool("whoami", {})
                 assert orjson.loads(first.content[0].text)["scopes"] == ["mcp:read"]  # type: ignore[union-attr]
                 stepped = await mcp_client.call_tool("whoami_later", {})

@@ -72,10 +72,34 @@ class DPoPServers:
         self.rs_proofs: list[dict[str, Any]] = []
         self.rs_auth: list[str] = []
         self.authorizations = 0
+        #: Metadata fields added to (or replacing) the defaults when the servers start.
+        self.extra_metadata: dict[str, Any] = {}
+        #: With ``grant_bearer``: (form, Authorization header) of each token request.
+        self.token_requests: list[tuple[dict[str, str], str | None]] = []
 
     def start(self, rs_url: str, as_url: str) -> None:
         self.rs_url, self.as_url = rs_url, as_url.removesuffix("/mcp")
         self.metadata = as_metadata(self.as_url, dpop_signing_alg_values_supported=["ES256"])
+        self.metadata.update(self.extra_metadata)
+
+    def grant_bearer(self, token: str) -> None:
+        """Answer every token request with the Bearer ``token`` at once, keeping what
+        each request carried in ``token_requests``."""
+        original = self.authorization
+
+        async def authorization(request: Seen) -> Reply:
+            if request.target == "/token":
+                form = dict(parse_qsl(request.body.decode()))
+                self.token_requests.append((form, request.headers.get("authorization")))
+                self.tokens[token] = ""
+                return Reply.json({"access_token": token, "token_type": "Bearer"})
+            return await original(request)
+
+        self.authorization = authorization  # type: ignore[method-assign]
+
+    @property
+    def token_forms(self) -> list[dict[str, str]]:
+        return [form for form, _ in self.token_requests]
 
     async def resource(self, seen: Seen) -> Reply:
         if seen.method == "GET" and seen.target.startswith("/.well-known/oauth-protected-resource"):
@@ -247,13 +271,7 @@ async def test_a_bearer_answer_to_a_proof_is_used_as_bearer() -> None:
 
 async def test_no_proof_where_the_server_takes_another_alg() -> None:
     servers = DPoPServers()
-    original = servers.start
-
-    def start(rs_url: str, as_url: str) -> None:
-        original(rs_url, as_url)
-        servers.metadata["dpop_signing_alg_values_supported"] = ["RS256"]
-
-    servers.start = start  # type: ignore[method-assign]
+    servers.extra_metadata["dpop_signing_alg_values_supported"] = ["RS256"]
     servers.tokens["plain"] = ""
     await run(servers, dpop_client(dpop=True), calls=1)
     assert servers.token_proofs == [None]
@@ -302,28 +320,10 @@ async def test_private_key_jwt(
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    seen: list[tuple[dict[str, str], str | None]] = []
     servers = DPoPServers()
-    original = servers.authorization
-
-    async def authorization(request: Seen) -> Reply:
-        if request.target == "/token":
-            seen.append(
-                (dict(parse_qsl(request.body.decode())), request.headers.get("authorization"))
-            )
-            servers.tokens["cc"] = ""
-            return Reply.json({"access_token": "cc", "token_type": "Bearer"})
-        return await original(request)
-
-    servers.authorization = authorization  # type: ignore[method-assign]
-    start = servers.start
-
-    def start_with_methods(rs_url: str, as_url: str) -> None:
-        start(rs_url, as_url)
-        if methods is not None:
-            servers.metadata["token_endpoint_auth_methods_supported"] = methods
-
-    servers.start = start_with_methods  # type: ignore[method-assign]
+    servers.grant_bearer("cc")
+    if methods is not None:
+        servers.extra_metadata["token_endpoint_auth_methods_supported"] = methods
     auth = OAuthClient(
         grant="client_credentials",
         client_id="cid",
@@ -331,7 +331,7 @@ async def test_private_key_jwt(
         client_assertion_signer=ES256Signer.from_pem(pem),
     )
     await run(servers, auth, calls=1)
-    [(form, header)] = seen
+    [(form, header)] = servers.token_requests
     assert form["grant_type"] == "client_credentials"
     assert form["resource"] == servers.rs_url
     if expected == "private_key_jwt":
@@ -362,28 +362,12 @@ async def test_private_key_jwt_only_with_an_algorithm_the_server_takes(
     signer where only RS256 is taken falls back to the secret, or, without one,
     fails before anything is sent, saying why."""
     servers = DPoPServers()
-    forms: list[dict[str, str]] = []
-    original = servers.authorization
-
-    async def authorization(request: Seen) -> Reply:
-        if request.target == "/token":
-            forms.append(dict(parse_qsl(request.body.decode())))
-            servers.tokens["cc"] = ""
-            return Reply.json({"access_token": "cc", "token_type": "Bearer"})
-        return await original(request)
-
-    servers.authorization = authorization  # type: ignore[method-assign]
-    start = servers.start
-
-    def start_with_algs(rs_url: str, as_url: str) -> None:
-        start(rs_url, as_url)
-        servers.metadata["token_endpoint_auth_methods_supported"] = [
-            "client_secret_basic",
-            "private_key_jwt",
-        ]
-        servers.metadata["token_endpoint_auth_signing_alg_values_supported"] = ["RS256"]
-
-    servers.start = start_with_algs  # type: ignore[method-assign]
+    servers.grant_bearer("cc")
+    servers.extra_metadata["token_endpoint_auth_methods_supported"] = [
+        "client_secret_basic",
+        "private_key_jwt",
+    ]
+    servers.extra_metadata["token_endpoint_auth_signing_alg_values_supported"] = ["RS256"]
     auth = OAuthClient(
         grant="client_credentials",
         client_id="cid",
@@ -399,10 +383,10 @@ async def test_private_key_jwt_only_with_an_algorithm_the_server_takes(
         # The request fails with the flow's reason (an authorization failure, -32600).
         assert "authorization failed" in str(found[-1]), found
         assert "no client assertion signed with ES256" in str(found[-1])
-        assert forms == []
+        assert servers.token_requests == []
         return
     await run(servers, auth, calls=1)
-    [form] = forms
+    [form] = servers.token_forms
     assert "client_assertion" not in form
 
 
@@ -460,35 +444,25 @@ async def test_private_key_jwt_by_dynamic_registration() -> None:
     ``jwks``) and signs its token requests with it."""
     signer = ES256Signer.generate()
     registrations: list[dict[str, Any]] = []
-    forms: list[dict[str, str]] = []
     servers = DPoPServers()
-    original = servers.authorization
+    servers.grant_bearer("pk")
+    granting = servers.authorization
 
     async def authorization(request: Seen) -> Reply:
         if request.target == "/register":
             registrations.append(request.json)
             body = {"client_id": "dyn", "token_endpoint_auth_method": "private_key_jwt"}
             return Reply.json(body, 201)
-        if request.target == "/token":
-            forms.append(dict(parse_qsl(request.body.decode())))
-            servers.tokens["pk"] = ""
-            return Reply.json({"access_token": "pk", "token_type": "Bearer"})
-        return await original(request)
+        return await granting(request)
 
     servers.authorization = authorization  # type: ignore[method-assign]
-    start = servers.start
-
-    def start_with_methods(rs_url: str, as_url: str) -> None:
-        start(rs_url, as_url)
-        servers.metadata["token_endpoint_auth_methods_supported"] = ["private_key_jwt"]
-
-    servers.start = start_with_methods  # type: ignore[method-assign]
+    servers.extra_metadata["token_endpoint_auth_methods_supported"] = ["private_key_jwt"]
     await run(servers, dpop_client(client_assertion_signer=signer), calls=1)
     [registration] = registrations
     assert registration["token_endpoint_auth_method"] == "private_key_jwt"
     [jwk] = registration["jwks"]["keys"]
     assert jwk == signer.public_jwk()
-    [form] = forms
+    [form] = servers.token_forms
     assert form["grant_type"] == "authorization_code"
     assert "client_secret" not in form
     claims = jwt.decode(
@@ -566,25 +540,15 @@ async def test_hub_authenticates_with_the_configured_client_key(tmp_path: Path) 
         client_id="hub-client", client_key_file=str(write_key(tmp_path / "client.pem", key))
     )
     servers = DPoPServers()
-    forms: list[dict[str, str]] = []
-    original = servers.authorization
-
-    async def authorization(request: Seen) -> Reply:
-        if request.target == "/token":
-            forms.append(dict(parse_qsl(request.body.decode())))
-            servers.tokens["granted"] = ""
-            return Reply.json({"access_token": "granted", "token_type": "Bearer"})
-        return await original(request)
-
-    servers.authorization = authorization  # type: ignore[method-assign]
+    servers.grant_bearer("granted")
+    servers.extra_metadata["token_endpoint_auth_methods_supported"] = ["private_key_jwt"]
     async with raw_server(servers.resource) as rs, raw_server(servers.authorization) as as_:
         servers.start(rs.url, as_.url)
-        servers.metadata["token_endpoint_auth_methods_supported"] = ["private_key_jwt"]
         config = ServerConfig(name="keyed", url=rs.url, oauth=settings)
         async with Hub(servers=[config], watch=False, authorize=lambda _, url: browse(url)) as hub:
             await hub.wait_ready(timeout=30)
             await hub.call_tool("keyed__t", {})
-    [form] = forms
+    [form] = servers.token_forms
     assert form["client_id"] == "hub-client"
     assertion = jwt.decode(
         form["client_assertion"],
