@@ -18,7 +18,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
 
 import anyio
 import jwt
@@ -26,7 +25,7 @@ import orjson
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from http_client.rawserver import Reply as RawReply
-from http_client.rawserver import Seen, as_metadata, raw_server
+from http_client.rawserver import Seen, approved, as_metadata, raw_server, registered
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
@@ -336,12 +335,9 @@ async def test_full_flow_in_required_mode_with_a_scripted_authorization_server(
         if path == "/.well-known/oauth-authorization-server":
             return RawReply.json(as_metadata(issuer, dpop_signing_alg_values_supported=["ES256"]))
         if path == "/register":
-            return RawReply.json({"client_id": "c1", "token_endpoint_auth_method": "none"}, 201)
+            return registered()
         if path == "/authorize":
-            params = dict(parse_qsl(query))
-            answer = {"code": "the-code", "state": params["state"]}
-            target = f"{params['redirect_uri']}?{urlencode(answer)}"
-            return RawReply(302, [("Location", target), ("Content-Length", "0")])
+            return approved(query, "the-code")[1]
         if path == "/token":
             token_proofs.append(seen.headers["dpop"])
             return RawReply.json({"access_token": "bound", "token_type": "DPoP"})

@@ -17,7 +17,7 @@ import hashlib
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl
 
 import anyio
 import jwt
@@ -25,7 +25,15 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from http_client.child import ChildServer
-from http_client.rawserver import Reply, Seen, as_metadata, raw_server, result
+from http_client.rawserver import (
+    Reply,
+    Seen,
+    approved,
+    as_metadata,
+    raw_server,
+    registered,
+    result,
+)
 
 from mcpwire import (
     Client,
@@ -150,13 +158,10 @@ class DPoPServers:
         if path == "/.well-known/oauth-authorization-server":
             return Reply.json(self.metadata)
         if path == "/register":
-            return Reply.json({"client_id": "c1", "token_endpoint_auth_method": "none"}, 201)
+            return registered()
         if path == "/authorize":
             self.authorizations += 1
-            params = dict(parse_qsl(query))
-            answer = {"code": "the-code", "state": params["state"]}
-            target = f"{params['redirect_uri']}?{urlencode(answer)}"
-            return Reply(302, [("Location", target), ("Content-Length", "0")])
+            return approved(query, "the-code")[1]
         if path == "/token":
             proof = seen.headers.get("dpop")
             if proof is None:

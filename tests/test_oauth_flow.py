@@ -23,7 +23,15 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 import anyio
 import pytest
 from http_client.child import ChildServer
-from http_client.rawserver import Reply, Seen, as_metadata, raw_server, result
+from http_client.rawserver import (
+    Reply,
+    Seen,
+    approved,
+    as_metadata,
+    raw_server,
+    registered,
+    result,
+)
 
 from mcpwire import (
     Client,
@@ -200,13 +208,11 @@ class Scripted:
         if path == "/.well-known/oauth-authorization-server":
             return Reply.json(self.metadata)
         if path == "/register":
-            return Reply.json({"client_id": "c1", "token_endpoint_auth_method": "none"}, 201)
+            return registered()
         if path == "/authorize":
-            params = dict(parse_qsl(query))
+            params, redirect = approved(query, f"code-{len(self.authorizations) + 1}")
             self.authorizations.append(params)
-            answer = {"code": f"code-{len(self.authorizations)}", "state": params["state"]}
-            target = f"{params['redirect_uri']}?{urlencode(answer)}"
-            return Reply(302, [("Location", target), ("Content-Length", "0")])
+            return redirect
         if path == "/token":
             form = dict(parse_qsl(seen.body.decode()))
             assert form["resource"] == self.rs_url

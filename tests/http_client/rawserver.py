@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 import anyio
 import anyio.abc
@@ -264,3 +265,17 @@ def as_metadata(issuer: str, **extra: Any) -> dict[str, Any]:
         "code_challenge_methods_supported": ["S256"],
         **extra,
     }
+
+
+def registered(client_id: str = "c1") -> Reply:
+    """A dynamic client registration answer (RFC 7591 §3.2.1): a public client."""
+    return Reply.json({"client_id": client_id, "token_endpoint_auth_method": "none"}, 201)
+
+
+def approved(query: str, code: str) -> tuple[dict[str, str], Reply]:
+    """An authorization request approved at once: its parameters, and the redirect
+    to its ``redirect_uri`` carrying ``code`` and its ``state``."""
+    params = dict(parse_qsl(query))
+    answer = urlencode({"code": code, "state": params["state"]})
+    target = f"{params['redirect_uri']}?{answer}"
+    return params, Reply(302, [("Location", target), ("Content-Length", "0")])
