@@ -24,7 +24,8 @@ a client asked for one knows its proof was otherwise good):
    is ``dpop+jwt``; ``alg`` is one this resource accepts; a ``jwk`` object;
 3. the claims: ``jti`` a string (of at most ``MAX_JTI``), ``htm`` the
    request's method, ``htu`` the request's URL without query and fragment,
-   compared after the normalization of RFC 3986 §6.2.2 and §6.2.3 (case of
+   compared after the normalization of RFC 3986 §6.2.2 and §6.2.3
+   (``sansio._oauth.normalize_htu``, on the client's URL rules: case of
    scheme and host, percent-encoding, default port, empty path), ``iat``
    within ``window`` seconds of now either way (§11.1: a proof is usable
    only briefly); ``ath``, the base64url SHA-256 of the access token's
@@ -73,12 +74,13 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
-import re
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
+
+from .sansio import _oauth as o
 
 if TYPE_CHECKING:
     from ._auth_tokens import AccessToken
@@ -90,7 +92,6 @@ __all__ = (
     "DPoPChecker",
     "DPoPError",
     "bound_key",
-    "normalize_htu",
     "proof_values",
     "request_url",
     "signatures_available",
@@ -107,8 +108,6 @@ MAX_JTI = 256
 
 _NONCE_TIME = 8
 _NONCE_MAC = 16
-_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
-_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
 class DPoPError(Exception):
@@ -165,33 +164,6 @@ def proof_values(field: str | None, repeated: bool) -> list[str]:
     if field is None:
         return []
     return field.split(",") if repeated else [field]
-
-
-def _percent(match: re.Match[str]) -> str:
-    char = chr(int(match.group(1), 16))
-    return char if char in _UNRESERVED else "%" + match.group(1).upper()
-
-
-def normalize_htu(url: str) -> str | None:
-    """``url`` as ``htu`` values are compared (RFC 9449 §4.3 step 9, RFC 3986
-    §6.2.2 and §6.2.3): lowercase scheme and host, no default port, ``/`` for
-    an empty path, percent-encoding in upper case and unreserved characters
-    decoded, query, fragment and userinfo dropped. ``None``: not an absolute
-    http(s) URL."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return None
-    scheme = parts.scheme.lower()
-    host = parts.hostname
-    if scheme not in ("http", "https") or not host:
-        return None
-    if ":" in host:
-        host = f"[{host}]"
-    authority = host if port in (None, 443 if scheme == "https" else 80) else f"{host}:{port}"
-    path = _PERCENT.sub(_percent, parts.path) or "/"
-    return urlunsplit((scheme, authority, path, "", ""))
 
 
 class DPoPChecker:
@@ -351,8 +323,8 @@ class DPoPChecker:
         if claims.get("htm") != method:
             raise _proof_error(f"the DPoP proof's htm is not {method}")
         htu = claims.get("htu")
-        want = normalize_htu(url)
-        if not isinstance(htu, str) or want is None or normalize_htu(htu) != want:
+        want = o.normalize_htu(url)
+        if not isinstance(htu, str) or want is None or o.normalize_htu(htu) != want:
             raise _proof_error("the DPoP proof's htu is not this request's URL")
         iat = claims.get("iat")
         if not isinstance(iat, (int, float)) or isinstance(iat, bool):

@@ -43,10 +43,11 @@ from mcpwire import (
     StaticTokenVerifier,
     headless_redirect_handler,
 )
-from mcpwire._auth_dpop import DPoPChecker, DPoPError, normalize_htu, request_url
+from mcpwire._auth_dpop import DPoPChecker, DPoPError, request_url
 from mcpwire._jose import ES256Signer
 from mcpwire._oauth_storage import OAuthTokens
 from mcpwire.sansio._challenge import parse_challenges
+from mcpwire.sansio._oauth import normalize_htu
 
 pytestmark = pytest.mark.anyio
 

@@ -33,6 +33,7 @@ wrong and where; nothing else escapes these functions.
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -56,6 +57,7 @@ __all__ = (
     "fallback_endpoints",
     "form_body",
     "json_object",
+    "normalize_htu",
     "origin_of",
     "parse_token_response",
     "pkce_pair",
@@ -119,6 +121,28 @@ def canonical_resource(url: str) -> str:
     if path.endswith("/") and path != "/":
         path = path.rstrip("/")
     return urlunsplit((scheme, authority, path, "", ""))
+
+
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def _percent(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char in _UNRESERVED else "%" + match.group(1).upper()
+
+
+def normalize_htu(url: str) -> str | None:
+    """``url`` as DPoP ``htu`` values are compared (RFC 9449 §4.3 step 9, RFC 3986
+    §6.2.2 and §6.2.3): the normalized scheme and authority of ``_split``, ``/``
+    for an empty path, percent-encoding in upper case and unreserved characters
+    decoded; query, fragment and userinfo dropped. ``None``: not an absolute
+    http(s) URL."""
+    try:
+        scheme, authority, path = _split(url)
+    except AuthorizationError:
+        return None
+    return urlunsplit((scheme, authority, _PERCENT.sub(_percent, path) or "/", "", ""))
 
 
 def check_resource(resource: object, server_url: str) -> str:
