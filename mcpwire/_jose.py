@@ -63,18 +63,21 @@ class CryptographyMissing(AuthorizationError, ImportError):
 
 
 def _crypto() -> Any:
-    """The ``cryptography`` modules a signer uses, imported now (see the module docstring)."""
+    """The ``cryptography`` modules JWTs need (signing here, checking in ``_jws``),
+    imported now (see the module docstring)."""
     try:
         import cryptography  # noqa: F401  (the package first: a blocked one fails here)
+        from cryptography.exceptions import InvalidSignature
         from cryptography.hazmat.primitives import hashes, serialization
         from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa, utils
     except ImportError as exc:
         raise CryptographyMissing(
-            "JWT signing (private_key_jwt, DPoP) needs the 'cryptography' package: "
-            "pip install 'mcpwire[jwt]' (or pip install cryptography)"
+            "signed JWTs (private_key_jwt, DPoP, JWT access tokens) need the "
+            "'cryptography' package: pip install 'mcpwire[jwt]' (or pip install cryptography)"
         ) from exc
 
     return SimpleNamespace(
+        InvalidSignature=InvalidSignature,
         hashes=hashes,
         serialization=serialization,
         ec=ec,

@@ -39,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from ._jose import CryptographyMissing
+from ._jose import _crypto
 from .sansio._b64url import b64url_decode
 
 __all__ = ("ALGORITHMS", "MAX_JWT_SIZE", "JWSError", "SignedJWT", "decode", "public_key", "verify")
@@ -121,30 +121,6 @@ def decode(token: str) -> SignedJWT:
     signature = _part(parts[2], "signature")
     signing_input = (parts[0] + "." + parts[1]).encode("ascii")
     return SignedJWT(header, claims, signing_input, signature)
-
-
-def _crypto() -> Any:
-    try:
-        import cryptography  # noqa: F401  (the package first: a blocked one fails here)
-        from cryptography.exceptions import InvalidSignature
-        from cryptography.hazmat.primitives import hashes
-        from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa, utils
-    except ImportError as exc:
-        raise CryptographyMissing(
-            "checking JWT signatures needs the 'cryptography' package: "
-            "pip install 'mcpwire[jwt]' (or pip install cryptography)"
-        ) from exc
-    from types import SimpleNamespace
-
-    return SimpleNamespace(
-        InvalidSignature=InvalidSignature,
-        hashes=hashes,
-        ec=ec,
-        ed25519=ed25519,
-        padding=padding,
-        rsa=rsa,
-        utils=utils,
-    )
 
 
 def _int(jwk: Mapping[str, object], name: str) -> int:
