@@ -44,8 +44,6 @@ __all__ = (
     "JWTSigner",
     "PS256Signer",
     "RS256Signer",
-    "b64url_decode",
-    "b64url_encode",
     "client_assertion",
     "encode_jwt",
     "jwk_thumbprint",

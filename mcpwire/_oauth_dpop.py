@@ -35,8 +35,9 @@ from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from ._errors import AuthorizationError
-from ._jose import JWTSigner, b64url_encode, encode_jwt, jwk_thumbprint
+from ._jose import JWTSigner, encode_jwt, jwk_thumbprint
 from .sansio import _oauth as o
+from .sansio._b64url import b64url_encode
 from .sansio._challenge import parse_challenges
 from .sansio._codec import CodecError, loads
 

@@ -28,8 +28,6 @@ from mcpwire._jose import (
     ES256Signer,
     PS256Signer,
     RS256Signer,
-    b64url_decode,
-    b64url_encode,
     client_assertion,
     encode_jwt,
     jwk_thumbprint,
@@ -37,6 +35,7 @@ from mcpwire._jose import (
 )
 from mcpwire._oauth_dpop import DPoPProver, htu, wants_nonce_resource, wants_nonce_token
 from mcpwire.sansio import _oauth as o
+from mcpwire.sansio._b64url import b64url_decode, b64url_encode
 
 ES256 = ES256Signer.generate()
 RS256 = RS256Signer.generate()
