@@ -51,17 +51,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 import anyio
 import orjson
 
 from ._auth_tokens import AccessToken
-from ._http_client_conn import HTTPClient
+from ._errors import AuthorizationError
+from ._http_client_conn import HTTPClient, HTTPResponse
 from ._http_client_net import URL
-from ._http_client_sock import HTTPError
 from ._jws import ALGORITHMS, JWSError, SignedJWT, decode, public_key, verify
+from ._oauth_discovery import exchange, get_json
 from .sansio import _oauth as o
 from .sansio._http import is_loopback
 from .sansio._json import JSONValue
@@ -294,16 +295,35 @@ class JWTVerifier:
 
     async def _fetch(self) -> list[_Key]:
         self.fetches += 1
-        if self.jwks_uri is None:
-            self.jwks_uri = await self._discover()
-        return _keys(await self._get_json(self.jwks_uri, "the JWK Set"))
+        try:
+            if self.jwks_uri is None:
+                self.jwks_uri = await self._discover()
+            status, _, body = await exchange(
+                self._request,
+                "GET",
+                self.jwks_uri,
+                [("Accept", "application/json")],
+                None,
+                self.timeout,
+                limit=MAX_JWKS_SIZE,
+            )
+        except AuthorizationError as exc:
+            raise JWKSError(f"fetching the JWK Set failed: {exc}") from None
+        if status != 200:
+            raise JWKSError(f"fetching the JWK Set from {self.jwks_uri}: HTTP {status}")
+        try:
+            return _keys(orjson.loads(body))
+        except orjson.JSONDecodeError:
+            raise JWKSError(f"the JWK Set at {self.jwks_uri} is not JSON") from None
 
     async def _discover(self) -> str:
+        """``jwks_uri`` from the issuer's metadata, found where the client looks
+        (``_oauth_discovery``), its ``issuer`` checked."""
         for url in o.as_metadata_urls(self.issuer):
-            doc = await self._get_json(url, "authorization server metadata", missing_ok=True)
+            doc = await get_json(self._request, url, "authorization server metadata", self.timeout)
             if doc is None:
                 continue
-            if not isinstance(doc, dict) or doc.get("issuer") != self.issuer:
+            if doc.get("issuer") != self.issuer:
                 raise JWKSError(f"the metadata at {url} is not the issuer {self.issuer!r}'s")
             uri = doc.get("jwks_uri")
             if not isinstance(uri, str):
@@ -311,24 +331,12 @@ class JWTVerifier:
             return _fetchable(uri, "jwks_uri", error=JWKSError)
         raise JWKSError(f"no authorization server metadata found for {self.issuer!r}")
 
-    async def _get_json(self, url: str, what: str, *, missing_ok: bool = False) -> Any:
+    def _request(
+        self, method: str, url: str, headers: list[tuple[str, str]], body: bytes | None
+    ) -> Awaitable[HTTPResponse]:
         if self._client is None:
             self._client = HTTPClient()
-        headers = [("accept", "application/json")]
-        try:
-            get = self._client.request("GET", URL.parse(url), headers, timeout=self.timeout)
-            async with await get as response:
-                body = await response.read_body(MAX_JWKS_SIZE)
-        except (HTTPError, OSError, TimeoutError) as exc:
-            raise JWKSError(f"fetching {what} from {url} failed: {exc}") from exc
-        if missing_ok and response.status in (404, 410):
-            return None
-        if response.status != 200:
-            raise JWKSError(f"fetching {what} from {url}: HTTP {response.status}")
-        try:
-            return orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise JWKSError(f"{what} at {url} is not JSON") from None
+        return self._client.request(method, URL.parse(url), headers, body)
 
     # -- claims ----------------------------------------------------------------------------
 

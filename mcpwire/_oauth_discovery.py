@@ -9,9 +9,10 @@ origin is the authorization server, with metadata at the root or else the
 default endpoints. The URL order and every check are the sans-IO core's
 (``sansio._oauth``); this module only fetches.
 
-``exchange`` is every request the client makes to an authorization server:
-bounded in time (``timeout``) and in size (``MAX_DOCUMENT_SIZE``), its
-failures raised as ``AuthorizationError``.
+``exchange`` is every request made to an authorization server, by the client
+and by the resource server's verifiers: bounded in time (``timeout``) and in
+size (``MAX_DOCUMENT_SIZE`` unless less is asked for), its failures raised as
+``AuthorizationError``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ._http_client_sock import HTTPError
 from .sansio import _oauth as o
 from .sansio._json import JSONObject
 
-__all__ = ("MAX_DOCUMENT_SIZE", "Fetch", "Server", "discover", "exchange")
+__all__ = ("MAX_DOCUMENT_SIZE", "Fetch", "Server", "discover", "exchange", "get_json")
 
 logger = logging.getLogger("mcpwire.oauth")
 
@@ -56,13 +57,16 @@ async def exchange(
     headers: list[tuple[str, str]],
     body: bytes | None,
     timeout: float,
+    *,
+    limit: int = MAX_DOCUMENT_SIZE,
 ) -> tuple[int, list[tuple[str, str]], bytes]:
-    """One request to an authorization server: (status, headers, body)."""
+    """One request to an authorization server: (status, headers, body), the body
+    at most ``limit`` bytes."""
     try:
         with anyio.fail_after(timeout):
             response = await fetch(method, url, headers, body)
             async with response:
-                data = await response.read_body(MAX_DOCUMENT_SIZE)
+                data = await response.read_body(limit)
                 return response.status, response.headers, data
     except TimeoutError:
         raise AuthorizationError(f"{method} {url}: no answer in {timeout:g} s") from None
@@ -85,7 +89,7 @@ async def discover(
     """
     prm: JSONObject | None = None
     for url in o.prm_urls(server_url, resource_metadata):
-        prm = await _get_json(fetch, url, "protected resource metadata", timeout)
+        prm = await get_json(fetch, url, "protected resource metadata", timeout)
         if prm is not None:
             break
     if prm is None:
@@ -114,7 +118,7 @@ async def _as_metadata(
 ) -> JSONObject | None:
     urls = o.as_metadata_urls(issuer)
     for url in urls[:1] if legacy else urls:
-        doc = await _get_json(fetch, url, "authorization server metadata", timeout)
+        doc = await get_json(fetch, url, "authorization server metadata", timeout)
         if doc is None:
             continue
         if legacy:
@@ -132,7 +136,7 @@ async def _as_metadata(
     return None
 
 
-async def _get_json(fetch: Fetch, url: str, what: str, timeout: float) -> JSONObject | None:
+async def get_json(fetch: Fetch, url: str, what: str, timeout: float) -> JSONObject | None:
     """A metadata document, or ``None`` when the server has none there (any
     answer but 200, or one that is not a JSON object)."""
     status, _, data = await exchange(
