@@ -300,6 +300,8 @@ def _oauth_client(
     args: argparse.Namespace, url: str, configured: OAuthSettings | None
 ) -> OAuthClient | None:
     """The ``OAuthClient`` the options (or the config entry's ``oauth``) ask for."""
+    import dataclasses
+
     from ._hub_auth import oauth_client, oauth_state
     from ._hub_cli import authorization_prompt
     from ._hub_config import OAuthSettings, ServerConfig
@@ -307,17 +309,17 @@ def _oauth_client(
 
     if not _wants_oauth(args) and configured is None:
         return None
-    base = configured or OAuthSettings()
-    settings = OAuthSettings(
-        client_id=args.client_id or base.client_id,
-        client_secret=args.client_secret or base.client_secret,
-        scopes=tuple(args.scope) if args.scope else base.scopes,
-        callback_host=base.callback_host,
-        callback_port=args.callback_port or base.callback_port,
-        callback_path=base.callback_path,
-        dpop_key_file=args.dpop_key or base.dpop_key_file,
-        client_key_file=args.client_key or base.client_key_file,
-    )
+    # The options given override the config entry's settings; the rest stand.
+    given = {
+        "client_id": args.client_id,
+        "client_secret": args.client_secret,
+        "scopes": tuple(args.scope) if args.scope else None,
+        "callback_port": args.callback_port,
+        "dpop_key_file": args.dpop_key,
+        "client_key_file": args.client_key,
+    }
+    overrides = {name: value for name, value in given.items() if value}
+    settings = dataclasses.replace(configured or OAuthSettings(), **overrides)
     config = ServerConfig(name=url, url=url, oauth=settings)
     state = oauth_state(config, settings, args.token_store)
     try:
