@@ -62,15 +62,17 @@ never lapses; under a flood of valid proofs the usable window narrows.
 Only requests with a valid token and a correctly signed proof of the
 key the token is bound to get an entry.
 
-Signature checks need the ``cryptography`` package (``mcpwire[jwt]``);
-it, ``hashlib`` and ``hmac`` are imported when the first proof is checked,
-so a server that never sees a DPoP request never loads them. Without it
+Signature checks need the ``cryptography`` package (``mcpwire[jwt]``),
+imported when the first proof is checked, so a server that never sees a
+DPoP request never loads it. Without it
 installed, ``ResourceServerAuth`` takes Bearer tokens only (its default
 ``dpop="allowed"`` turns ``"off"``) and refuses ``dpop="required"``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import importlib.util
 import itertools
 import os
@@ -223,9 +225,6 @@ class DPoPChecker:
     # -- nonces (RFC 9449 §9) ---------------------------------------------------------------
 
     def _mac(self, stamp: bytes) -> bytes:
-        import hashlib
-        import hmac
-
         if self._nonce_key is None:
             self._nonce_key = os.urandom(32)
         return hmac.new(self._nonce_key, stamp, hashlib.sha256).digest()[:_NONCE_MAC]
@@ -240,8 +239,6 @@ class DPoPChecker:
     def nonce_valid(self, value: object, now: float | None = None) -> bool:
         """Whether ``value`` is a nonce of this checker, issued at most
         ``nonce_lifetime`` seconds ago."""
-        import hmac
-
         from .sansio._b64url import b64url_decode
 
         if not isinstance(value, str) or len(value) > 64:
@@ -334,12 +331,10 @@ class DPoPChecker:
         if iat <= self._floor:
             raise _proof_error("the DPoP proof is too old to be checked for replay")
         ath = claims.get("ath")
-        if not isinstance(ath, str) or ath != _ath(access_token):
+        if not isinstance(ath, str) or ath != o.access_token_hash(access_token):
             raise _proof_error("the DPoP proof's ath is missing or not the access token's hash")
 
     def _remember(self, thumbprint: str, jti: str, iat: float, now: float) -> None:
-        import hashlib
-
         seen = self._seen
         key = hashlib.sha256(f"{thumbprint} {jti}".encode()).digest()
         found = seen.get(key)
@@ -368,12 +363,3 @@ class DPoPChecker:
     def __len__(self) -> int:
         """How many ``jti``s are remembered now."""
         return len(self._seen)
-
-
-def _ath(access_token: str) -> str:
-    """The ``ath`` of an access token: base64url SHA-256 of its ASCII (RFC 9449 §4.2)."""
-    import hashlib
-
-    from .sansio._b64url import b64url_encode
-
-    return b64url_encode(hashlib.sha256(access_token.encode("ascii", "replace")).digest())

@@ -28,7 +28,6 @@ retried request never repeats one.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import time
 from collections.abc import Iterable, Mapping
@@ -37,7 +36,6 @@ from urllib.parse import urlsplit, urlunsplit
 from ._errors import AuthorizationError
 from ._jose import JWTSigner, encode_jwt, jwk_thumbprint
 from .sansio import _oauth as o
-from .sansio._b64url import b64url_encode
 from .sansio._challenge import parse_challenges
 from .sansio._codec import CodecError, loads
 
@@ -70,8 +68,7 @@ class DPoPProver:
             "iat": int(time.time()),
         }
         if access_token is not None:
-            digest = hashlib.sha256(access_token.encode("ascii")).digest()
-            claims["ath"] = b64url_encode(digest)
+            claims["ath"] = o.access_token_hash(access_token)
         nonce = self.nonces.get(o.origin_of(url))
         if nonce is not None:
             claims["nonce"] = nonce

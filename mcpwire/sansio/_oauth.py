@@ -47,6 +47,7 @@ from ._json import JSONObject
 
 __all__ = (
     "TokenResponse",
+    "access_token_hash",
     "as_metadata_urls",
     "bearer_params",
     "canonical_resource",
@@ -315,6 +316,12 @@ def select_scopes(
     if offline and server_scopes and "offline_access" in server_scopes:
         out = list(dict.fromkeys([*out, "offline_access"]))
     return out
+
+
+def access_token_hash(token: str) -> str:
+    """A DPoP proof's ``ath``: base64url SHA-256 of the access token's ASCII
+    (RFC 9449 §4.2); the proof's maker and its checker both use this one."""
+    return b64url_encode(hashlib.sha256(token.encode("ascii", "replace")).digest())
 
 
 def pkce_pair() -> tuple[str, str]:
