@@ -83,6 +83,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .sansio import _oauth as o
+from .sansio._b64url import b64url_decode, b64url_encode
 
 if TYPE_CHECKING:
     from ._auth_tokens import AccessToken
@@ -231,16 +232,12 @@ class DPoPChecker:
 
     def nonce(self, now: float | None = None) -> str:
         """A fresh nonce, for a ``DPoP-Nonce`` header."""
-        from .sansio._b64url import b64url_encode
-
         stamp = int(time.time() if now is None else now).to_bytes(_NONCE_TIME, "big")
         return b64url_encode(stamp + self._mac(stamp))
 
     def nonce_valid(self, value: object, now: float | None = None) -> bool:
         """Whether ``value`` is a nonce of this checker, issued at most
         ``nonce_lifetime`` seconds ago."""
-        from .sansio._b64url import b64url_decode
-
         if not isinstance(value, str) or len(value) > 64:
             return False
         try:
