@@ -35,10 +35,11 @@ import urllib.parse
 import orjson
 
 from ._auth_tokens import AccessToken
+from ._errors import AuthorizationError
 from ._http_client_conn import HTTPClient
 from ._http_client_net import URL
 from ._http_client_sock import HTTPError
-from .sansio._http import is_loopback
+from .sansio import _oauth as o
 from .sansio._json import JSONValue
 
 __all__ = ("IntrospectionError", "IntrospectionVerifier")
@@ -78,8 +79,12 @@ class IntrospectionVerifier:
         client: HTTPClient | None = None,
     ) -> None:
         url = URL.parse(endpoint)
-        if url.scheme != "https" and not is_loopback(url.host):
-            raise ValueError("the introspection endpoint must use https (http only on loopback)")
+        try:
+            o.check_tls(endpoint, "the introspection endpoint")
+        except AuthorizationError:
+            raise ValueError(
+                "the introspection endpoint must use https (http only on loopback)"
+            ) from None
         if (client_id is None) != (client_secret is None):
             raise ValueError("give both client_id and client_secret, or neither")
         if cache_size < 0 or cache_ttl < 0:

@@ -64,7 +64,6 @@ from ._http_client_net import URL
 from ._jws import ALGORITHMS, JWSError, SignedJWT, decode, public_key, verify
 from ._oauth_discovery import exchange, get_json
 from .sansio import _oauth as o
-from .sansio._http import is_loopback
 from .sansio._json import JSONValue
 
 __all__ = ("MAX_JWKS_SIZE", "MAX_KEYS", "JWKSError", "JWTVerifier")
@@ -378,11 +377,10 @@ class JWTVerifier:
 
 
 def _fetchable(url: str, what: str, *, error: type[Exception] = ValueError) -> str:
-    """``url`` if it is https, or http on a loopback host (AS endpoints MUST use https)."""
+    """``url`` if it is https, or http on a loopback host (AS endpoints MUST use
+    https: ``sansio._oauth.check_tls``)."""
     try:
-        parsed = URL.parse(url)
-    except ValueError as exc:
-        raise error(f"{what} is not a usable URL: {url!r} ({exc})") from None
-    if parsed.scheme != "https" and not is_loopback(parsed.host):
-        raise error(f"{what} must use https (http only on loopback): {url!r}")
+        o.check_tls(url, what)
+    except AuthorizationError as exc:
+        raise error(f"{exc} (https, or http on loopback only)") from None
     return url
