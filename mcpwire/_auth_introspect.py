@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import base64
 import collections
-import hashlib
 import time
 import urllib.parse
 
 import orjson
 
-from ._auth_tokens import AccessToken
+from ._auth_tokens import AccessToken, token_digest
 from ._errors import AuthorizationError
 from ._http_client_conn import HTTPClient
 from ._http_client_net import URL
@@ -110,7 +109,7 @@ class IntrospectionVerifier:
         self.requests = 0
 
     async def verify(self, token: str) -> AccessToken | None:
-        key = hashlib.sha256(token.encode("utf-8")).digest()
+        key = token_digest(token)
         now = time.monotonic()
         cached = self._cache.get(key)
         if cached is not None:

@@ -37,6 +37,7 @@ __all__ = (
     "current_auth",
     "current_cell",
     "enter_cell",
+    "token_digest",
 )
 
 
@@ -78,7 +79,9 @@ class TokenVerifier(Protocol):
     async def verify(self, token: str) -> AccessToken | None: ...
 
 
-def _digest(token: str) -> bytes:
+def token_digest(token: str) -> bytes:
+    """The SHA-256 of a token: how verifiers keep and look up tokens without
+    holding the strings themselves."""
     # Imported here: this module is on every server's import path (``Context.auth``),
     # and hashlib's OpenSSL digests cost an idle server about 0.9 MB of RSS.
     import hashlib
@@ -95,10 +98,10 @@ class StaticTokenVerifier:
     """
 
     def __init__(self, tokens: Mapping[str, AccessToken]) -> None:
-        self._tokens = {_digest(token): info for token, info in tokens.items()}
+        self._tokens = {token_digest(token): info for token, info in tokens.items()}
 
     async def verify(self, token: str) -> AccessToken | None:
-        return self._tokens.get(_digest(token))
+        return self._tokens.get(token_digest(token))
 
 
 class AuthCell:
