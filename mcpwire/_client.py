@@ -40,7 +40,7 @@ import anyio.abc
 
 from . import _schema
 from ._asks import answer, run_rounds
-from ._client_tasks import TaskMethods, await_task
+from ._client_tasks import TaskMethods, await_task, legacy_task_wanted, legacy_tool_task
 from ._errors import JSONRPCError, MCPWireError
 from ._handshake import DEFAULT_PROBE_TIMEOUT, capabilities, connect, declaring_tasks, envelope
 from ._listen import Listen, ListenState, Subscription
@@ -166,6 +166,8 @@ class Client(TaskMethods):
         self._session_entered = False
         self._tg: anyio.abc.TaskGroup | None = None
         self._output_schemas: dict[str, _schema.Validator | None] = {}
+        #: 2025-11-25 ``execution.taskSupport`` by tool name, from ``list_tools``.
+        self._task_support: dict[str, str] = {}
         self._envelopes: dict[tuple[object, ...], JSONObject] = {}
         self._cache: dict[tuple[str, str], tuple[float, JSONObject]] = {}
         self._subscriptions: dict[RequestId, ListenState] = {}
@@ -399,6 +401,7 @@ class Client(TaskMethods):
             self._output_schemas[tool.name] = (
                 _schema.compile(tool.output_schema) if tool.output_schema is not None else None
             )
+            self._task_support[tool.name] = tool.task_support
         return tools
 
     async def _send_tool_call(
@@ -435,12 +438,17 @@ class Client(TaskMethods):
         ``Client(tasks=...)``). A task the server makes is awaited
         (``await_task``: ``timeout`` bounds the whole wait, a failed task
         raises its ``JSONRPCError``, cancelling the caller cancels the task).
+        With 2025-11-25, where the client decides, ``task=True`` makes the call
+        a task, as does ``None`` for a tool ``list_tools`` saw require one.
         """
         params: JSONObject = {"name": name, "arguments": arguments or {}}
-        with declaring_tasks(task):
-            raw = await self._send_tool_call(params, timeout, on_progress)
-            if raw.get("resultType") == "task":
-                raw = await await_task(self, Task.from_json(raw), timeout=timeout)
+        if self.era == "legacy" and legacy_task_wanted(self, name, task):
+            raw = await legacy_tool_task(self, params, timeout, on_progress)
+        else:
+            with declaring_tasks(task):
+                raw = await self._send_tool_call(params, timeout, on_progress)
+                if raw.get("resultType") == "task":
+                    raw = await await_task(self, Task.from_json(raw), timeout=timeout)
         result = CallToolResult.from_json(raw)
         if self.validate_output and name not in self._output_schemas and not result.is_error:
             # Learn the tool's outputSchema once, as a validating client must.

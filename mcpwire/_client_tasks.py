@@ -38,11 +38,25 @@ which sends the ``tasks/cancel`` the caller could not: a task nobody holds
 the id of would otherwise run on until its TTL.
 
 The ``tasks/*`` methods always declare the extension (the server answers
--32021 otherwise) and are modern-only: on a legacy connection they raise
-``MCPWireError`` before anything is sent. Over HTTP they carry
-``Mcp-Name: <taskId>`` (``mcpwire._http_client_headers.NAME_PARAMS``).
-There is no ``tasks/list`` in SEP-2663: a task id is a bearer token the
-caller keeps.
+-32021 otherwise). Over HTTP they carry ``Mcp-Name: <taskId>``
+(``mcpwire._http_client_headers.NAME_PARAMS``). There is no ``tasks/list``
+in SEP-2663: a task id is a bearer token the caller keeps.
+
+2025-11-25 tasks
+----------------
+The same methods speak 2025-11-25's experimental tasks on a legacy
+connection at that revision, where the client decides: ``start_tool_task``
+sends ``params.task`` (with ``ttl_ms`` as ``ttl``) if the server's
+``tasks.requests.tools.call`` capability allows, and reads ``{task}``;
+``call_tool(task=True)``, or a tool ``list_tools`` saw require tasks, does
+the same and awaits. ``await_task`` polls ``tasks/get`` at the task's
+``pollInterval`` until it ends or needs input, then asks ``tasks/result``,
+which blocks until the end while the server's asks arrive as ordinary
+requests (the client's callbacks answer them) and returns the
+``CallToolResult`` or raises the call's ``JSONRPCError``. ``list_tasks``
+and ``task_result`` exist only here; ``update_task`` only in the extension.
+Earlier revisions have no tasks: the methods raise ``MCPWireError`` before
+anything is sent.
 """
 
 from __future__ import annotations
@@ -58,6 +72,7 @@ from ._asks import answer
 from ._errors import JSONRPCError, MCPWireError, RequestTimeout
 from ._handshake import declaring_tasks
 from ._types import CallToolResult, Task
+from ._versions import at_least
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode, Response
 
@@ -65,12 +80,20 @@ if TYPE_CHECKING:
     from ._client import Client
     from ._session import ProgressCallback
 
-__all__ = ("TaskCancelled", "TaskMethods", "await_task")
+__all__ = (
+    "TaskCancelled",
+    "TaskMethods",
+    "await_task",
+    "legacy_task_wanted",
+    "legacy_tool_task",
+)
 
 logger = logging.getLogger("mcpwire.client")
 
 #: Seconds between polls when the server suggests no ``pollIntervalMs``.
 DEFAULT_POLL_INTERVAL = 0.5
+#: The revision that has tasks in its core (before they became an extension).
+LEGACY_TASKS = "2025-11-25"
 #: Seconds a best-effort ``tasks/cancel`` may take when a wait is abandoned.
 _CANCEL_GRACE = 5.0
 
@@ -99,6 +122,116 @@ def _modern_only(client: Client, what: str) -> None:
             f"{what}: the tasks extension (SEP-2663) exists only in the 2026-07-28 era; "
             f"this connection speaks {client.protocol_version or client.era}"
         )
+
+
+def _legacy(client: Client, what: str, *need: str) -> bool:
+    """True on a legacy connection with 2025-11-25 tasks offering ``need``
+    (a path into the server's ``tasks`` capability); False on a modern one."""
+    if client.era == "modern":
+        return False
+    if not at_least(client.protocol_version, LEGACY_TASKS):
+        raise MCPWireError(
+            f"{what}: tasks exist in {LEGACY_TASKS} and, as an extension, in 2026-07-28; "
+            f"this connection speaks {client.protocol_version or client.era}"
+        )
+    if not _offers(client, need):
+        raise MCPWireError(f"{what}: the server does not offer tasks.{'.'.join(need)}")
+    return True
+
+
+def _offers(client: Client, need: tuple[str, ...]) -> bool:
+    """Whether the server's 2025-11-25 ``tasks`` capability has the path ``need``."""
+    node: JSONValue = client.server_capabilities.get("tasks")
+    for key in need:
+        node = node.get(key) if isinstance(node, dict) else None
+    return isinstance(node, dict)
+
+
+def legacy_task_wanted(client: Client, name: str, task: bool | None) -> bool:
+    """Whether a legacy ``call_tool`` goes as a 2025-11-25 task."""
+    wanted = task if task is not None else client._task_support.get(name) == "required"
+    # Where the revision or the server has no tasks, the call runs in place.
+    return (
+        bool(wanted)
+        and at_least(client.protocol_version, LEGACY_TASKS)
+        and _offers(client, ("requests", "tools", "call"))
+    )
+
+
+async def legacy_tool_task(
+    client: Client,
+    params: JSONObject,
+    timeout: float | None,
+    on_progress: ProgressCallback | None,
+    ttl_ms: int | None = None,
+) -> JSONObject:
+    """A 2025-11-25 task-augmented ``tools/call``, awaited: the ``CallToolResult``."""
+    made = await _start_legacy(client, params, timeout, on_progress, ttl_ms)
+    if isinstance(made, Task):
+        return await _await_legacy(client, made, timeout, None)
+    return made
+
+
+async def _start_legacy(
+    client: Client,
+    params: JSONObject,
+    timeout: float | None,
+    on_progress: ProgressCallback | None,
+    ttl_ms: int | None,
+) -> Task | JSONObject:
+    """Send ``tools/call`` with ``task``: the ``Task`` made, or the result of a server
+    that processed the call normally (the spec lets one that offers no tasks)."""
+    params = {**params, "task": {} if ttl_ms is None else {"ttl": ttl_ms}}
+    raw = await client._send_tool_call(params, timeout, on_progress)
+    made = raw.get("task")
+    if not isinstance(made, dict):
+        return raw
+    task = Task.from_json(made)
+    if not task.task_id:
+        raise MCPWireError("the server answered with a task that has no taskId")
+    return task
+
+
+async def _await_legacy(
+    client: Client, task: Task, timeout: float | None, on_status: StatusCallback | None
+) -> JSONObject:
+    """Poll a 2025-11-25 task until it ends or needs input, then ``tasks/result``."""
+    limit = client.session.max_request_timeout if timeout is None else timeout
+    current, finished = task, False
+    try:
+        with anyio.move_on_after(limit) as deadline:
+            while not current.terminal and current.status != "input_required":
+                interval = current.poll_interval_ms
+                await anyio.sleep(
+                    DEFAULT_POLL_INTERVAL if interval is None else max(interval, 1) / 1000
+                )
+                previous, current = current, await client.get_task(current.task_id)
+                if on_status is not None and (
+                    current.status != previous.status
+                    or current.status_message != previous.status_message
+                ):
+                    await on_status(current)
+            if current.status == "cancelled":
+                finished = True
+                raise TaskCancelled(current)
+            try:
+                # Blocks until the task ends; its asks come meanwhile, on this stream.
+                raw = await client.request(
+                    "tasks/result", {"taskId": current.task_id}, timeout=None
+                )
+            except JSONRPCError:
+                finished = True
+                current = await client.get_task(current.task_id)
+                if current.status == "cancelled":
+                    raise TaskCancelled(current) from None
+                raise
+            finished = True
+        if deadline.cancelled_caught and not finished:
+            raise RequestTimeout("tools/call", limit)
+    finally:
+        if not finished:
+            await _cancel_quietly(client, current.task_id)
+    return raw
 
 
 def _outcome(task: Task) -> JSONObject:
@@ -244,17 +377,23 @@ class TaskMethods:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        ttl_ms: int | None = None,
     ) -> Task | CallToolResult:
-        """Call a tool declaring the tasks extension, and return without waiting.
+        """Call a tool as a task, and return without waiting.
 
-        The server alone decides (SEP-2663): a ``Task`` handle when it made a
-        task (then ``await_task``/``get_task``/``update_task``/``cancel_task``),
-        or the ``CallToolResult`` when it answered in place. Multi-round-trip
-        asks before the task starts are answered as for ``call_tool``.
+        Extension (SEP-2663): the call declares it and the server alone
+        decides: a ``Task`` handle when it made a task (then
+        ``await_task``/``get_task``/``update_task``/``cancel_task``), or the
+        ``CallToolResult`` when it answered in place; multi-round-trip asks
+        before the task starts are answered as for ``call_tool``. 2025-11-25:
+        the call asks for a task (lasting ``ttl_ms``, if given, which the
+        server may shorten), and gets one unless the tool forbids it (-32601).
         """
         client = _client(self)
-        _modern_only(client, "start_tool_task")
         params: JSONObject = {"name": name, "arguments": arguments or {}}
+        if _legacy(client, "start_tool_task", "requests", "tools", "call"):
+            made = await _start_legacy(client, params, timeout, on_progress, ttl_ms)
+            return made if isinstance(made, Task) else CallToolResult.from_json(made)
         with declaring_tasks(True):
             raw = await client._send_tool_call(params, timeout, on_progress)
         if raw.get("resultType") == "task":
@@ -278,9 +417,11 @@ class TaskMethods:
         timed out, a callback raised) cancels the task.
         """
         client = _client(self)
-        _modern_only(client, "await_task")
         if isinstance(task, str):
             task = await self.get_task(task)
+        if _legacy(client, "await_task"):
+            raw = await _await_legacy(client, task, timeout, on_status)
+            return CallToolResult.from_json(raw)
         with declaring_tasks(True):
             raw = await await_task(client, task, timeout=timeout, on_status=on_status)
         return CallToolResult.from_json(raw)
@@ -295,23 +436,61 @@ class TaskMethods:
             group.start_soon(_cancel_quietly, _client(self), task_id, name="late tasks/cancel")
 
     async def _task_request(
-        self, method: str, task: str | Task, extra: JSONObject | None = None
+        self, method: str, task: str | Task, extra: JSONObject | None = None, *need: str
     ) -> JSONObject:
         client = _client(self)
-        _modern_only(client, method)
         params: JSONObject = {"taskId": _task_id(task), **(extra or {})}
+        if _legacy(client, method, *need):
+            return await client.request(method, params)
         with declaring_tasks(True):
             return await client.request(method, params)
 
     async def get_task(self, task: str | Task) -> Task:
-        """``tasks/get``: the task now, with what its status inlines."""
+        """``tasks/get``: the task now (the extension inlines what its status has)."""
         return Task.from_json(await self._task_request("tasks/get", task))
 
     async def update_task(self, task: str | Task, responses: Mapping[str, JSONObject]) -> None:
-        """``tasks/update``: answer some or all of an ``input_required`` task's requests."""
+        """``tasks/update``: answer some or all of an ``input_required`` task's requests
+        (the extension only)."""
+        _modern_only(_client(self), "update_task")
         answers: dict[str, JSONValue] = dict(responses)
         await self._task_request("tasks/update", task, {"inputResponses": answers})
 
     async def cancel_task(self, task: str | Task) -> None:
-        """``tasks/cancel``: stop the task (acknowledged the same if it had already ended)."""
-        await self._task_request("tasks/cancel", task)
+        """``tasks/cancel``: stop the task. The extension acknowledges a task that had
+        already ended the same; 2025-11-25 answers -32602 (``JSONRPCError``)."""
+        await self._task_request("tasks/cancel", task, None, "cancel")
+
+    async def task_result(
+        self, task: str | Task, *, timeout: float | None = None
+    ) -> CallToolResult:
+        """2025-11-25 ``tasks/result``: wait for the task's end (its asks are answered
+        meanwhile) and return its ``CallToolResult``, or raise its ``JSONRPCError``."""
+        client = _client(self)
+        if not _legacy(client, "task_result"):
+            raise MCPWireError("task_result: tasks/result exists only in 2025-11-25")
+        params: JSONObject = {"taskId": _task_id(task)}
+        return CallToolResult.from_json(
+            await client.request("tasks/result", params, timeout=timeout)
+        )
+
+    async def list_tasks(self) -> list[Task]:
+        """2025-11-25 ``tasks/list``: every task the server shows this client, all pages."""
+        client = _client(self)
+        if not _legacy(client, "list_tasks", "list"):
+            raise MCPWireError("list_tasks: tasks/list exists only in 2025-11-25")
+        tasks: list[Task] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            result = await client.request(
+                "tasks/list", {} if cursor is None else {"cursor": cursor}
+            )
+            items = result.get("tasks")
+            if isinstance(items, list):
+                tasks.extend(Task.from_json(t) for t in items if isinstance(t, dict))
+            nxt = result.get("nextCursor")
+            if not isinstance(nxt, str) or nxt in seen:
+                return tasks
+            seen.add(nxt)
+            cursor = nxt

@@ -40,9 +40,13 @@ from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode, RequestId
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from ._auth_tokens import AccessToken
+    from ._methods import Call
     from ._server import Connection, Server
     from ._session import RequestContext
+    from ._task_legacy import LegacyTaskRun
     from ._task_runs import TaskRun
 
 __all__ = (
@@ -51,6 +55,7 @@ __all__ = (
     "InputRequired",
     "StateSealer",
     "URLElicitationRequired",
+    "with_input_rounds",
 )
 
 #: Seconds a sealed requestState stays valid (an MRTR round trip includes a human answering).
@@ -165,6 +170,40 @@ def request_digest(method: str, params: JSONObject) -> str:
     return hashlib.sha256(raw).hexdigest()[:32]
 
 
+async def with_input_rounds(
+    call: Call, handler: Callable[[Call], Awaitable[JSONObject]]
+) -> JSONObject:
+    """Run an MRTR-capable handler, turning an unanswered ask into InputRequiredResult."""
+    params = call.params
+    state = params.get("requestState")
+    responses = params.get("inputResponses")
+    answers: dict[str, JSONValue] = {}
+    if state is not None:
+        if not isinstance(state, str):
+            raise JSONRPCError(ErrorCode.INVALID_PARAMS, "requestState must be a string")
+        payload = call.server.sealer.open(state)
+        if payload.get("d") != request_digest(call.request.method, params):
+            raise _bad_state("it belongs to a different request")
+        earlier = payload.get("a")
+        if isinstance(earlier, dict):
+            answers.update(earlier)
+    if responses is not None:
+        if not isinstance(responses, dict):
+            raise JSONRPCError(ErrorCode.INVALID_PARAMS, "inputResponses must be an object")
+        answers.update(responses)
+    call.answers = answers
+    try:
+        return await handler(call)
+    except InputRequired as ask:
+        digest = request_digest(call.request.method, params)
+        sealed = call.server.sealer.seal({"d": digest, "a": answers})
+        return {
+            "resultType": "input_required",
+            "inputRequests": ask.requests,
+            "requestState": sealed,
+        }
+
+
 def _capability_for(method: str, params: JSONObject | None) -> tuple[JSONObject, str, str | None]:
     """The client capability an ask needs: (capability, name for errors, elicitation mode)."""
     if method == "elicitation/create":
@@ -208,6 +247,8 @@ class Context:
         self._asks = 0
         #: Set by the tasks extension for a tools/call that may run as a task.
         self.task_run: TaskRun | None = None
+        #: Set for a 2025-11-25 task-augmented tools/call (``_task_legacy``).
+        self.legacy_task: LegacyTaskRun | None = None
 
     # -- the tasks extension (SEP-2663) ---------------------------------------------
 
@@ -217,7 +258,9 @@ class Context:
 
     @property
     def task_id(self) -> str | None:
-        """The id of the task this call runs as, once it is one (tasks extension)."""
+        """The id of the task this call runs as, once it is one (either revision's tasks)."""
+        if self.legacy_task is not None:
+            return self.legacy_task.task.task_id
         task = self.task_run.task if self.task_run is not None else None
         return task.task_id if task is not None else None
 
@@ -257,6 +300,8 @@ class Context:
         """True once the client cancelled this request (or, as a task, the task)."""
         if self.task_run is not None and self.task_run.task is not None:
             return self.task_run.cancelled
+        if self.legacy_task is not None:
+            return self.legacy_task.task.status == "cancelled"
         return self._rctx.cancelled
 
     def check_cancelled(self) -> None:
@@ -278,6 +323,9 @@ class Context:
             if message is not None:
                 await self.task_run.note(message)
             return
+        if self.legacy_task is not None:  # the token stays valid for the task's life
+            await self.legacy_task.progress(progress, total, message)
+            return
         await self._rctx.report_progress(progress, total, message)
 
     async def log(self, level: str, data: JSONValue, *, logger: str | None = None) -> None:
@@ -298,6 +346,9 @@ class Context:
         params: JSONObject = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
+        if self.legacy_task is not None:
+            await self.legacy_task.notify("notifications/message", params)
+            return
         await self._rctx.session.notify(
             "notifications/message", params, related=self._rctx.request_id
         )
@@ -413,10 +464,8 @@ class Context:
             answers: dict[str, JSONObject] = {}
             for key, ask in asks.items():
                 params = ask.get("params")
-                answers[key] = await self._rctx.session.request(
-                    str(ask.get("method")),
-                    params if isinstance(params, dict) else None,
-                    related=self._rctx.request_id,
+                answers[key] = await self._legacy_ask(
+                    str(ask.get("method")), params if isinstance(params, dict) else None
                 )
             return answers
         missing: dict[str, JSONValue] = {k: a for k, a in asks.items() if k not in self._answers}
@@ -449,7 +498,7 @@ class Context:
         if not self._client_has(capability, mode):
             raise CapabilityMissing(capability, what)
         if self.era == "legacy":
-            return await self._rctx.session.request(method, params, related=self._rctx.request_id)
+            return await self._legacy_ask(method, params)
         if key is None:
             key = f"ask-{self._asks}"
             self._asks += 1
@@ -457,6 +506,11 @@ class Context:
         if params is not None:
             request["params"] = params
         return (await self.ask_all({key: request}))[key]
+
+    async def _legacy_ask(self, method: str, params: JSONObject | None) -> JSONObject:
+        if self.legacy_task is not None:  # through the task (input_required)
+            return await self.legacy_task.ask(method, params)
+        return await self._rctx.session.request(method, params, related=self._rctx.request_id)
 
     def _client_has(self, capability: JSONObject, mode: str | None) -> bool:
         if not capability:

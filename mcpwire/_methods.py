@@ -16,7 +16,7 @@ import anyio
 
 from . import _tasks
 from ._compat import shape_legacy_result, shape_server_info
-from ._context import CapabilityMissing, Context, InputRequired, request_digest
+from ._context import CapabilityMissing, Context, InputRequired, with_input_rounds
 from ._errors import JSONRPCError
 from ._registry import (
     ToolDef,
@@ -195,9 +195,12 @@ async def _initialize(server: Server, conn: Connection, params: JSONObject) -> J
     conn.client_info = info
     assert conn.session is not None
     conn.session.allow_batches = version == "2025-03-26"
+    caps = server.capabilities()
+    if _tasks.legacy_tasks(server, version):
+        caps["tasks"] = _tasks.legacy_capability()
     result: JSONObject = {
         "protocolVersion": version,
-        "capabilities": server.capabilities(),
+        "capabilities": caps,
         "serverInfo": shape_server_info(server.server_info(), version),
     }
     if server.instructions is not None:
@@ -247,7 +250,7 @@ async def _dispatch_modern(
     level = level if isinstance(level, str) else None
     call = Call(server, conn, request, rctx, params, "modern", version, caps, info, level)
     if method in _MRTR:
-        result = await _with_input_rounds(call, handler)
+        result = await with_input_rounds(call, handler)
     else:
         result = await handler(call)
     result.setdefault("resultType", "complete")
@@ -259,38 +262,6 @@ async def _dispatch_modern(
         result.setdefault("ttlMs", server.cache_ttl_ms)
         result.setdefault("cacheScope", server.cache_scope)
     return result
-
-
-async def _with_input_rounds(call: Call, handler: Method) -> JSONObject:
-    """Run an MRTR-capable handler, turning an unanswered ask into InputRequiredResult."""
-    params = call.params
-    state = params.get("requestState")
-    responses = params.get("inputResponses")
-    answers: dict[str, JSONValue] = {}
-    if state is not None:
-        if not isinstance(state, str):
-            raise invalid_params("requestState must be a string")
-        payload = call.server.sealer.open(state)
-        if payload.get("d") != request_digest(call.request.method, params):
-            raise invalid_params("Invalid requestState: it belongs to a different request")
-        earlier = payload.get("a")
-        if isinstance(earlier, dict):
-            answers.update(earlier)
-    if responses is not None:
-        if not isinstance(responses, dict):
-            raise invalid_params("inputResponses must be an object")
-        answers.update(responses)
-    call.answers = answers
-    try:
-        return await handler(call)
-    except InputRequired as ask:
-        digest = request_digest(call.request.method, params)
-        sealed = call.server.sealer.seal({"d": digest, "a": answers})
-        return {
-            "resultType": "input_required",
-            "inputRequests": ask.requests,
-            "requestState": sealed,
-        }
 
 
 def _missing_capability(exc: CapabilityMissing) -> JSONRPCError:
@@ -354,7 +325,9 @@ def _list(call: Call, kind: str, key: str, items: list[JSONValue]) -> JSONObject
 
 
 async def _tools_list(call: Call) -> JSONObject:
-    return _list(call, "tools", "tools", [t.to_json() for t in call.server.tools.values()])
+    execution = call.era == "legacy"  # tool-level task negotiation is 2025-11-25's alone
+    items: list[JSONValue] = [t.to_json(execution) for t in call.server.tools.values()]
+    return _list(call, "tools", "tools", items)
 
 
 async def _resources_list(call: Call) -> JSONObject:
@@ -386,9 +359,17 @@ async def _tools_call(call: Call) -> JSONObject:
         raise invalid_params("tools/call: arguments must be an object")
     assert tool.validator is not None
     problems = tool.validator.validate(args)
+    tasked = call.era == "legacy" and (tool.task != "forbidden" or "task" in call.params)
+    if tasked and _tasks.legacy_tasks(call.server, call.version):  # 2025-11-25 tasks
+
+        async def checked(ctx: Context) -> JSONObject:
+            if problems:
+                return _invalid_arguments(name, problems)
+            return await _invoke_tool(call, tool, args, ctx)
+
+        return await _tasks.legacy_call(call, name, tool.task, checked)
     if problems:
-        # Input validation failures are tool execution errors the model can fix.
-        return error_result(f"Invalid arguments for tool {name}: " + "; ".join(problems))
+        return _invalid_arguments(name, problems)
 
     if tool.task != "forbidden" and call.era == "modern":
         from ._task_runs import call_tool
@@ -399,6 +380,11 @@ async def _tools_call(call: Call) -> JSONObject:
         return await call_tool(call, tool.task, tool.task_start == "manual", invoke)
     # A tool that takes no Context gets none built for it: the common case pays nothing.
     return await _invoke_tool(call, tool, args, call.context() if tool.context_param else None)
+
+
+def _invalid_arguments(name: str, problems: list[str]) -> JSONObject:
+    # Input validation failures are tool execution errors the model can fix.
+    return error_result(f"Invalid arguments for tool {name}: " + "; ".join(problems))
 
 
 async def _invoke_tool(
@@ -573,6 +559,10 @@ LEGACY_METHODS: dict[str, Method] = {
     "prompts/get": _prompts_get,
     "completion/complete": _complete,
     "logging/setLevel": _set_level,
+    "tasks/get": _tasks.legacy_get,
+    "tasks/result": _tasks.legacy_result,
+    "tasks/list": _tasks.legacy_list,
+    "tasks/cancel": _tasks.legacy_cancel,
 }
 
 MODERN_METHODS: dict[str, Method] = {

@@ -220,7 +220,8 @@ class ToolDef(Record, frozen=False):
             task_start=task_start,
         )
 
-    def to_json(self) -> JSONObject:
+    def to_json(self, execution: bool = False) -> JSONObject:
+        """The wire ``Tool``; ``execution`` adds 2025-11-25's ``execution.taskSupport``."""
         out: JSONObject = {"name": self.name, "inputSchema": self.input_schema}
         if self.title is not None:
             out["title"] = self.title
@@ -234,6 +235,8 @@ class ToolDef(Record, frozen=False):
             out["icons"] = self.icons
         if self.meta is not None:
             out["_meta"] = self.meta
+        if execution and self.task != "forbidden":
+            out["execution"] = {"taskSupport": self.task}
         return out
 
 

@@ -432,13 +432,13 @@ class Server:
             conn.session = session
             self.connections.add(conn)
             try:
-                # Tasks outlive their request: the server-wide host when one
-                # runs (HTTP), else this connection's, ended with it.
+                # Tasks outlive their request: the server-wide host (HTTP), else this one's.
                 async with self.tasks.connection_host() as host:
                     conn.task_host = host
                     await session.wait_closed()
             finally:
                 self.connections.discard(conn)
+                self.tasks.forget_connection(conn)
 
     async def serve_stdio(self) -> None:
         """Serve MCP on this process's stdin/stdout until stdin closes."""

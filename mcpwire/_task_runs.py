@@ -100,6 +100,11 @@ class Task:
         self.keys_used: set[str] = set()
         self.scope: anyio.CancelScope | None = None
         self._wake: anyio.Event | None = None
+        #: Creation number in its store (expiry bookkeeping, ``tasks/list`` cursors).
+        self.seq = 0
+        self._ended: anyio.Event | None = None
+        #: A 2025-11-25 task's ``_task_legacy.LegacyTaskRun`` (its ways to the client).
+        self.legacy_run: object | None = None
 
     @property
     def terminal(self) -> bool:
@@ -110,6 +115,15 @@ class Task:
         self.updated_at = self.wall_clock()
         if message is not None:
             self.status_message = message
+        if self._ended is not None and self.status in TERMINAL:
+            self._ended.set()
+
+    async def wait_terminal(self) -> None:
+        """Return once the task is completed, failed or cancelled."""
+        if self.status not in TERMINAL:
+            if self._ended is None:
+                self._ended = anyio.Event()
+            await self._ended.wait()
 
     def note(self, message: str) -> None:
         """Set ``statusMessage`` without changing the status (progress while working)."""
@@ -141,6 +155,10 @@ class Task:
         if taken:
             self._wakeup()
         return taken
+
+    def resume(self) -> None:
+        """Back to ``working`` once a 2025-11-25 task's requests are answered."""
+        self._move("resume")
 
     def complete(self, result: JSONObject) -> None:
         self._move("complete")
@@ -181,20 +199,23 @@ class Task:
             await self._wake.wait()
         return {key: self.answers.pop(key) for key in keys}
 
-    def to_json(self, *, detailed: bool = True) -> JSONObject:
-        """The wire ``Task``; ``detailed`` adds what its status inlines (``DetailedTask``)."""
+    def to_json(self, *, detailed: bool = True, legacy: bool = False) -> JSONObject:
+        """The wire ``Task``; ``detailed`` adds what its status inlines (``DetailedTask``).
+
+        ``legacy``: the 2025-11-25 shape (``ttl``, ``pollInterval``; nothing inlined).
+        """
         out: JSONObject = {
             "taskId": self.task_id,
             "status": self.status,
             "createdAt": _iso(self.created_at),
             "lastUpdatedAt": _iso(self.updated_at),
-            "ttlMs": self.ttl_ms,
+            "ttl" if legacy else "ttlMs": self.ttl_ms,
         }
         if self.poll_interval_ms is not None:
-            out["pollIntervalMs"] = self.poll_interval_ms
+            out["pollInterval" if legacy else "pollIntervalMs"] = self.poll_interval_ms
         if self.status_message is not None:
             out["statusMessage"] = self.status_message
-        if detailed:
+        if detailed and not legacy:
             if self.status == "input_required":
                 out["inputRequests"] = dict(self.pending)
             elif self.status == "completed" and self.result is not None:

@@ -46,24 +46,30 @@ does not keep them in memory.
 
 from __future__ import annotations
 
+import heapq
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import anyio
 import anyio.abc
 
 from ._errors import JSONRPCError
+from ._versions import at_least
 from .sansio._b64url import b64url_encode
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode
 
 if TYPE_CHECKING:
     from ._auth_tokens import AccessToken
+    from ._context import Context
     from ._methods import Call
+    from ._server import Server
     from ._task_runs import Task
+
+    Invoke = Callable[[Context], Awaitable[JSONObject]]
 
 __all__ = (
     "STATUSES",
@@ -73,6 +79,13 @@ __all__ = (
     "TaskStore",
     "TaskStoreFull",
     "declares_tasks",
+    "legacy_call",
+    "legacy_cancel",
+    "legacy_capability",
+    "legacy_get",
+    "legacy_list",
+    "legacy_result",
+    "legacy_tasks",
     "listen_task_ids",
     "missing_tasks_capability",
     "tasks_cancel",
@@ -145,11 +158,18 @@ class TaskStore:
         self.wall_clock = wall_clock
         #: Called after a task's state changed (the server sends notifications/tasks).
         self.on_change: Callable[[Task], Awaitable[None]] | None = None
-        # Insertion order is creation order, and with one TTL for all, expiry order.
+        #: Insertion order is creation order (``tasks/list`` pages in it).
         self._tasks: dict[str, Task] = {}
+        #: (expiry, creation number, id): the 2025-11-25 ``ttl`` a client asks
+        #: for gives tasks TTLs of their own, so expiry order is kept apart.
+        self._expiry: list[tuple[float, int, str]] = []
+        self._created = 0
         #: Who created each task, when the request was authorized (HTTP ``auth=``):
         #: only they may see it (tasks.mdx, "Security": bind tasks to the context).
         self._owners: dict[str, tuple[str, str | None]] = {}
+        #: Otherwise a 2025-11-25 task belongs to the connection (session) that
+        #: made it, its one context that can be named.
+        self._conns: dict[str, object] = {}
         self._host: anyio.abc.TaskGroup | None = None
 
     def __len__(self) -> int:
@@ -158,7 +178,10 @@ class TaskStore:
     def __contains__(self, task_id: object) -> bool:
         return isinstance(task_id, str) and task_id in self._tasks and self._visible(task_id)
 
-    def _visible(self, task_id: str) -> bool:
+    def _visible(self, task_id: str, conn: object = None) -> bool:
+        bound = self._conns.get(task_id)
+        if bound is not None and bound is not conn:
+            return False
         owner = self._owners.get(task_id)
         if owner is None:
             return True
@@ -168,9 +191,18 @@ class TaskStore:
     def _drop(self, task_id: str) -> None:
         del self._tasks[task_id]
         self._owners.pop(task_id, None)
+        self._conns.pop(task_id, None)
 
-    def create(self) -> Task:
-        """A new ``working`` task, stored before anyone hears of it."""
+    def create(
+        self, *, ttl_ms: int | None | Literal["default"] = "default", conn: object = None
+    ) -> Task:
+        """A new ``working`` task, stored before anyone hears of it.
+
+        ``ttl_ms``: the lifetime a 2025-11-25 client asked for, capped at the
+        store's (``None`` asks for no limit, which only a store without one
+        grants). ``conn``: bind the task to that connection when the request
+        was not authorized (2025-11-25 tasks; see ``tasks.mdx`` "Security").
+        """
         self.sweep()
         if len(self._tasks) >= self.max_tasks:
             oldest = next((t for t in self._tasks.values() if t.terminal), None)
@@ -179,44 +211,62 @@ class TaskStore:
             self._drop(oldest.task_id)
         from ._task_runs import Task
 
+        ttl = self.ttl_ms
+        if ttl_ms != "default" and (ttl is None or (ttl_ms is not None and ttl_ms < ttl)):
+            ttl = ttl_ms
         task_id = b64url_encode(os.urandom(16))
-        expires = None if self.ttl_ms is None else self.clock() + self.ttl_ms / 1000
+        expires = None if ttl is None else self.clock() + ttl / 1000
         task = Task(
-            task_id,
-            self.wall_clock(),
-            self.ttl_ms,
-            self.poll_interval_ms,
-            expires,
-            wall_clock=self.wall_clock,
+            task_id, self.wall_clock(), ttl, self.poll_interval_ms, expires, self.wall_clock
         )
+        self._created += 1
+        task.seq = self._created
         self._tasks[task_id] = task
+        if expires is not None:
+            heapq.heappush(self._expiry, (expires, task.seq, task_id))
         caller = _caller()
         if caller is not None:
             self._owners[task_id] = caller.owner
+        elif conn is not None:
+            self._conns[task_id] = conn
         return task
 
-    def get(self, task_id: JSONValue) -> Task:
-        """The task, or -32602 when the id is unknown or the task expired (SEP-2663)."""
+    def get(self, task_id: JSONValue, conn: object = None) -> Task:
+        """The task, or -32602 when the id is unknown, expired or someone else's."""
         if not isinstance(task_id, str):
             raise JSONRPCError(ErrorCode.INVALID_PARAMS, "taskId must be a string")
         self.sweep()
         task = self._tasks.get(task_id)
-        if task is None or not self._visible(task_id):
+        if task is None or not self._visible(task_id, conn):
             raise JSONRPCError(ErrorCode.INVALID_PARAMS, "Failed to retrieve task: Task not found")
         return task
 
+    def visible(self, conn: object = None) -> list[Task]:
+        """The tasks this caller (and ``conn``) may see, oldest first (``tasks/list``)."""
+        self.sweep()
+        return [t for t in self._tasks.values() if self._visible(t.task_id, conn)]
+
     def sweep(self) -> int:
         """Drop expired tasks (cancelling the handlers of live ones); how many were dropped."""
-        now = self.clock()
+        now, heap = self.clock(), self._expiry
         dropped = 0
-        while self._tasks:
-            task = next(iter(self._tasks.values()))
-            if task.expires is None or task.expires > now:
-                break
-            self._drop(task.task_id)
+        while heap and heap[0][0] <= now:
+            _, seq, task_id = heapq.heappop(heap)
+            task = self._tasks.get(task_id)
+            if task is None or task.seq != seq:
+                continue  # evicted or dropped before it expired
+            self._drop(task_id)
             task.cancel("The task expired")
             dropped += 1
         return dropped
+
+    def forget_connection(self, conn: object) -> None:
+        """The connection ended: its tasks can never be asked for again (none else
+        may see them), so they are cancelled and dropped."""
+        for task_id in [i for i, c in self._conns.items() if c is conn]:
+            task = self._tasks[task_id]
+            self._drop(task_id)
+            task.cancel("The session ended")
 
     async def publish(self, task: Task) -> None:
         if self.on_change is not None:
@@ -292,6 +342,49 @@ async def tasks_update(call: Call) -> JSONObject:
 
 async def tasks_cancel(call: Call) -> JSONObject:
     from ._task_runs import tasks_cancel as run
+
+    return await run(call)
+
+
+# -- 2025-11-25 tasks (bodies in _task_legacy) --------------------------------------------
+
+
+def legacy_tasks(server: Server, version: str) -> bool:
+    """Whether a legacy connection at ``version`` has tasks: 2025-11-25 and a tool allows them."""
+    return at_least(version, "2025-11-25") and server.offers_tasks
+
+
+def legacy_capability() -> JSONObject:
+    """The 2025-11-25 ``tasks`` server capability: list, cancel, task-augmented ``tools/call``."""
+    return {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+
+
+async def legacy_call(call: Call, name: str, support: str, invoke: Invoke) -> JSONObject:
+    from ._task_legacy import call_tool
+
+    return await call_tool(call, name, support, invoke)
+
+
+async def legacy_get(call: Call) -> JSONObject:
+    from ._task_legacy import tasks_get as run
+
+    return await run(call)
+
+
+async def legacy_result(call: Call) -> JSONObject:
+    from ._task_legacy import tasks_result as run
+
+    return await run(call)
+
+
+async def legacy_list(call: Call) -> JSONObject:
+    from ._task_legacy import tasks_list as run
+
+    return await run(call)
+
+
+async def legacy_cancel(call: Call) -> JSONObject:
+    from ._task_legacy import tasks_cancel as run
 
     return await run(call)
 

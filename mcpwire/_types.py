@@ -128,6 +128,13 @@ class Tool(Record, hidden=("raw",)):
             raw=raw,
         )
 
+    @property
+    def task_support(self) -> str:
+        """2025-11-25's ``execution.taskSupport``: forbidden (when absent), optional, required."""
+        execution = self.raw.get("execution")
+        support = execution.get("taskSupport") if isinstance(execution, dict) else None
+        return support if support in ("optional", "required") else "forbidden"
+
 
 class CallToolResult(Record, hidden=("raw",)):
     content: list[Content]
@@ -364,12 +371,16 @@ _TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
 
 class Task(Record, hidden=("raw",)):
-    """A task of the tasks extension (SEP-2663), as a ``CreateTaskResult`` or ``tasks/get``
-    shows it: ``status`` is working, input_required, completed, failed or cancelled.
+    """A task, as a ``CreateTaskResult`` or ``tasks/get`` shows it (the tasks extension,
+    SEP-2663, or 2025-11-25's tasks): ``status`` is working, input_required,
+    completed, failed or cancelled.
 
     ``input_requests`` (input_required), ``result`` (completed) and ``error``
-    (failed) are what ``tasks/get`` inlines for the status; a ``CreateTaskResult``
-    carries none of them. Times are the server's ISO 8601 strings.
+    (failed) are what the extension's ``tasks/get`` inlines for the status; a
+    ``CreateTaskResult`` carries none of them, nor does anything of 2025-11-25
+    (there ``tasks/result`` gives the outcome). Times are the server's ISO 8601
+    strings; ``ttl_ms`` and ``poll_interval_ms`` read 2025-11-25's ``ttl`` and
+    ``pollInterval`` too.
     """
 
     task_id: str
@@ -427,8 +438,9 @@ class Task(Record, hidden=("raw",)):
 
     @classmethod
     def from_json(cls, raw: JSONObject) -> Task:
-        ttl = raw.get("ttlMs")
-        poll = raw.get("pollIntervalMs")
+        # 2025-11-25 names them ``ttl`` and ``pollInterval``; both are milliseconds.
+        ttl = raw.get("ttlMs", raw.get("ttl"))
+        poll = raw.get("pollIntervalMs", raw.get("pollInterval"))
         return cls(
             task_id=_str(raw, "taskId") or "",
             status=_str(raw, "status") or "unknown",

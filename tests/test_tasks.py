@@ -179,16 +179,19 @@ async def test_removed_v1_methods_are_method_not_found(method: str) -> None:
 
 
 @pytest.mark.anyio
-async def test_legacy_era_runs_task_tools_in_place() -> None:
+@pytest.mark.parametrize(("version", "unknown"), [("2025-06-18", -32601), ("2025-11-25", -32602)])
+async def test_legacy_era_runs_task_tools_in_place(version: str, unknown: int) -> None:
+    """Without ``params.task`` a legacy call runs in place; before 2025-11-25 there
+    are no ``tasks/*`` methods at all (``test_tasks_legacy.py`` has the rest)."""
     server, gate = build_server()
     gate.go.set()
     async with serving(server) as (session, _):
-        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t"}}
+        init = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t"}}
         await call(session, "initialize", init)
         await session.notify("notifications/initialized")
         result = await call(session, "tools/call", {"name": "job", "arguments": {}})
         assert result["content"] == [{"type": "text", "text": "done"}]
-        assert (await error_of(session, "tasks/get", {"taskId": "t"})).code == -32601
+        assert (await error_of(session, "tasks/get", {"taskId": "t"})).code == unknown
 
 
 # -- lifecycle ------------------------------------------------------------------------------

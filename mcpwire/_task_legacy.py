@@ -1,0 +1,335 @@
+"""Tasks of the 2025-11-25 revision (experimental, in the core spec) on the server.
+
+Theory of operation
+-------------------
+The requestor decides (``tasks.mdx`` "User Interaction Model"): a
+``tools/call`` whose params carry ``task: {ttl?}`` is answered at once with
+``CreateTaskResult {task}`` while the tool runs on in the server's task host
+(the same ``TaskStore`` and hosting as the 2026 extension's tasks). What
+mcpwire's ``task=`` tool option means in this revision:
+
+* ``"forbidden"`` (the default): a task-augmented call gets -32601, as the
+  spec's tool-level negotiation says; ``tools/list`` shows no ``execution``.
+* ``"optional"``: either way; ``"required"``: a call without ``task`` gets
+  -32601 (``execution.taskSupport`` tells clients so in ``tools/list``).
+
+The server declares ``tasks {list, cancel, requests.tools.call}`` when a
+2025-11-25 client connects and some tool allows tasks; a server without such
+a tool ignores ``task`` params (the spec's "process requests normally").
+Earlier revisions know nothing of tasks and every call runs in place.
+
+Binding (``tasks.mdx`` "Security"): a task made by an authorized request
+belongs to its token's owner; any other belongs to the session (connection)
+that made it, and is cancelled and dropped when that session ends. So
+``tasks/list`` only ever shows the caller's own tasks, and ids, 128 random
+bits, are not the only guard.
+
+The lifecycle: ``tasks/get`` and ``tasks/list`` show the ``Task`` (``ttl`` is
+what the client asked for, capped at the store's; ``pollInterval`` the
+store's); ``tasks/cancel`` cancels a live task's handler and answers with the
+cancelled task, -32602 for a terminal one; ``tasks/result`` blocks until the
+task ends, then answers exactly as the ``tools/call`` would have (its result,
+with the ``related-task`` ``_meta``, or its JSON-RPC error; a cancelled task
+gives -32603). A result with ``isError`` fails the task, as the spec says of
+tool calls, and ``tasks/result`` still returns that result.
+
+Asking the client from inside a task (``ctx.elicit``, ``ctx.sample``, ...)
+moves the task to ``input_required``; the request, with the ``related-task``
+``_meta``, goes out on the stream of a ``tasks/result`` for the task (which
+the spec tells a requestor to call on seeing ``input_required``), waiting
+for one if none is open: over HTTP that is the one stream sure to reach the
+client. Progress and log notifications carry the same ``_meta`` (the
+original ``progressToken`` stays valid for the task's life), and every
+status change is announced with ``notifications/tasks/status`` to the
+session that made the task.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Final
+
+import anyio
+
+from ._errors import JSONRPCError
+from ._tasks import TaskStoreFull, legacy_tasks
+from .sansio._json import JSONObject, JSONValue
+from .sansio._messages import ErrorCode
+
+if TYPE_CHECKING:
+    from ._context import Context
+    from ._methods import Call
+    from ._server import Connection
+    from ._session import Session
+    from ._task_runs import Task
+    from .sansio._messages import RequestId
+
+__all__ = (
+    "RELATED_TASK",
+    "LegacyTaskRun",
+    "call_tool",
+    "tasks_cancel",
+    "tasks_get",
+    "tasks_list",
+    "tasks_result",
+)
+
+RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
+
+Invoke = Callable[["Context"], Awaitable[JSONObject]]
+
+
+def _with_related(params: JSONObject | None, task_id: str) -> JSONObject:
+    out: JSONObject = dict(params or {})
+    meta = out.get("_meta")
+    out["_meta"] = {**(meta if isinstance(meta, dict) else {}), RELATED_TASK: {"taskId": task_id}}
+    return out
+
+
+def _error_object(exc: JSONRPCError) -> JSONObject:
+    error: JSONObject = {"code": exc.code, "message": exc.message}
+    if exc.data is not None:
+        error["data"] = exc.data
+    return error
+
+
+class LegacyTaskRun:
+    """One task-augmented ``tools/call``: its task, and the handler's ways to the client."""
+
+    def __init__(self, task: Task, conn: Connection, progress_token: str | int | None) -> None:
+        self.task = task
+        self.conn = conn
+        self.progress_token = progress_token
+        #: The ``tasks/result`` requests waiting on this task: (session, request id).
+        self.streams: list[tuple[Session, RequestId]] = []
+        self._stream_opened: anyio.Event | None = None
+        self._asking = 0
+
+    # -- the requestor's streams ------------------------------------------------------
+
+    def open_stream(self, session: Session, request_id: RequestId) -> None:
+        self.streams.append((session, request_id))
+        if self._stream_opened is not None:
+            self._stream_opened.set()
+            self._stream_opened = None
+
+    def close_stream(self, session: Session, request_id: RequestId) -> None:
+        if (session, request_id) in self.streams:
+            self.streams.remove((session, request_id))
+
+    def _route(self) -> tuple[Session | None, RequestId | None]:
+        """Where a message about the task goes: a ``tasks/result`` stream, else the
+        session that made the task (standalone: the GET stream over HTTP)."""
+        if self.streams:
+            return self.streams[-1]
+        return self.conn.session, None
+
+    # -- what the handler's Context does in a task ----------------------------------------
+
+    async def ask(self, method: str, params: JSONObject | None) -> JSONObject:
+        """A server-to-client request made by the task: ``input_required`` until answered."""
+        task = self.task
+        self._asking += 1
+        if task.status == "working":
+            task.need_input({}, f"Waiting for the client to answer {method}")
+            await self.announce()
+        try:
+            while not self.streams:
+                if self._stream_opened is None:
+                    self._stream_opened = anyio.Event()
+                await self._stream_opened.wait()
+            session, request_id = self.streams[-1]
+            return await session.request(
+                method, _with_related(params, task.task_id), related=request_id
+            )
+        finally:
+            self._asking -= 1
+            if not self._asking and task.status == "input_required":
+                task.resume()
+                await self.announce()
+
+    async def notify(self, method: str, params: JSONObject) -> None:
+        session, related = self._route()
+        if session is not None and not session.closed:
+            await session.notify(method, _with_related(params, self.task.task_id), related=related)
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        if message is not None:
+            self.task.note(message)
+        if self.progress_token is None:
+            return
+        params: JSONObject = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.notify("notifications/progress", params)
+
+    async def announce(self) -> None:
+        """``notifications/tasks/status`` (optional in the spec) to the task's session."""
+        session = self.conn.session
+        if session is None or session.closed:
+            return
+        try:
+            await session.notify("notifications/tasks/status", self.task.to_json(legacy=True))
+        except Exception:  # the session is going away: polling still tells the truth
+            return
+
+    # -- running the handler -----------------------------------------------------------
+
+    async def main(self, invoke: Invoke, ctx: Context) -> None:
+        """The handler, in the host group; its outcome settles the task."""
+        task = self.task
+        assert task.scope is not None
+        cancelled = anyio.get_cancelled_exc_class()
+        result: JSONObject | None = None
+        error: JSONRPCError | None = None
+        try:
+            with task.scope:
+                try:
+                    result = await invoke(ctx)
+                except cancelled:
+                    raise
+                except JSONRPCError as exc:
+                    error = exc
+                except Exception as exc:
+                    error = JSONRPCError(ErrorCode.INTERNAL_ERROR, f"Internal error: {exc!r}")
+        except cancelled:
+            if task.cancel("The server stopped before the task finished"):
+                await self.announce()
+            raise
+        if task.terminal:  # cancelled or expired meanwhile: that settles it
+            return
+        if error is not None:
+            task.fail(_error_object(error), f"The request failed: {error.message}")
+        elif result is not None and result.get("isError") is True:
+            task.fail({}, "The tool reported an error")
+            task.result = result
+        elif result is not None:
+            task.complete(result)
+        else:  # the handler's scope was cancelled, yet the task was not
+            task.cancel("The handler stopped")
+        await self.announce()
+
+
+# -- tools/call with a task --------------------------------------------------------------
+
+
+def _requested_ttl(raw: JSONValue) -> int | None | str:
+    if not isinstance(raw, dict):
+        raise JSONRPCError(ErrorCode.INVALID_PARAMS, "tools/call: task must be an object")
+    if "ttl" not in raw:
+        return "default"
+    ttl = raw["ttl"]
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl < 0:
+        raise JSONRPCError(ErrorCode.INVALID_PARAMS, "tools/call: task.ttl must be milliseconds")
+    return max(int(ttl), 1)
+
+
+async def call_tool(call: Call, name: str, support: str, invoke: Invoke) -> JSONObject:
+    """Serve a 2025-11-25 ``tools/call`` of a server that offers tasks."""
+    augmented = "task" in call.params
+    if augmented and support == "forbidden":
+        raise JSONRPCError(
+            ErrorCode.METHOD_NOT_FOUND, f"Tool {name} does not support task-augmented calls"
+        )
+    if not augmented:
+        if support == "required":
+            raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Tool {name} must be called as a task")
+        return await invoke(call.context())
+    ttl = _requested_ttl(call.params["task"])
+    store = call.server.tasks
+    try:
+        task = store.create(ttl_ms=ttl, conn=call.conn)  # type: ignore[arg-type]
+    except TaskStoreFull as exc:
+        raise JSONRPCError(exc.code, exc.message) from None
+    task.scope = anyio.CancelScope()
+    ctx = call.context()
+    run = LegacyTaskRun(task, call.conn, call.rctx.progress_token)
+    ctx.legacy_task = run
+    task.legacy_run = run
+    host = store.host or call.conn.task_host
+    if host is None:  # nothing outlives the request here: run it, then answer
+        await run.main(invoke, ctx)
+    else:
+        host.start_soon(run.main, invoke, ctx)
+    return {"task": task.to_json(legacy=True)}
+
+
+# -- the tasks/* methods -------------------------------------------------------------------
+
+
+def _task(call: Call) -> Task:
+    if not legacy_tasks(call.server, call.version):
+        raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {call.request.method}")
+    return call.server.tasks.get(call.params.get("taskId"), call.conn)
+
+
+async def tasks_get(call: Call) -> JSONObject:
+    return _task(call).to_json(legacy=True)
+
+
+async def tasks_result(call: Call) -> JSONObject:
+    task = _task(call)
+    run = task.legacy_run
+    session, request_id = call.rctx.session, call.request.id
+    if isinstance(run, LegacyTaskRun):
+        run.open_stream(session, request_id)
+    try:
+        await task.wait_terminal()
+    finally:
+        if isinstance(run, LegacyTaskRun):
+            run.close_stream(session, request_id)
+    if task.result is not None:
+        result = dict(task.result)
+        meta = result.get("_meta")
+        result["_meta"] = {
+            **(meta if isinstance(meta, dict) else {}),
+            RELATED_TASK: {"taskId": task.task_id},
+        }
+        return result
+    error = task.error or {}
+    code, message = error.get("code"), error.get("message")
+    if isinstance(code, int) and isinstance(message, str):
+        raise JSONRPCError(code, message, error.get("data"))
+    raise JSONRPCError(ErrorCode.INTERNAL_ERROR, f"Task {task.task_id} was {task.status}")
+
+
+def _decode_cursor(cursor: JSONValue) -> int:
+    try:
+        assert isinstance(cursor, str)
+        kind, _, seq = base64.urlsafe_b64decode(cursor.encode("ascii")).decode().partition(":")
+        assert kind == "tasks"
+        return int(seq)
+    except (AssertionError, ValueError, UnicodeError):
+        raise JSONRPCError(ErrorCode.INVALID_PARAMS, "Invalid cursor") from None
+
+
+async def tasks_list(call: Call) -> JSONObject:
+    if not legacy_tasks(call.server, call.version):
+        raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, "Method not found: tasks/list")
+    cursor = call.params.get("cursor")
+    after = 0 if cursor is None else _decode_cursor(cursor)
+    tasks = [t for t in call.server.tasks.visible(call.conn) if t.seq > after]
+    page = tasks[: call.server.page_size]
+    out: JSONObject = {"tasks": [t.to_json(legacy=True) for t in page]}
+    if len(tasks) > len(page):
+        token = f"tasks:{page[-1].seq}".encode()
+        out["nextCursor"] = base64.urlsafe_b64encode(token).decode("ascii")
+    return out
+
+
+async def tasks_cancel(call: Call) -> JSONObject:
+    task = _task(call)
+    if task.terminal:
+        raise JSONRPCError(
+            ErrorCode.INVALID_PARAMS,
+            f"Cannot cancel task: already in terminal status '{task.status}'",
+        )
+    task.cancel("The task was cancelled by request")
+    if isinstance(task.legacy_run, LegacyTaskRun):
+        await task.legacy_run.announce()
+    return task.to_json(legacy=True)
