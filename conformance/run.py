@@ -495,8 +495,13 @@ def markdown_table(ours: dict[str, Any], reference: dict[str, Any] | None) -> st
     return "\n".join(lines)
 
 
+#: The TypeScript SDK, the peer of the tasks interop tests (tests/test_tasks_interop.py).
+TS_SDK = HERE / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json"
+
+
 def ensure_installed() -> None:
-    if all(p.exists() for p in HARNESS.values()) and (NODE_BIN / "node").exists():
+    wanted = [*HARNESS.values(), NODE_BIN / "node", TS_SDK]
+    if all(p.exists() for p in wanted):
         return
     npm = shutil.which("npm")
     if npm is None:
