@@ -166,8 +166,10 @@ class Client(TaskMethods):
         self._session_entered = False
         self._tg: anyio.abc.TaskGroup | None = None
         self._output_schemas: dict[str, _schema.Validator | None] = {}
-        #: 2025-11-25 ``execution.taskSupport`` by tool name, from ``list_tools``.
+        #: 2025-11-25 ``execution.taskSupport`` by tool name, from ``list_tools``; and
+        #: the polls that ``notifications/tasks/status`` wakes, by task id.
         self._task_support: dict[str, str] = {}
+        self._task_polls: dict[str, anyio.Event] = {}
         self._envelopes: dict[tuple[object, ...], JSONObject] = {}
         self._cache: dict[tuple[str, str], tuple[float, JSONObject]] = {}
         self._subscriptions: dict[RequestId, ListenState] = {}
@@ -582,6 +584,9 @@ class Client(TaskMethods):
         state = self._subscriptions.get(sub) if isinstance(sub, (str, int)) else None
         if state is not None:
             state.deliver(note)
+        task_id = params.get("taskId") if note.method == "notifications/tasks/status" else None
+        if isinstance(task_id, str) and task_id in self._task_polls:
+            self._task_polls.pop(task_id).set()
         if self.on_notification is not None:
             await self.on_notification(note.method, params)
 

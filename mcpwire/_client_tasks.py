@@ -202,9 +202,12 @@ async def _await_legacy(
         with anyio.move_on_after(limit) as deadline:
             while not current.terminal and current.status != "input_required":
                 interval = current.poll_interval_ms
-                await anyio.sleep(
+                # The poll interval, cut short by the task's status notification.
+                woken = client._task_polls.setdefault(current.task_id, anyio.Event())
+                with anyio.move_on_after(
                     DEFAULT_POLL_INTERVAL if interval is None else max(interval, 1) / 1000
-                )
+                ):
+                    await woken.wait()
                 previous, current = current, await client.get_task(current.task_id)
                 if on_status is not None and (
                     current.status != previous.status
@@ -229,6 +232,7 @@ async def _await_legacy(
         if deadline.cancelled_caught and not finished:
             raise RequestTimeout("tools/call", limit)
     finally:
+        client._task_polls.pop(current.task_id, None)
         if not finished:
             await _cancel_quietly(client, current.task_id)
     return raw

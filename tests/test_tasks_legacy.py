@@ -545,3 +545,26 @@ async def test_revisions_and_servers_without_tasks_are_refused_locally() -> None
                 await attempt
             assert not isinstance(info.value, JSONRPCError)
         assert (await client.call_tool("x", task=True)).content[0].text == "x"
+
+
+async def test_a_status_notification_ends_the_clients_poll_early() -> None:
+    """The server suggests polling once a minute; ``notifications/tasks/status``
+    tells the client at once (a malformed one changes nothing)."""
+    server, gate = tasks_server(TaskStore(poll_interval_ms=60_000))
+    async with Client(server, mode=V) as client:
+        job = await client.start_tool_task("job", {"label": "n"})
+        assert isinstance(job, mcpwire.Task)
+        await client._on_notification(
+            mcpwire.sansio.Notification("notifications/tasks/status", {"taskId": ["x"]})
+        )
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                results: list[str | None] = []
+
+                async def wait() -> None:
+                    results.append((await client.await_task(job)).content[0].text)
+
+                tg.start_soon(wait)
+                await gate.reached.wait()
+                gate.go.set()
+        assert results == ["done n"]
