@@ -441,10 +441,11 @@ class Client(TaskMethods):
         (``await_task``: ``timeout`` bounds the whole wait, a failed task
         raises its ``JSONRPCError``, cancelling the caller cancels the task).
         With 2025-11-25, where the client decides, ``task=True`` makes the call
-        a task, as does ``None`` for a tool ``list_tools`` saw require one.
+        a task, as does ``None`` for a tool that requires one (a server that
+        offers tasks is asked which do, once, with ``tools/list``).
         """
         params: JSONObject = {"name": name, "arguments": arguments or {}}
-        if self.era == "legacy" and legacy_task_wanted(self, name, task):
+        if self.era == "legacy" and await legacy_task_wanted(self, name, task):
             raw = await legacy_tool_task(self, params, timeout, on_progress)
         else:
             with declaring_tasks(task):

@@ -48,9 +48,11 @@ The same methods speak 2025-11-25's experimental tasks on a legacy
 connection at that revision, where the client decides: ``start_tool_task``
 sends ``params.task`` (with ``ttl_ms`` as ``ttl``) if the server's
 ``tasks.requests.tools.call`` capability allows, and reads ``{task}``;
-``call_tool(task=True)``, or a tool ``list_tools`` saw require tasks, does
-the same and awaits. ``await_task`` polls ``tasks/get`` at the task's
-``pollInterval`` until it ends or needs input, then asks ``tasks/result``,
+``call_tool`` does the same and awaits, with ``task=True`` or for a tool
+that requires tasks (learnt once with ``tools/list`` from a server offering
+them). ``await_task`` polls ``tasks/get`` at the task's ``pollInterval``
+(a ``notifications/tasks/status`` for the task ends the wait early) until it
+ends or needs input, then asks ``tasks/result``,
 which blocks until the end while the server's asks arrive as ordinary
 requests (the client's callbacks answer them) and returns the
 ``CallToolResult`` or raises the call's ``JSONRPCError``. ``list_tasks``
@@ -147,15 +149,21 @@ def _offers(client: Client, need: tuple[str, ...]) -> bool:
     return isinstance(node, dict)
 
 
-def legacy_task_wanted(client: Client, name: str, task: bool | None) -> bool:
-    """Whether a legacy ``call_tool`` goes as a 2025-11-25 task."""
-    wanted = task if task is not None else client._task_support.get(name) == "required"
+async def legacy_task_wanted(client: Client, name: str, task: bool | None) -> bool:
+    """Whether a legacy ``call_tool`` goes as a 2025-11-25 task: asked for, or (``None``)
+    the tool requires it, which a server offering tasks is asked once (``tools/list``)."""
     # Where the revision or the server has no tasks, the call runs in place.
-    return (
-        bool(wanted)
-        and at_least(client.protocol_version, LEGACY_TASKS)
-        and _offers(client, ("requests", "tools", "call"))
-    )
+    if task is False or not at_least(client.protocol_version, LEGACY_TASKS):
+        return False
+    if not _offers(client, ("requests", "tools", "call")):
+        return False
+    if task is None and name not in client._task_support:
+        try:
+            await client.list_tools()
+        except JSONRPCError:
+            pass  # a server that cannot list its tools: the call goes as asked
+        client._task_support.setdefault(name, "forbidden")
+    return bool(task) or client._task_support.get(name) == "required"
 
 
 async def legacy_tool_task(

@@ -568,3 +568,18 @@ async def test_a_status_notification_ends_the_clients_poll_early() -> None:
                 await gate.reached.wait()
                 gate.go.set()
         assert results == ["done n"]
+
+
+async def test_a_task_required_tool_is_transparent_without_listing_first() -> None:
+    """From a server that offers tasks, ``call_tool`` learns which tools require
+    them (one ``tools/list``); a server without tasks is never asked."""
+    server = tasks_server()[0]
+    async with Client(server, mode=V, elicitation=Names("Eve")) as client:
+        assert client._task_support == {}
+        assert (await client.call_tool("ask_name")).content[0].text == "Hello, Eve!"
+        assert client._task_support["ask_name"] == "required"
+    bare = Server("bare")
+    bare.add_tool(lambda: "x", name="x", structured=False)
+    async with Client(bare, mode=V, validate_output=False) as client:
+        assert (await client.call_tool("x")).content[0].text == "x"
+        assert client._task_support == {}
