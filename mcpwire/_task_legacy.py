@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import anyio
 
@@ -216,7 +216,7 @@ class LegacyTaskRun:
 # -- tools/call with a task --------------------------------------------------------------
 
 
-def _requested_ttl(raw: JSONValue) -> int | None | str:
+def _requested_ttl(raw: JSONValue) -> int | None | Literal["default"]:
     if not isinstance(raw, dict):
         raise JSONRPCError(ErrorCode.INVALID_PARAMS, "tools/call: task must be an object")
     if "ttl" not in raw:
@@ -243,7 +243,7 @@ async def call_tool(call: Call, name: str, support: str, invoke: Invoke) -> JSON
     ttl = _requested_ttl(call.params["task"])
     store = call.server.tasks
     try:
-        task = store.create(ttl_ms=ttl, conn=call.conn)  # type: ignore[arg-type]
+        task = store.create(ttl_ms=ttl, conn=call.conn)
     except TaskStoreFull as exc:
         raise JSONRPCError(exc.code, exc.message) from None
     task.scope = anyio.CancelScope()
