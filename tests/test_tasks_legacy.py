@@ -583,3 +583,76 @@ async def test_a_task_required_tool_is_transparent_without_listing_first() -> No
     async with Client(bare, mode=V, validate_output=False) as client:
         assert (await client.call_tool("x")).content[0].text == "x"
         assert client._task_support == {}
+
+
+# -- every status x every tasks/* method ---------------------------------------------------------
+
+
+def _in_status(store: TaskStore, status: str, conn: object) -> mcpwire._task_runs.Task:
+    task = store.create(conn=conn)
+    if status == "input_required":
+        task.need_input({}, "asking")
+    elif status == "completed":
+        task.complete({"content": [{"type": "text", "text": "ok"}]})
+    elif status == "failed":
+        task.fail({"code": -32001, "message": "no"}, "failed")
+    elif status == "cancelled":
+        task.cancel("stop")
+    return task
+
+
+@pytest.mark.parametrize(
+    "status", ["working", "input_required", "completed", "failed", "cancelled"]
+)
+@pytest.mark.parametrize("method", ["tasks/get", "tasks/result", "tasks/list", "tasks/cancel"])
+async def test_every_method_in_every_status(status: str, method: str) -> None:
+    """The table of ``tasks.mdx``: get and list show any status; result answers a
+    terminal task at once (result, error, or -32603 if cancelled) and blocks on a live
+    one; cancel moves a live task to cancelled and refuses a terminal one (-32602)."""
+    from mcpwire._task_legacy import tasks_cancel, tasks_get, tasks_result
+
+    server = tasks_server()[0]
+    conn = object()
+    task = _in_status(server.tasks, status, conn)
+    params = {"taskId": task.task_id}
+    rctx = types.SimpleNamespace(session=None)
+    call = types.SimpleNamespace(
+        server=server,
+        conn=conn,
+        version=V,
+        params=params,
+        rctx=rctx,
+        request=types.SimpleNamespace(id=1, method=method),
+    )
+    handler = {
+        "tasks/get": tasks_get,
+        "tasks/result": tasks_result,
+        "tasks/list": tasks_list,
+        "tasks/cancel": tasks_cancel,
+    }[method]
+    live = status in ("working", "input_required")
+    outcome: Any = None
+    with anyio.move_on_after(0.05) as waited:
+        try:
+            outcome = await handler(call)  # type: ignore[arg-type]
+        except JSONRPCError as exc:
+            outcome = exc
+    if method == "tasks/get":
+        assert outcome["status"] == status and outcome["taskId"] == task.task_id
+    elif method == "tasks/list":
+        assert [t["status"] for t in outcome["tasks"]] == [status]
+    elif method == "tasks/cancel":
+        if live:
+            assert outcome["status"] == "cancelled" and task.status == "cancelled"
+        else:
+            assert isinstance(outcome, JSONRPCError) and outcome.code == -32602
+            assert task.status == status  # a terminal task never changes
+    elif live:
+        assert waited.cancelled_caught and outcome is None  # blocks until the end
+    elif status == "completed":
+        assert outcome["content"] == [{"type": "text", "text": "ok"}]
+        assert outcome["_meta"] == {RELATED_TASK: {"taskId": task.task_id}}
+    elif status == "failed":
+        assert (outcome.code, outcome.message) == (-32001, "no")
+    else:
+        assert (outcome.code, outcome.message) == (-32603, f"Task {task.task_id} was cancelled")
