@@ -57,6 +57,7 @@ from ._types import (
     Task,
     Tool,
 )
+from ._version import __version__
 from ._versions import (
     LEGACY_VERSIONS,
     META_SUBSCRIPTION_ID,
@@ -68,6 +69,7 @@ from .sansio._messages import ErrorCode, Notification, Request, RequestId
 
 if TYPE_CHECKING:
     from ._server import Server
+    from ._tasks import TaskStore
 
 __all__ = ("Client", "OutputValidationError", "Subscription")
 
@@ -112,7 +114,8 @@ class Client(TaskMethods):
         validate_output: check ``structuredContent`` against a listed tool's ``outputSchema``.
         cache: keep cacheable modern results for their ``ttlMs``.
         tasks: declare the tasks extension (SEP-2663) on modern requests; see
-            ``call_tool(task=...)`` and ``mcpwire._client_tasks``.
+            ``call_tool(task=...)`` and ``mcpwire._client_tasks``. With 2025-11-25,
+            take the server's asks as tasks (``mcpwire._client_task_host``).
         era_key: identifies the server in the per-process era cache (``Client.stdio``
             sets it from the command line), so a legacy server is probed only once.
     """
@@ -140,7 +143,7 @@ class Client(TaskMethods):
             raise ValueError(f"mode must be 'auto', 'legacy' or a protocol version, not {mode!r}")
         self._target = target
         self.mode = mode
-        self.client_info: JSONObject = client_info or {"name": "mcpwire", "version": _version()}
+        self.client_info: JSONObject = client_info or {"name": "mcpwire", "version": __version__}
         self.sampling = sampling
         self.elicitation = elicitation
         self.roots = roots
@@ -170,6 +173,7 @@ class Client(TaskMethods):
         #: the polls that ``notifications/tasks/status`` wakes, by task id.
         self._task_support: dict[str, str] = {}
         self._task_polls: dict[str, anyio.Event] = {}
+        self._task_store: TaskStore | None = None  # tasks the server asked of us
         self._envelopes: dict[tuple[object, ...], JSONObject] = {}
         self._cache: dict[tuple[str, str], tuple[float, JSONObject]] = {}
         self._subscriptions: dict[RequestId, ListenState] = {}
@@ -566,11 +570,13 @@ class Client(TaskMethods):
 
     # -- from the server -----------------------------------------------------------------
 
-    async def _answer(self, method: str, params: JSONObject) -> JSONObject:
-        return await answer(self, method, params)
-
     async def _on_request(self, request: Request, rctx: RequestContext) -> JSONObject:
-        return await self._answer(request.method, request.params or {})
+        params = request.params or {}
+        if "task" in params or request.method.startswith("tasks/"):  # 2025-11-25 tasks
+            from ._client_task_host import receive
+
+            return await receive(self, request)
+        return await answer(self, request.method, params)
 
     async def _on_notification(self, note: Notification) -> None:
         params = note.params or {}
@@ -590,9 +596,3 @@ class Client(TaskMethods):
             self._task_polls.pop(task_id).set()
         if self.on_notification is not None:
             await self.on_notification(note.method, params)
-
-
-def _version() -> str:
-    from ._version import __version__
-
-    return __version__

@@ -368,18 +368,26 @@ class Context:
     # -- asking the client -------------------------------------------------------
 
     async def elicit(
-        self, message: str, schema: JSONObject, *, key: str | None = None
+        self, message: str, schema: JSONObject, *, key: str | None = None, task: bool = False
     ) -> JSONObject:
         """Ask the user for structured input (form mode).
 
         Returns the client's ``ElicitResult``: ``{"action": "accept"|"decline"|
-        "cancel", "content": {...}}``.
+        "cancel", "content": {...}}``. ``task``: with 2025-11-25, a client that
+        declared task-augmented elicitation gets it as a task, polled until the
+        user answers, however long that takes (see ``_task_legacy.ask_as_task``).
         """
         params: JSONObject = {"mode": "form", "message": message, "requestedSchema": schema}
         if self.era == "legacy" and self.protocol_version < "2025-11-25":
             del params["mode"]
         return await self._ask(
-            "elicitation/create", params, {"elicitation": {}}, "elicitation", mode="form", key=key
+            "elicitation/create",
+            params,
+            {"elicitation": {}},
+            "elicitation",
+            mode="form",
+            key=key,
+            task=task,
         )
 
     async def close_sse_stream(self) -> None:
@@ -424,16 +432,17 @@ class Context:
         max_tokens: int,
         *,
         key: str | None = None,
+        task: bool = False,
         **options: JSONValue,
     ) -> JSONObject:
         """Ask the client's model for a completion (``sampling/createMessage``).
 
         ``options`` are further request fields in wire form (``systemPrompt``,
-        ``temperature``, ``modelPreferences``, ...).
+        ``temperature``, ``modelPreferences``, ...). ``task`` as for ``elicit``.
         """
         params: JSONObject = {"messages": messages, "maxTokens": max_tokens, **options}
         return await self._ask(
-            "sampling/createMessage", params, {"sampling": {}}, "sampling", key=key
+            "sampling/createMessage", params, {"sampling": {}}, "sampling", key=key, task=task
         )
 
     async def list_roots(self, *, key: str | None = None) -> list[JSONObject]:
@@ -494,11 +503,12 @@ class Context:
         *,
         mode: str | None = None,
         key: str | None = None,
+        task: bool = False,
     ) -> JSONObject:
         if not self._client_has(capability, mode):
             raise CapabilityMissing(capability, what)
         if self.era == "legacy":
-            return await self._legacy_ask(method, params)
+            return await self._legacy_ask(method, params, task)
         if key is None:
             key = f"ask-{self._asks}"
             self._asks += 1
@@ -507,10 +517,18 @@ class Context:
             request["params"] = params
         return (await self.ask_all({key: request}))[key]
 
-    async def _legacy_ask(self, method: str, params: JSONObject | None) -> JSONObject:
+    async def _legacy_ask(
+        self, method: str, params: JSONObject | None, task: bool = False
+    ) -> JSONObject:
         if self.legacy_task is not None:  # through the task (input_required)
             return await self.legacy_task.ask(method, params)
-        return await self._rctx.session.request(method, params, related=self._rctx.request_id)
+        related = self._rctx.request_id
+        if task and self.protocol_version >= "2025-11-25":
+            from ._task_legacy import ask_as_task, client_receives
+
+            if client_receives(self.client_capabilities, method):
+                return await ask_as_task(self._rctx.session, method, params, related)
+        return await self._rctx.session.request(method, params, related=related)
 
     def _client_has(self, capability: JSONObject, mode: str | None) -> bool:
         if not capability:

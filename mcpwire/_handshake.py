@@ -98,6 +98,15 @@ def capabilities(client: Client, version: str) -> JSONObject:
         caps["elicitation"] = modes if at_least(version, "2025-11-25") else {}
     if client.roots is not None:
         caps["roots"] = {"listChanged": True} if era_of(version) == "legacy" else {}
+    if era_of(version) == "legacy" and client.tasks and at_least(version, "2025-11-25"):
+        # 2025-11-25: the server may make tasks of its asks to us (_client_task_host).
+        asks: JSONObject = {}
+        if client.sampling is not None:
+            asks["sampling"] = {"createMessage": {}}
+        if client.elicitation is not None:
+            asks["elicitation"] = {"create": {}}
+        if asks:
+            caps["tasks"] = {"list": {}, "cancel": {}, "requests": asks}
     if era_of(version) == "modern" and tasks_declared(client):
         # SEP-2663 "Capability Negotiation": extensions keyed by id, settings object.
         # The id lives with the server side of the extension, loaded only when a

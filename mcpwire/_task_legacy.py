@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Final, Literal
 import anyio
 
 from ._errors import JSONRPCError
-from ._tasks import TaskStoreFull, legacy_tasks
+from ._tasks import TaskStore, TaskStoreFull, legacy_tasks
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode
 
@@ -68,7 +68,14 @@ if TYPE_CHECKING:
 __all__ = (
     "RELATED_TASK",
     "LegacyTaskRun",
+    "ask_as_task",
     "call_tool",
+    "cancel_task",
+    "client_receives",
+    "get_task",
+    "list_tasks",
+    "requested_ttl",
+    "task_result",
     "tasks_cancel",
     "tasks_get",
     "tasks_list",
@@ -213,10 +220,70 @@ class LegacyTaskRun:
         await self.announce()
 
 
+# -- the server as requestor: a task-augmented ask of the client -----------------------------
+
+#: Seconds between polls of the client's task when it suggests no ``pollInterval``.
+ASK_POLL_INTERVAL = 0.5
+
+
+def client_receives(capabilities: JSONObject, method: str) -> bool:
+    """Whether the client declared task-augmented ``method`` (its ``tasks.requests``)."""
+    group, _, name = method.partition("/")
+    node: JSONValue = capabilities.get("tasks")
+    for key in ("requests", group, name):
+        node = node.get(key) if isinstance(node, dict) else None
+    return isinstance(node, dict)
+
+
+async def ask_as_task(
+    session: Session,
+    method: str,
+    params: JSONObject | None,
+    related: RequestId,
+    ttl_ms: int | None = None,
+) -> JSONObject:
+    """Ask the client with a task-augmented request and wait for its outcome.
+
+    The client answers ``CreateTaskResult`` at once; its task is polled with
+    ``tasks/get`` (each a short request, so a person may take longer than any
+    request timeout) until it ends or needs input, then ``tasks/result`` gives
+    exactly what the request would have. A client that answered in place
+    (it may ignore ``task``) has given the outcome already.
+    """
+    out: JSONObject = dict(params or {})
+    out["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}
+    created = await session.request(method, out, related=related)
+    made = created.get("task")
+    if not isinstance(made, dict):
+        return created
+    task_id = made.get("taskId")
+    if not isinstance(task_id, str):
+        raise JSONRPCError(ErrorCode.INTERNAL_ERROR, f"{method}: the client's task has no taskId")
+    seen: JSONObject = made
+    try:
+        while seen.get("status") in ("working", None):
+            interval = seen.get("pollInterval")
+            if isinstance(interval, (int, float)) and not isinstance(interval, bool):
+                await anyio.sleep(max(interval, 1) / 1000)
+            else:
+                await anyio.sleep(ASK_POLL_INTERVAL)
+            seen = await session.request("tasks/get", {"taskId": task_id}, related=related)
+        return await session.request(
+            "tasks/result", {"taskId": task_id}, related=related, timeout=None
+        )
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            try:  # nobody waits for the answer any more: the client may stop asking
+                await session.request("tasks/cancel", {"taskId": task_id}, related=related)
+            except Exception:
+                pass
+        raise
+
+
 # -- tools/call with a task --------------------------------------------------------------
 
 
-def _requested_ttl(raw: JSONValue) -> int | None | Literal["default"]:
+def requested_ttl(raw: JSONValue) -> int | None | Literal["default"]:
     if not isinstance(raw, dict):
         raise JSONRPCError(ErrorCode.INVALID_PARAMS, "tools/call: task must be an object")
     if "ttl" not in raw:
@@ -240,7 +307,7 @@ async def call_tool(call: Call, name: str, support: str, invoke: Invoke) -> JSON
         if support == "required":
             raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Tool {name} must be called as a task")
         return await invoke(call.context())
-    ttl = _requested_ttl(call.params["task"])
+    ttl = requested_ttl(call.params["task"])
     store = call.server.tasks
     try:
         task = store.create(ttl_ms=ttl, conn=call.conn)
@@ -259,30 +326,40 @@ async def call_tool(call: Call, name: str, support: str, invoke: Invoke) -> JSON
     return {"task": task.to_json(legacy=True)}
 
 
-# -- the tasks/* methods -------------------------------------------------------------------
+# -- the tasks/* methods ---------------------------------------------------------------------
+#
+# Each is a core over a store, the caller's connection and the params (the
+# client's side of tasks, ``_client_task_host``, answers its server with the
+# same cores) and a server method that first checks the revision.
 
 
-def _task(call: Call) -> Task:
+def _store(call: Call) -> TaskStore:
     if not legacy_tasks(call.server, call.version):
         raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {call.request.method}")
-    return call.server.tasks.get(call.params.get("taskId"), call.conn)
+    return call.server.tasks
 
 
-async def tasks_get(call: Call) -> JSONObject:
-    return _task(call).to_json(legacy=True)
+def get_task(store: TaskStore, params: JSONObject, conn: object) -> JSONObject:
+    return store.get(params.get("taskId"), conn).to_json(legacy=True)
 
 
-async def tasks_result(call: Call) -> JSONObject:
-    task = _task(call)
-    run = task.legacy_run
-    session, request_id = call.rctx.session, call.request.id
-    if isinstance(run, LegacyTaskRun):
-        run.open_stream(session, request_id)
+async def task_result(
+    store: TaskStore,
+    params: JSONObject,
+    conn: object,
+    stream: tuple[Session, RequestId] | None = None,
+) -> JSONObject:
+    """Block until the task ends; then exactly what its request would have answered.
+    ``stream``: where this ``tasks/result`` can carry the task's asks meanwhile."""
+    task = store.get(params.get("taskId"), conn)
+    run = task.legacy_run if stream is not None else None
+    if isinstance(run, LegacyTaskRun) and stream is not None:
+        run.open_stream(*stream)
     try:
         await task.wait_terminal()
     finally:
-        if isinstance(run, LegacyTaskRun):
-            run.close_stream(session, request_id)
+        if isinstance(run, LegacyTaskRun) and stream is not None:
+            run.close_stream(*stream)
     if task.result is not None:
         result = dict(task.result)
         meta = result.get("_meta")
@@ -308,13 +385,11 @@ def _decode_cursor(cursor: JSONValue) -> int:
         raise JSONRPCError(ErrorCode.INVALID_PARAMS, "Invalid cursor") from None
 
 
-async def tasks_list(call: Call) -> JSONObject:
-    if not legacy_tasks(call.server, call.version):
-        raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, "Method not found: tasks/list")
-    cursor = call.params.get("cursor")
+def list_tasks(store: TaskStore, params: JSONObject, conn: object, page_size: int) -> JSONObject:
+    cursor = params.get("cursor")
     after = 0 if cursor is None else _decode_cursor(cursor)
-    tasks = [t for t in call.server.tasks.visible(call.conn) if t.seq > after]
-    page = tasks[: call.server.page_size]
+    tasks = [t for t in store.visible(conn) if t.seq > after]
+    page = tasks[:page_size]
     out: JSONObject = {"tasks": [t.to_json(legacy=True) for t in page]}
     if len(tasks) > len(page):
         token = f"tasks:{page[-1].seq}".encode()
@@ -322,14 +397,32 @@ async def tasks_list(call: Call) -> JSONObject:
     return out
 
 
-async def tasks_cancel(call: Call) -> JSONObject:
-    task = _task(call)
+def cancel_task(store: TaskStore, params: JSONObject, conn: object) -> tuple[Task, JSONObject]:
+    task = store.get(params.get("taskId"), conn)
     if task.terminal:
         raise JSONRPCError(
             ErrorCode.INVALID_PARAMS,
             f"Cannot cancel task: already in terminal status '{task.status}'",
         )
     task.cancel("The task was cancelled by request")
+    return task, task.to_json(legacy=True)
+
+
+async def tasks_get(call: Call) -> JSONObject:
+    return get_task(_store(call), call.params, call.conn)
+
+
+async def tasks_result(call: Call) -> JSONObject:
+    stream = (call.rctx.session, call.request.id)
+    return await task_result(_store(call), call.params, call.conn, stream)
+
+
+async def tasks_list(call: Call) -> JSONObject:
+    return list_tasks(_store(call), call.params, call.conn, call.server.page_size)
+
+
+async def tasks_cancel(call: Call) -> JSONObject:
+    task, answer = cancel_task(_store(call), call.params, call.conn)
     if isinstance(task.legacy_run, LegacyTaskRun):
         await task.legacy_run.announce()
-    return task.to_json(legacy=True)
+    return answer

@@ -15,6 +15,7 @@ by others, talks to this server in ``test_tasks_interop.py``.
 from __future__ import annotations
 
 import base64
+import json
 import re
 import types
 from collections.abc import AsyncIterator
@@ -656,3 +657,145 @@ async def test_every_method_in_every_status(status: str, method: str) -> None:
         assert (outcome.code, outcome.message) == (-32001, "no")
     else:
         assert (outcome.code, outcome.message) == (-32603, f"Task {task.task_id} was cancelled")
+
+
+# -- the other way: the server asks, the client runs the task ----------------------------------
+
+
+def asking_server() -> Server:
+    server = Server("asks-as-task", tasks=TaskStore(poll_interval_ms=5))
+
+    @server.tool(structured=False)
+    async def ask_name_via_task(ctx: Context) -> str:
+        answer = await ctx.elicit("What is your name?", SCHEMA, task=True)
+        return f"Hello, {answer['content']['name']}!"
+
+    @server.tool(structured=False)
+    async def client_tasks(ctx: Context, cancel: bool = False) -> str:
+        """Asks the client's tasks/* directly (what ask_as_task does not show)."""
+        session, related = ctx._rctx.session, ctx.request_id
+        made = await session.request(
+            "elicitation/create",
+            {"message": "Slow?", "requestedSchema": SCHEMA, "task": {"ttl": 5_000}},
+            related=related,
+        )
+        task_id = made["task"]["taskId"]
+        listed = await session.request("tasks/list", {}, related=related)
+        if cancel:
+            gone = await session.request("tasks/cancel", {"taskId": task_id}, related=related)
+            return json.dumps([made["task"]["status"], gone["status"], len(listed["tasks"])])
+        result = await session.request("tasks/result", {"taskId": task_id}, related=related)
+        return json.dumps([made["task"]["ttl"], result["content"], len(listed["tasks"])])
+
+    return server
+
+
+class Slow:
+    """An elicitation callback that answers after a while (longer than a poll)."""
+
+    def __init__(self, gate: Gate | None = None) -> None:
+        self.gate = gate
+        self.params: list[dict[str, Any]] = []
+
+    async def __call__(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.params.append(params)
+        if self.gate is not None:
+            await self.gate.wait()
+        else:
+            await anyio.sleep(0.05)
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+
+@pytest.mark.parametrize("transport", ["memory", "http"])
+async def test_an_elicitation_as_a_task_between_mcpwire_peers(
+    transport: str, tmp_path: Path
+) -> None:
+    server = asking_server()
+    slow = Slow()
+    opts: dict[str, Any] = {"mode": V, "elicitation": slow, "tasks": True}
+    with anyio.fail_after(WAIT):
+        async with connected(transport, server, tmp_path, **opts) as client:
+            result = await client.call_tool("ask_name_via_task")
+            assert result.content[0].text == "Hello, Ada!"
+            assert "task" not in slow.params[0]  # the callback sees the request alone
+            assert client._task_store is not None
+            (task,) = client._task_store.visible(client)
+            assert task.status == "completed"
+            ttl, content, listed = json.loads(
+                (await client.call_tool("client_tasks")).content[0].text
+            )
+            assert (ttl, content, listed) == (5_000, {"name": "Ada"}, 2)
+
+
+async def test_the_server_polls_the_clients_task_then_takes_its_result() -> None:
+    """On the wire (a raw client answering by hand): ``params.task``, CreateTaskResult,
+    ``tasks/get`` until completed, ``tasks/result``."""
+    seen: list[tuple[str, Any]] = []
+    polls = [0]
+
+    async def receiver(request: Request, ctx: object) -> dict[str, Any]:
+        params = request.params or {}
+        seen.append((request.method, params.get("task")))
+        task = {"taskId": "c1", "createdAt": "2025-11-25T00:00:00Z", "ttl": None}
+        if request.method == "elicitation/create":
+            return {
+                "task": {
+                    **task,
+                    "status": "working",
+                    "pollInterval": 1,
+                    "lastUpdatedAt": "2025-11-25T00:00:00Z",
+                }
+            }
+        if request.method == "tasks/get":
+            polls[0] += 1
+            status = "working" if polls[0] < 3 else "completed"
+            return {**task, "status": status, "lastUpdatedAt": "2025-11-25T00:00:01Z"}
+        assert request.method == "tasks/result"
+        return {
+            "action": "accept",
+            "content": {"name": "Raw"},
+            "_meta": {RELATED_TASK: {"taskId": "c1"}},
+        }
+
+    client_end, server_end = mcpwire.memory_pair(wire=True)
+    caps = {"elicitation": {}, "tasks": {"requests": {"elicitation": {"create": {}}}}}
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(asking_server().serve, server_end)
+        async with Session(client_end, on_request=receiver) as session:
+            init = {"protocolVersion": V, "capabilities": caps, "clientInfo": {"name": "raw"}}
+            await call(session, "initialize", init)
+            await session.notify("notifications/initialized")
+            result = await call(
+                session, "tools/call", {"name": "ask_name_via_task", "arguments": {}}
+            )
+        tg.cancel_scope.cancel()
+    assert result["content"] == [{"type": "text", "text": "Hello, Raw!"}]
+    methods = [m for m, _ in seen]
+    assert methods == ["elicitation/create", "tasks/get", "tasks/get", "tasks/get", "tasks/result"]
+    assert seen[0][1] == {}  # task asked for, no ttl
+
+
+async def test_a_client_without_task_support_is_asked_in_place() -> None:
+    """``task=True`` is a wish: a client that did not declare task-augmented
+    elicitation gets a plain request (and one that ignores ``task`` answers in place)."""
+    server = asking_server()
+    slow = Slow()
+    async with Client(server, mode=V, elicitation=slow) as client:  # tasks not declared
+        assert "tasks" not in client._capabilities(V)
+        assert (await client.call_tool("ask_name_via_task")).content[0].text == "Hello, Ada!"
+        assert client._task_store is None
+
+
+async def test_the_client_cancels_its_task_when_asked() -> None:
+    gate = Gate()
+    async with Client(asking_server(), mode=V, elicitation=Slow(gate), tasks=True) as client:
+        assert client._capabilities(V)["tasks"] == {
+            "list": {},
+            "cancel": {},
+            "requests": {"elicitation": {"create": {}}},
+        }
+        with anyio.fail_after(WAIT):
+            out = await client.call_tool("client_tasks", {"cancel": True})
+            assert json.loads(out.content[0].text) == ["working", "cancelled", 1]
+            while not gate.cancelled:
+                await anyio.sleep(0.001)
