@@ -42,6 +42,13 @@ client. Progress and log notifications carry the same ``_meta`` (the
 original ``progressToken`` stays valid for the task's life), and every
 status change is announced with ``notifications/tasks/status`` to the
 session that made the task.
+
+Either side may make tasks in this revision. The server as requestor:
+``ctx.elicit(..., task=True)`` (or ``sample``) sends ``params.task`` to a
+client that declared the request type under ``tasks.requests``, polls the
+client's ``tasks/get`` and takes ``tasks/result`` (``ask_as_task``). The
+client as receiver (``_client_task_host``) answers the server's ``tasks/*``
+with this module's store-level cores, which the server methods wrap.
 """
 
 from __future__ import annotations
