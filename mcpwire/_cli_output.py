@@ -96,6 +96,10 @@ def render_inspect(report: JSONObject) -> str:
 
     def tool_line(t: JSONObject) -> str:
         head = f"{t.get('name')}({_signature(t.get('inputSchema'))})"
+        execution = t.get("execution")  # 2025-11-25 tasks
+        support = execution.get("taskSupport") if isinstance(execution, dict) else None
+        if support in ("optional", "required"):
+            head += f" [task {support}]"
         return f"{head:<44} {t.get('description') or ''}".rstrip()
 
     def resource_line(r: JSONObject) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 EVERYTHING = ["--", sys.executable, "-m", "mcpwire.examples.everything"]
+ROOT = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT = 30.0
 
 
@@ -83,6 +84,20 @@ def test_inspect_mode(mode: str, version: str) -> None:
     assert report["era"] == "legacy"
     assert report["protocolVersion"] == version
     assert "echo" in {t["name"] for t in report["tools"]}
+
+
+def test_inspect_and_call_a_2025_11_25_task_server() -> None:
+    """Task support shows in the listing; a task-required tool is called as a task."""
+    target = ["--", sys.executable, str(ROOT / "conformance" / "peers" / "tasks_server.py")]
+    proc = mcpwire("inspect", "--mode", "2025-11-25", *target)
+    assert proc.returncode == 0, proc.stderr
+    assert "slow_echo(message: string, delay_ms?: integer) [task optional]" in proc.stdout
+    assert "explode() [task required]" in proc.stdout
+    assert "plain(message: string)  " in proc.stdout
+    proc = mcpwire("call", "--json", "--mode", "2025-11-25", "explode", *target)
+    result = as_json(proc)
+    assert result["content"] == [{"type": "text", "text": "boom"}] and result["isError"]
+    assert "io.modelcontextprotocol/related-task" in result["_meta"]
 
 
 # -- call ------------------------------------------------------------------------------------
