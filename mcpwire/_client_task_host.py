@@ -36,6 +36,7 @@ from ._task_legacy import (
     requested_ttl,
     task_result,
 )
+from ._task_runs import error_object
 from ._tasks import TaskStore, TaskStoreFull
 from ._versions import at_least
 from .sansio._json import JSONObject
@@ -64,15 +65,10 @@ async def _run(client: Client, task: Task, method: str, params: JSONObject) -> N
     with task.scope:
         try:
             result = await answer(client, method, params)
-        except JSONRPCError as exc:
-            error: JSONObject = {"code": exc.code, "message": exc.message}
-            if exc.data is not None:
-                error["data"] = exc.data
-            task.fail(error, f"The request failed: {exc.message}")
-            return
         except Exception as exc:  # a callback's bug: the server hears an internal error
-            error = {"code": ErrorCode.INTERNAL_ERROR, "message": f"Internal error: {exc!r}"}
-            task.fail(error, str(error["message"]))
+            if not isinstance(exc, JSONRPCError):
+                exc = JSONRPCError(ErrorCode.INTERNAL_ERROR, f"Internal error: {exc!r}")
+            task.fail(error_object(exc), f"The request failed: {exc.message}")
             return
         if not task.terminal:
             task.complete(result)

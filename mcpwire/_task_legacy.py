@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Final, Literal
 import anyio
 
 from ._errors import JSONRPCError
+from ._task_runs import error_object
 from ._tasks import TaskStore, TaskStoreFull, legacy_tasks
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode
@@ -99,13 +100,6 @@ def _with_related(params: JSONObject | None, task_id: str) -> JSONObject:
     meta = out.get("_meta")
     out["_meta"] = {**(meta if isinstance(meta, dict) else {}), RELATED_TASK: {"taskId": task_id}}
     return out
-
-
-def _error_object(exc: JSONRPCError) -> JSONObject:
-    error: JSONObject = {"code": exc.code, "message": exc.message}
-    if exc.data is not None:
-        error["data"] = exc.data
-    return error
 
 
 class LegacyTaskRun:
@@ -216,7 +210,7 @@ class LegacyTaskRun:
         if task.terminal:  # cancelled or expired meanwhile: that settles it
             return
         if error is not None:
-            task.fail(_error_object(error), f"The request failed: {error.message}")
+            task.fail(error_object(error), f"The request failed: {error.message}")
         elif result is not None and result.get("isError") is True:
             task.fail({}, "The tool reported an error")
             task.result = result

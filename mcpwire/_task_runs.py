@@ -30,6 +30,7 @@ __all__ = (
     "TaskRun",
     "TaskStateError",
     "call_tool",
+    "error_object",
     "next_status",
     "tasks_cancel",
     "tasks_get",
@@ -236,7 +237,8 @@ class Task:
 Invoke = Callable[["Context"], Awaitable[JSONObject]]
 
 
-def _error_object(exc: JSONRPCError) -> JSONObject:
+def error_object(exc: JSONRPCError) -> JSONObject:
+    """A JSON-RPC error object (wire form) of ``exc``."""
     error: JSONObject = {"code": exc.code, "message": exc.message}
     if exc.data is not None:
         error["data"] = exc.data
@@ -324,10 +326,10 @@ class TaskRun:
             value.setdefault("resultType", "complete")
             task.complete(value)
         elif isinstance(value, JSONRPCError):
-            task.fail(_error_object(value), f"The request failed: {value.message}")
+            task.fail(error_object(value), f"The request failed: {value.message}")
         else:
             error = JSONRPCError(ErrorCode.INTERNAL_ERROR, f"Internal error: {value!r}")
-            task.fail(_error_object(error), error.message)
+            task.fail(error_object(error), error.message)
         await self.store.publish(task)
 
 

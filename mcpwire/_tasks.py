@@ -328,22 +328,25 @@ def listen_task_ids(call: Call, wanted: JSONObject) -> list[str]:
     return [i for i in ids if isinstance(i, str) and i in store]
 
 
-async def tasks_get(call: Call) -> JSONObject:
-    from ._task_runs import tasks_get as run
+def _deferred(module: str, name: str) -> Callable[[Call], Awaitable[JSONObject]]:
+    """A ``tasks/*`` method whose body is in ``module``, imported on its first call
+    (``_task_runs`` for the extension, ``_task_legacy`` for 2025-11-25)."""
 
-    return await run(call)
+    async def method(call: Call) -> JSONObject:
+        from importlib import import_module
+
+        body: Callable[[Call], Awaitable[JSONObject]] = getattr(
+            import_module(module, __package__), name
+        )
+        return await body(call)
+
+    method.__name__ = method.__qualname__ = name
+    return method
 
 
-async def tasks_update(call: Call) -> JSONObject:
-    from ._task_runs import tasks_update as run
-
-    return await run(call)
-
-
-async def tasks_cancel(call: Call) -> JSONObject:
-    from ._task_runs import tasks_cancel as run
-
-    return await run(call)
+tasks_get = _deferred("._task_runs", "tasks_get")
+tasks_update = _deferred("._task_runs", "tasks_update")
+tasks_cancel = _deferred("._task_runs", "tasks_cancel")
 
 
 # -- 2025-11-25 tasks (bodies in _task_legacy) --------------------------------------------
@@ -365,28 +368,10 @@ async def legacy_call(call: Call, name: str, support: str, invoke: Invoke) -> JS
     return await call_tool(call, name, support, invoke)
 
 
-async def legacy_get(call: Call) -> JSONObject:
-    from ._task_legacy import tasks_get as run
-
-    return await run(call)
-
-
-async def legacy_result(call: Call) -> JSONObject:
-    from ._task_legacy import tasks_result as run
-
-    return await run(call)
-
-
-async def legacy_list(call: Call) -> JSONObject:
-    from ._task_legacy import tasks_list as run
-
-    return await run(call)
-
-
-async def legacy_cancel(call: Call) -> JSONObject:
-    from ._task_legacy import tasks_cancel as run
-
-    return await run(call)
+legacy_get = _deferred("._task_legacy", "tasks_get")
+legacy_result = _deferred("._task_legacy", "tasks_result")
+legacy_list = _deferred("._task_legacy", "tasks_list")
+legacy_cancel = _deferred("._task_legacy", "tasks_cancel")
 
 
 def _caller() -> AccessToken | None:

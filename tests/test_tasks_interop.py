@@ -12,7 +12,11 @@ conformance harness's lock file, run on its Node 22), both ways:
 * mcpwire's ``Client`` against its server (``ts_tasks_server.mjs``, McpServer
   with the SDK's experimental tasks), over stdio and HTTP: a task-required
   tool whose elicitation the SDK queues for ``tasks/result``, a task polled to
-  its end, listing, cancelling, a failed task.
+  its end, listing, cancelling, a failed task;
+* and the other way round, the server as requestor and the client as
+  receiver: mcpwire's ``ctx.elicit(..., task=True)`` against the SDK's client
+  task store (``--receiver``), and the SDK's ``elicitInputStream`` against a
+  ``Client(tasks=True)``, which it polls, collects from and lists.
 
 The npm packages are installed by ``conformance/run.py``'s ``ensure_installed``
 when missing (``.ci/run`` installs them before the tests).
@@ -54,6 +58,8 @@ CHECKS = {
     "failed_tool",
     "status_notifications",
 }
+#: ``--receiver``: the other way, the server's elicitation as a task the client runs.
+RECEIVER_CHECKS = {"receiver_capabilities", "receiver_elicitation_task", "receiver_list"}
 
 
 @pytest.fixture(scope="module")
@@ -74,14 +80,14 @@ def free_port() -> int:
         return port
 
 
-def judged(out: str) -> dict[str, dict[str, Any]]:
+def judged(out: str, names: set[str] = CHECKS) -> dict[str, dict[str, Any]]:
     """The client script's checks by name; every one must be there and pass."""
     checks = {}
     for line in out.splitlines():
         item = json.loads(line)
         if "check" in item:
             checks[item["check"]] = item
-    assert set(checks) == CHECKS
+    assert set(checks) == names
     failed = {name: c["detail"] for name, c in checks.items() if not c["ok"]}
     assert not failed, json.dumps(failed, indent=1)
     return checks
@@ -99,6 +105,19 @@ def test_the_ts_client_passes_every_check_against_our_stdio_server(node: str) ->
     assert done.returncode == 0, done.stderr[-2000:]
     seen = checks["elicitation_in_task"]["detail"]
     assert seen["sawInputRequired"] and seen["elicitationWhileResultPending"]
+
+
+def test_the_ts_client_runs_the_task_our_server_asks_of_it(node: str) -> None:
+    """The other way: ``ctx.elicit(..., task=True)`` against the SDK's client task store."""
+    argv = [node, str(PEERS / "ts_tasks_client.mjs"), "--receiver", "--stdio", sys.executable]
+    done = subprocess.run(
+        [*argv, str(PEERS / "tasks_server.py")], capture_output=True, text=True, timeout=WAIT
+    )
+    checks = judged(done.stdout, RECEIVER_CHECKS)
+    assert done.returncode == 0, done.stderr[-2000:]
+    sent = checks["receiver_elicitation_task"]["detail"]["serverToClient"]
+    assert sent[0] == "elicitation/create" and sent[-1] == "tasks/result"
+    assert set(sent[1:-1]) == {"tasks/get"}
 
 
 @pytest.mark.anyio
@@ -135,10 +154,13 @@ class Ada:
 
 
 @asynccontextmanager
-async def ts_server(node: str, transport: str, ada: Ada) -> AsyncIterator[Client]:
+async def ts_server(
+    node: str, transport: str, ada: Ada, *, tasks: bool = False
+) -> AsyncIterator[Client]:
     script = str(PEERS / "ts_tasks_server.mjs")
+    options: dict[str, Any] = {"mode": "2025-11-25", "elicitation": ada, "tasks": tasks}
     if transport == "stdio":
-        async with Client.stdio(node, [script], mode="2025-11-25", elicitation=ada) as client:
+        async with Client.stdio(node, [script], **options) as client:
             yield client
         return
     port = free_port()
@@ -152,7 +174,7 @@ async def ts_server(node: str, transport: str, ada: Ada) -> AsyncIterator[Client
                         break
                     except OSError:
                         await anyio.sleep(0.05)
-            async with Client.http(url, mode="2025-11-25", elicitation=ada) as client:
+            async with Client.http(url, **options) as client:
                 yield client
         finally:
             process.terminate()
@@ -177,6 +199,7 @@ async def test_our_client_runs_tasks_on_the_ts_server(node: str, transport: str)
                 "explode": "required",
                 "plain": "forbidden",
                 "sleepy": "optional",
+                "ask_name_via_task": "forbidden",
             }
             # Required: call_tool makes it a task; the elicitation comes on tasks/result.
             greeted = await client.call_tool("ask_name")
@@ -198,3 +221,20 @@ async def test_our_client_runs_tasks_on_the_ts_server(node: str, transport: str)
             exploded = await client.call_tool("explode")
             assert exploded.is_error and exploded.content[0].text == "boom"
             assert (await client.call_tool("plain", {"message": "p"})).content[0].text == "p"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_our_client_runs_the_task_the_ts_server_asks_of_it(node: str, transport: str) -> None:
+    """The SDK's server sends its elicitation as a task (``elicitInputStream``), polls
+    our ``tasks/get``, takes ``tasks/result`` and lists our tasks."""
+    ada = Ada()
+    with anyio.fail_after(WAIT):
+        async with ts_server(node, transport, ada, tasks=True) as client:
+            result = await client.call_tool("ask_name_via_task")
+    assert result.content[0].text == "Hello, Ada!"
+    account = result.structured
+    assert isinstance(account, dict), result
+    assert account["asTask"] is True and account["listed"] is True, account
+    assert account["statuses"][-1] == "completed"
+    assert ada.metas == [None]  # our callback sees the request without the task

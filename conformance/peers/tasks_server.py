@@ -1,6 +1,6 @@
 """mcpwire's side of the 2025-11-25 tasks interop: the tools ``ts_tasks_client.mjs`` checks.
 
-The same five tools as ``ts_tasks_server.mjs`` (the TypeScript SDK's server),
+The same six tools as ``ts_tasks_server.mjs`` (the TypeScript SDK's server),
 so one client script checks both servers and one mcpwire client drives both:
 
 * ``slow_echo {message, delay_ms=0}`` (task optional): the message, after the delay;
@@ -8,7 +8,10 @@ so one client script checks both servers and one mcpwire client drives both:
   ``Hello, <name>!`` (``No name given`` unless accepted);
 * ``explode {}`` (task required): a tool error, ``boom`` (the task fails);
 * ``plain {message}`` (no tasks): the message;
-* ``sleepy {seconds}`` (task optional): ``slept``, unless cancelled first.
+* ``sleepy {seconds}`` (task optional): ``slept``, unless cancelled first;
+* ``ask_name_via_task {}`` (no tasks): the other way round, the same question
+  asked of the client as a task (``ctx.elicit(..., task=True)``) when it
+  declared task-augmented elicitation.
 
 ``python tasks_server.py`` serves stdio; ``python tasks_server.py --http PORT``
 serves streamable HTTP at ``http://127.0.0.1:PORT/mcp``.
@@ -65,6 +68,16 @@ async def sleepy(seconds: float) -> str:
     """Sleep that long (cancellation stops it)."""
     await anyio.sleep(seconds)
     return "slept"
+
+
+@server.tool(structured=False)
+async def ask_name_via_task(ctx: Context) -> str:
+    """Ask the user's name as a task the client runs, then greet them."""
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA, task=True)
+    content = answer.get("content")
+    if answer.get("action") == "accept" and isinstance(content, dict):
+        return f"Hello, {content.get('name')}!"
+    return "No name given"
 
 
 if __name__ == "__main__":

@@ -2,12 +2,19 @@
 // the MCP 2025-11-25 tasks feature (task-augmented tools/call, tasks/get, tasks/result,
 // tasks/list, tasks/cancel, input_required with elicitation through the task).
 //
-//   node ts_tasks_client.mjs --stdio <command> [args...]
-//   node ts_tasks_client.mjs --url http://127.0.0.1:PORT/mcp
+//   node ts_tasks_client.mjs [--receiver] --stdio <command> [args...]
+//   node ts_tasks_client.mjs [--receiver] --url http://127.0.0.1:PORT/mcp
 //
 // The server must have the tools of ts_tasks_server.mjs (slow_echo, ask_name, explode,
 // plain, sleepy). Prints one JSON line per check, {"check", "ok", "detail"}, then
 // {"summary": {"passed", "failed"}}; exits 0 iff every check passed.
+//
+// --receiver runs the other direction instead (and only its own three checks): the client is
+// the task receiver. It declares tasks {list, cancel, requests.elicitation.create}, and the
+// server's tool ask_name_via_task sends it a task-augmented elicitation/create. The client
+// answers with a CreateTaskResult from the SDK's task store; tasks/get, tasks/result,
+// tasks/list and tasks/cancel are answered by the SDK itself (Client options taskStore and
+// taskMessageQueue). The checks look at what was on the wire.
 //
 // Every wire step is an explicit request (client.request with a pass-through result schema,
 // so the raw result is what gets asserted; the SDK's own result schemas are applied on top).
@@ -18,6 +25,7 @@ import * as z from 'zod/v4';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { InMemoryTaskStore, InMemoryTaskMessageQueue } from '@modelcontextprotocol/sdk/experimental/tasks';
 import {
     CallToolResultSchema,
     CancelTaskResultSchema,
@@ -46,7 +54,7 @@ const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
 
 function usage(message) {
     if (message) process.stderr.write(`${message}\n`);
-    process.stderr.write('usage: ts_tasks_client.mjs --stdio <command> [args...] | --url <http url>\n');
+    process.stderr.write('usage: ts_tasks_client.mjs [--receiver] --stdio <command> [args...] | --url <http url>\n');
     process.exit(2);
 }
 
@@ -201,23 +209,201 @@ function withTimeout(promise, ms, label) {
     return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+// ---------------------------------------------------------------- receiver mode (--receiver)
+
+// The client-side tasks capability of the receiver mode (spec: "Client Capabilities").
+const RECEIVER_TASKS = { list: {}, cancel: {}, requests: { elicitation: { create: {} } } };
+const RECEIVER_POLL_INTERVAL_MS = 100; // pollInterval of the tasks this client creates
+const RECEIVER_ANSWER_DELAY_MS = 300; // the "user" answers this long after the task was created
+const RECEIVER_MAX_TTL_MS = 10 * 60_000;
+const TASK_METHODS = new Set(['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel']);
+
+// Elicitation handler of the receiver mode. A task-augmented elicitation/create gets a task
+// in the SDK's task store (extra.taskStore) and a CreateTaskResult at once; the answer is
+// stored as the task's result a little later. Everything after that (tasks/get,
+// tasks/result, tasks/list, tasks/cancel) is answered by the SDK from the store.
+async function receiverElicitation(request, extra) {
+    const params = request.params;
+    elicitations.push({ at: Date.now(), params, relatedTaskId: relatedTaskId(params?._meta) });
+    const answer = { action: 'accept', content: { name: 'Ada' } };
+    if (!params?.task) return answer;
+    const requested = params.task.ttl;
+    const ttl = typeof requested === 'number' ? Math.min(Math.max(requested, 0), RECEIVER_MAX_TTL_MS) : 60_000;
+    const store = extra.taskStore;
+    const task = await store.createTask({ ttl, pollInterval: RECEIVER_POLL_INTERVAL_MS });
+    setTimeout(() => {
+        // Refused (and ignored) if the task was cancelled meanwhile.
+        store.storeTaskResult(task.taskId, 'completed', answer).catch(() => {});
+    }, RECEIVER_ANSWER_DELAY_MS);
+    return { task };
+}
+
+// Server-to-client requests in `wire` (a slice of tap.messages), each with the answer this
+// client sent for it.
+function serverRequests(wire) {
+    const started = wire[0]?.at ?? Date.now();
+    return wire
+        .filter(m => m.dir === 'in' && 'method' in m.message && 'id' in m.message)
+        .map(m => {
+            const answer = wire.find(a => a.dir === 'out' && !('method' in a.message) && a.message.id === m.message.id);
+            return { at: m.at - started, request: m.message, answer: answer?.message };
+        });
+}
+
+function describe({ at, request, answer }) {
+    const params = request.params ?? {};
+    const entry = { method: request.method, atMs: at };
+    if ('taskId' in params) entry.taskId = params.taskId;
+    if ('task' in params) entry.paramsTask = params.task;
+    if (relatedTaskId(params._meta) !== undefined) entry.relatedTaskMeta = relatedTaskId(params._meta);
+    if (answer?.error) entry.answeredError = answer.error;
+    else if (request.method === 'tasks/get') entry.answeredStatus = answer?.result?.status;
+    else if (request.method === 'tasks/list') entry.answeredTaskIds = answer?.result?.tasks?.map(t => t.taskId);
+    else if (answer) entry.answered = answer.result;
+    return entry;
+}
+
+// The JSON account ask_name_via_task gives of the exchange (structuredContent, else the
+// second text block).
+function toolAccount(result) {
+    if (result?.structuredContent && typeof result.structuredContent === 'object') return result.structuredContent;
+    const second = result?.content?.[1];
+    if (second?.type !== 'text') return null;
+    try {
+        return JSON.parse(second.text);
+    } catch {
+        return null;
+    }
+}
+
+async function runReceiverChecks() {
+    const seen = {}; // passed on from receiver_elicitation_task to receiver_list
+
+    await runCheck('receiver_capabilities', async () => {
+        const sent = tap.messages.find(m => m.dir === 'out' && m.message.method === 'initialize');
+        const tasks = sent?.message?.params?.capabilities?.tasks;
+        expect(
+            tasks?.requests?.elicitation?.create && typeof tasks.requests.elicitation.create === 'object',
+            'the initialize request did not declare capabilities.tasks.requests.elicitation.create',
+            sent?.message?.params?.capabilities ?? null
+        );
+        return {
+            sentCapabilities: sent.message.params.capabilities,
+            protocolVersion: tap.responseTo('initialize')?.message?.result?.protocolVersion ?? null,
+            serverTasks: client.getServerCapabilities()?.tasks ?? null
+        };
+    });
+
+    await runCheck('receiver_elicitation_task', async () => {
+        const from = tap.messages.length;
+        const result = await rpc(client, 'tools/call', { name: 'ask_name_via_task', arguments: {} }, 9_000);
+        await sleep(50); // let trailing messages (e.g. a status notification) land in the tap
+        const wire = tap.messages.slice(from);
+        const requests = serverRequests(wire);
+        const sequence = requests.map(r => r.request.method);
+        const elicit = requests.find(r => r.request.method === 'elicitation/create');
+        expect(elicit, 'the server sent no elicitation/create', { sequence, result });
+        const params = elicit.request.params ?? {};
+        expect(params.task && typeof params.task === 'object', 'elicitation/create carried no params.task', params);
+        const created = elicit.answer?.result;
+        expect(created, 'the client did not answer elicitation/create with a result', elicit.answer ?? null);
+        const issues = schemaIssues(CreateTaskResultSchema, created);
+        expect(!issues, 'the answer to elicitation/create is not a CreateTaskResult', { issues, created });
+        const taskId = created.task.taskId;
+        seen.taskId = taskId;
+        const follow = requests.filter(r => TASK_METHODS.has(r.request.method));
+        const forTask = follow.filter(r => r.request.params?.taskId === taskId);
+        expect(
+            forTask.some(r => r.request.method === 'tasks/get' || r.request.method === 'tasks/result'),
+            'the server sent neither tasks/get nor tasks/result for the task',
+            { taskId, sequence }
+        );
+        expect(result?.content?.[0]?.type === 'text' && result.content[0].text === 'Hello, Ada!', 'tool result text is not "Hello, Ada!"', result);
+        expect(result.isError !== true, 'tool result has isError true', result);
+        const gets = forTask.filter(r => r.request.method === 'tasks/get').map(r => r.at);
+        const resultAnswer = forTask.find(r => r.request.method === 'tasks/result')?.answer;
+        const statusNotificationsSent = wire
+            .filter(m => m.dir === 'out' && m.message.method === 'notifications/tasks/status')
+            .map(m => ({ taskId: m.message.params?.taskId, status: m.message.params?.status }));
+        seen.account = toolAccount(result);
+        return {
+            taskId,
+            serverToClient: sequence,
+            exchange: requests.map(describe),
+            elicitationParams: params,
+            createTaskResult: created,
+            tasksGetIntervalsMs: gets.slice(1).map((at, i) => at - gets[i]),
+            tasksResultAnswer: resultAnswer ?? null,
+            tasksResultHasRelatedTaskMeta: relatedTaskId(resultAnswer?.result?._meta) === taskId,
+            statusNotificationsSent,
+            toolResult: result
+        };
+    });
+
+    await runCheck('receiver_list', async () => {
+        const lists = serverRequests(tap.messages).filter(r => r.request.method === 'tasks/list');
+        if (lists.length === 0) {
+            return {
+                informational: 'always ok: the server never sent tasks/list to the client, so there was nothing to check',
+                sent: 0,
+                toolAccount: seen.account ?? null
+            };
+        }
+        expect(seen.taskId, 'no task id from receiver_elicitation_task to look for', { sent: lists.length });
+        const listed = [];
+        for (const { answer } of lists) {
+            expect(answer && !answer.error, 'the client answered tasks/list with an error or not at all', answer ?? null);
+            const issues = schemaIssues(ListTasksResultSchema, answer.result);
+            expect(!issues, 'the client\'s tasks/list answer does not match the SDK schema', { issues, answer });
+            listed.push(...answer.result.tasks);
+        }
+        const entry = listed.find(task => task.taskId === seen.taskId);
+        expect(entry, 'the client\'s tasks/list answer did not list the task', { taskId: seen.taskId, listed: listed.map(t => t.taskId) });
+        return {
+            sent: lists.length,
+            taskId: seen.taskId,
+            entry,
+            toolSaysListed: seen.account?.listed ?? null
+        };
+    });
+}
+
+async function finish() {
+    const passed = results.filter(Boolean).length;
+    const failed = results.length - passed;
+    process.stdout.write(`${JSON.stringify({ summary: { passed, failed } })}\n`);
+    await Promise.race([client.close().catch(() => {}), sleep(2_000)]);
+    process.exit(failed === 0 ? 0 : 1);
+}
+
 // ---------------------------------------------------------------- main
 
 const argv = process.argv.slice(2);
-const inner = makeTransport(argv);
+const receiverMode = argv[0] === '--receiver';
+const inner = makeTransport(receiverMode ? argv.slice(1) : argv);
 const tap = new WireTap(inner);
 
 const elicitations = []; // {at, params, relatedTaskId}
 const statusNotifications = []; // {at, params}
 
-const client = new Client(
-    { name: 'ts-tasks-check-client', version: '1.0.0' },
-    { capabilities: { elicitation: { form: {} } } }
-);
-client.setRequestHandler(ElicitRequestSchema, async request => {
-    elicitations.push({ at: Date.now(), params: request.params, relatedTaskId: relatedTaskId(request.params?._meta) });
-    return { action: 'accept', content: { name: 'Ada' } };
-});
+const client = receiverMode
+    ? new Client(
+          { name: 'ts-tasks-check-client', version: '1.0.0' },
+          {
+              capabilities: { elicitation: { form: {} }, tasks: RECEIVER_TASKS },
+              taskStore: new InMemoryTaskStore(),
+              taskMessageQueue: new InMemoryTaskMessageQueue()
+          }
+      )
+    : new Client({ name: 'ts-tasks-check-client', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+if (receiverMode) {
+    client.setRequestHandler(ElicitRequestSchema, receiverElicitation);
+} else {
+    client.setRequestHandler(ElicitRequestSchema, async request => {
+        elicitations.push({ at: Date.now(), params: request.params, relatedTaskId: relatedTaskId(request.params?._meta) });
+        return { action: 'accept', content: { name: 'Ada' } };
+    });
+}
 client.setNotificationHandler(TaskStatusNotificationSchema, notification => {
     statusNotifications.push({ at: Date.now(), params: notification.params });
 });
@@ -250,6 +436,11 @@ try {
     process.stdout.write(`${JSON.stringify({ summary: { passed: 0, failed: 1 } })}\n`);
     await inner.close().catch(() => {});
     process.exit(1);
+}
+
+if (receiverMode) {
+    await runReceiverChecks();
+    await finish();
 }
 
 const shared = {}; // the slow_echo task of create_task, reused by get_and_result and list
@@ -527,8 +718,4 @@ await runCheck('status_notifications', async () => {
     };
 });
 
-const passed = results.filter(Boolean).length;
-const failed = results.length - passed;
-process.stdout.write(`${JSON.stringify({ summary: { passed, failed } })}\n`);
-await Promise.race([client.close().catch(() => {}), sleep(2_000)]);
-process.exit(failed === 0 ? 0 : 1);
+await finish();

@@ -4,12 +4,17 @@
 //   node ts_tasks_server.mjs               serve on stdio
 //   node ts_tasks_server.mjs --http PORT   serve streamable HTTP on http://127.0.0.1:PORT/mcp
 //
-// The server declares tasks {list, cancel, requests.tools.call} and has five tools:
+// The server declares tasks {list, cancel, requests.tools.call} and has six tools:
 //   slow_echo {message, delay_ms?}  taskSupport optional  -> text message after delay_ms
 //   ask_name  {}                    taskSupport required  -> form elicitation through the task
 //   explode   {}                    taskSupport required  -> tool error "boom" (task fails)
 //   plain     {message}             no task support       -> text message
 //   sleepy    {seconds}             taskSupport optional  -> text "slept" (stops early if cancelled)
+//   ask_name_via_task {}            no task support       -> the other direction: the server is
+//       the requestor of a task-augmented elicitation/create and the client the task receiver
+//       (when the client declared tasks.requests.elicitation.create; else a plain elicitation).
+//       Returns "Hello, <name>!" or "No name given", then a JSON account of the exchange
+//       (second text block, and structuredContent).
 //
 // Everything the SDK does on its own (tasks/get, tasks/result, tasks/list, tasks/cancel,
 // the task message queue, taskSupport enforcement) is left as the SDK does it: this peer
@@ -204,7 +209,89 @@ function buildServer() {
         })
     );
 
+    mcp.registerTool(
+        'ask_name_via_task',
+        {
+            description:
+                'Asks the user for a name with elicitation/create sent to the client as a task when the client ' +
+                'declared tasks.requests.elicitation.create (else as a plain elicitation). Returns ' +
+                '"Hello, <name>!" or "No name given", then a JSON account of what was exchanged.'
+        },
+        async extra => askNameViaTask(mcp.server, extra)
+    );
+
     return mcp;
+}
+
+// ---------------------------------------------------------------- server as task requestor
+
+const CLIENT_TASK_TTL_MS = 60_000;
+const NAME_REQUEST = {
+    mode: 'form',
+    message: 'What is your name?',
+    requestedSchema: {
+        type: 'object',
+        properties: { name: { type: 'string' } },
+        required: ['name']
+    }
+};
+
+// The SDK does the requestor side: elicitInputStream with `task` sends elicitation/create with
+// params.task, expects a CreateTaskResult, then polls tasks/get at the task's pollInterval and
+// fetches the ElicitResult with tasks/result (on completed, or at once on input_required).
+// Every request goes out related to this tools/call (on HTTP: on its POST's SSE stream).
+async function askNameViaTask(server, extra) {
+    const tasks = server.getClientCapabilities()?.tasks;
+    const asTask = Boolean(tasks?.requests?.elicitation?.create);
+    const options = { relatedRequestId: extra.requestId, timeout: 60_000 };
+    const account = { asTask, taskId: null, statuses: [], action: null, listAsked: false, listed: null };
+    let answer;
+    try {
+        if (asTask) {
+            const stream = server.experimental.tasks.elicitInputStream(NAME_REQUEST, {
+                ...options,
+                task: { ttl: CLIENT_TASK_TTL_MS }
+            });
+            for await (const message of stream) {
+                if (message.type === 'taskCreated') account.taskId = message.task.taskId;
+                else if (message.type === 'taskStatus') account.statuses.push(message.task.status);
+                else if (message.type === 'result') answer = message.result;
+                else if (message.type === 'error') throw message.error;
+            }
+        } else {
+            answer = await server.elicitInput(NAME_REQUEST, options);
+        }
+    } catch (error) {
+        account.error = error?.message ?? String(error);
+    }
+    account.action = answer?.action ?? null;
+
+    if (asTask && account.taskId && tasks?.list) {
+        account.listAsked = true;
+        try {
+            const seen = [];
+            let cursor;
+            for (let page = 0; page < 20; page++) {
+                const listed = await server.experimental.tasks.listTasks(cursor, options);
+                seen.push(...listed.tasks.map(task => task.taskId));
+                cursor = listed.nextCursor;
+                if (!cursor) break;
+            }
+            account.listed = seen.includes(account.taskId);
+        } catch (error) {
+            account.listError = error?.message ?? String(error);
+        }
+    }
+
+    const name = answer?.action === 'accept' ? answer.content?.name : undefined;
+    const greeting = typeof name === 'string' && name !== '' ? `Hello, ${name}!` : 'No name given';
+    return {
+        content: [
+            { type: 'text', text: greeting },
+            { type: 'text', text: JSON.stringify(account) }
+        ],
+        structuredContent: account
+    };
 }
 
 async function serveStdio() {
