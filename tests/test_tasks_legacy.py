@@ -29,6 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from inproc import Gate, Inbox
 from test_client_tasks import Names, build, connected
+from test_tasks import call, error_of
 
 import mcpwire
 from mcpwire import (
@@ -131,17 +132,6 @@ async def serving(
             tg.cancel_scope.cancel()
     finally:
         inbox.close()
-
-
-async def call(session: Session, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    with anyio.fail_after(WAIT):
-        return await session.request(method, params)
-
-
-async def error_of(session: Session, method: str, params: dict[str, Any]) -> JSONRPCError:
-    with anyio.fail_after(WAIT), pytest.raises(JSONRPCError) as info:
-        await session.request(method, params)
-    return info.value
 
 
 async def create(session: Session, name: str, ttl: Any = 60_000, **args: Any) -> dict[str, Any]:
