@@ -80,9 +80,15 @@ if TYPE_CHECKING:
     from ._jose import CryptographyMissing as CryptographyMissing
     from ._jose import EdDSASigner as EdDSASigner
     from ._jose import ES256Signer as ES256Signer
+    from ._jose import ES384Signer as ES384Signer
+    from ._jose import ES512Signer as ES512Signer
     from ._jose import JWTSigner as JWTSigner
     from ._jose import PS256Signer as PS256Signer
+    from ._jose import PS384Signer as PS384Signer
+    from ._jose import PS512Signer as PS512Signer
     from ._jose import RS256Signer as RS256Signer
+    from ._jose import RS384Signer as RS384Signer
+    from ._jose import RS512Signer as RS512Signer
     from ._jose import load_signer as load_signer
     from ._oauth import AssertionProvider as AssertionProvider
     from ._oauth import OAuthClient as OAuthClient
@@ -214,10 +220,16 @@ __all__ = (
     "headless_redirect_handler",
     "CryptographyMissing",
     "ES256Signer",
+    "ES384Signer",
+    "ES512Signer",
     "EdDSASigner",
     "JWTSigner",
     "PS256Signer",
+    "PS384Signer",
+    "PS512Signer",
     "RS256Signer",
+    "RS384Signer",
+    "RS512Signer",
     "load_signer",
     "AuthorizationDenied",
     "AuthorizationResponse",
@@ -314,10 +326,16 @@ _LAZY = {
     "headless_redirect_handler": "._oauth",
     "CryptographyMissing": "._jose",
     "ES256Signer": "._jose",
+    "ES384Signer": "._jose",
+    "ES512Signer": "._jose",
     "EdDSASigner": "._jose",
     "JWTSigner": "._jose",
     "PS256Signer": "._jose",
+    "PS384Signer": "._jose",
+    "PS512Signer": "._jose",
     "RS256Signer": "._jose",
+    "RS384Signer": "._jose",
+    "RS512Signer": "._jose",
     "load_signer": "._jose",
     "AuthorizationDenied": "._oauth_redirect",
     "AuthorizationResponse": "._oauth_redirect",

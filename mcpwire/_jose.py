@@ -10,9 +10,10 @@ base64url without padding (RFC 7515 §2), JSON by ``orjson``.
 
 The signature comes from a ``JWTSigner``: its ``alg`` (RFC 7518 §3.1), its
 public key as a JWK, and ``sign(signing_input) -> bytes``. The ones shipped
-here, ``ES256Signer`` (ECDSA P-256, SHA-256), ``RS256Signer`` (RSASSA
-PKCS#1 v1.5, SHA-256), ``PS256Signer`` (RSASSA-PSS, SHA-256) and
-``EdDSASigner`` (Ed25519, RFC 8037), use the ``cryptography`` package, which mcpwire does
+here, ``ES256Signer``/``ES384Signer``/``ES512Signer`` (ECDSA on P-256,
+P-384, P-521), ``RS256Signer``/``RS384Signer``/``RS512Signer`` (RSASSA
+PKCS#1 v1.5), ``PS256Signer``/``PS384Signer``/``PS512Signer`` (RSASSA-PSS)
+and ``EdDSASigner`` (Ed25519, RFC 8037), use the ``cryptography`` package, which mcpwire does
 not depend on: it is imported when a signer is made, never before, and its
 absence raises ``CryptographyMissing`` naming the extra to install
 (``pip install 'mcpwire[jwt]'``). Anything that satisfies ``JWTSigner`` can
@@ -29,21 +30,31 @@ import secrets
 import time
 from collections.abc import Mapping
 from types import SimpleNamespace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
 from ._errors import AuthorizationError
 from .sansio._b64url import b64url_decode, b64url_encode
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 __all__ = (
     "CLIENT_ASSERTION_TYPE",
     "CryptographyMissing",
     "ES256Signer",
+    "ES384Signer",
+    "ES512Signer",
     "EdDSASigner",
     "JWTSigner",
     "PS256Signer",
+    "PS384Signer",
+    "PS512Signer",
     "RS256Signer",
+    "RS384Signer",
+    "RS512Signer",
+    "SIGNERS",
     "client_assertion",
     "encode_jwt",
     "jwk_thumbprint",
@@ -118,39 +129,41 @@ class JWTSigner(Protocol):
         ...
 
 
-class ES256Signer:
-    """ECDSA with P-256 and SHA-256 (RFC 7518 §3.4).
+class _ECSigner:
+    """ECDSA (RFC 7518 §3.4): the curve and hash the subclass's ``alg`` names.
 
     Made from a key: ``generate()``, ``from_pem()`` (PKCS#8 or SEC1) or
     ``from_jwk()``. Raises ``CryptographyMissing`` without ``cryptography``.
     """
 
     alg = "ES256"
+    _crv, _curve, _hash, _size = "P-256", "SECP256R1", "SHA256", 32
 
     def __init__(self, key: Any, *, kid: str | None = None) -> None:
         m = _crypto()
-        if not isinstance(key, m.ec.EllipticCurvePrivateKey) or key.curve.name != "secp256r1":
-            raise ValueError("ES256 needs a P-256 private key")
+        curve = getattr(m.ec, self._curve).name
+        if not isinstance(key, m.ec.EllipticCurvePrivateKey) or key.curve.name != curve:
+            raise ValueError(f"{self.alg} needs a {self._crv} private key")
         self._m = m
         self._key = key
         self.kid = kid
 
     @classmethod
-    def generate(cls) -> ES256Signer:
+    def generate(cls) -> Self:
         m = _crypto()
-        return cls(m.ec.generate_private_key(m.ec.SECP256R1()))
+        return cls(m.ec.generate_private_key(getattr(m.ec, cls._curve)()))
 
     @classmethod
-    def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> ES256Signer:
+    def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> Self:
         return cls(_pem_key(pem, password))
 
     @classmethod
-    def from_jwk(cls, jwk: Mapping[str, object]) -> ES256Signer:
+    def from_jwk(cls, jwk: Mapping[str, object]) -> Self:
         m = _crypto()
-        if jwk.get("kty") != "EC" or jwk.get("crv") != "P-256":
-            raise ValueError("not a P-256 EC JWK")
+        if jwk.get("kty") != "EC" or jwk.get("crv") != cls._crv:
+            raise ValueError(f"not a {cls._crv} EC JWK")
         public = m.ec.EllipticCurvePublicNumbers(
-            _b64_int(jwk.get("x")), _b64_int(jwk.get("y")), m.ec.SECP256R1()
+            _b64_int(jwk.get("x")), _b64_int(jwk.get("y")), getattr(m.ec, cls._curve)()
         )
         numbers = m.ec.EllipticCurvePrivateNumbers(_b64_int(jwk.get("d")), public)
         kid = jwk.get("kid")
@@ -160,9 +173,9 @@ class ES256Signer:
         numbers = self._key.public_key().public_numbers()
         jwk = {
             "kty": "EC",
-            "crv": "P-256",
-            "x": _int_b64(numbers.x, 32),
-            "y": _int_b64(numbers.y, 32),
+            "crv": self._crv,
+            "x": _int_b64(numbers.x, self._size),
+            "y": _int_b64(numbers.y, self._size),
         }
         if self.kid is not None:
             jwk["kid"] = self.kid
@@ -170,35 +183,58 @@ class ES256Signer:
 
     def sign(self, signing_input: bytes) -> bytes:
         m = self._m
-        der = self._key.sign(signing_input, m.ec.ECDSA(m.hashes.SHA256()))
+        der = self._key.sign(signing_input, m.ec.ECDSA(getattr(m.hashes, self._hash)()))
         r, s = m.utils.decode_dss_signature(der)
-        return int(r).to_bytes(32, "big") + int(s).to_bytes(32, "big")
+        return int(r).to_bytes(self._size, "big") + int(s).to_bytes(self._size, "big")
+
+
+class ES256Signer(_ECSigner):
+    """ECDSA with P-256 and SHA-256 (RFC 7518 §3.4)."""
+
+
+class ES384Signer(_ECSigner):
+    """ECDSA with P-384 and SHA-384 (RFC 7518 §3.4)."""
+
+    alg = "ES384"
+    _crv, _curve, _hash, _size = "P-384", "SECP384R1", "SHA384", 48
+
+
+class ES512Signer(_ECSigner):
+    """ECDSA with P-521 and SHA-512 (RFC 7518 §3.4: 66-byte ``r`` and ``s``)."""
+
+    alg = "ES512"
+    _crv, _curve, _hash, _size = "P-521", "SECP521R1", "SHA512", 66
 
 
 class RS256Signer:
-    """RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518 §3.3), keys of 2048 bits or more."""
+    """RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518 §3.3), keys of 2048 bits or more.
+
+    ``RS384Signer``/``RS512Signer`` hash with SHA-384/512; the ``PS*`` signers
+    use RSASSA-PSS with MGF1 and a salt as long as the hash (§3.5).
+    """
 
     alg = "RS256"
+    _hash, _pss = "SHA256", False
 
     def __init__(self, key: Any, *, kid: str | None = None) -> None:
         m = _crypto()
         if not isinstance(key, m.rsa.RSAPrivateKey) or key.key_size < 2048:
-            raise ValueError("RS256 needs an RSA private key of at least 2048 bits")
+            raise ValueError(f"{self.alg} needs an RSA private key of at least 2048 bits")
         self._m = m
         self._key = key
         self.kid = kid
 
     @classmethod
-    def generate(cls, bits: int = 2048) -> RS256Signer:
+    def generate(cls, bits: int = 2048) -> Self:
         m = _crypto()
         return cls(m.rsa.generate_private_key(public_exponent=65537, key_size=bits))
 
     @classmethod
-    def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> RS256Signer:
+    def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> Self:
         return cls(_pem_key(pem, password))
 
     @classmethod
-    def from_jwk(cls, jwk: Mapping[str, object]) -> RS256Signer:
+    def from_jwk(cls, jwk: Mapping[str, object]) -> Self:
         m = _crypto()
         if jwk.get("kty") != "RSA":
             raise ValueError("not an RSA JWK")
@@ -228,19 +264,35 @@ class RS256Signer:
 
     def sign(self, signing_input: bytes) -> bytes:
         m = self._m
-        return bytes(self._key.sign(signing_input, m.padding.PKCS1v15(), m.hashes.SHA256()))
+        digest = getattr(m.hashes, self._hash)()
+        if self._pss:
+            pad = m.padding.PSS(mgf=m.padding.MGF1(digest), salt_length=digest.digest_size)
+        else:
+            pad = m.padding.PKCS1v15()
+        return bytes(self._key.sign(signing_input, pad, digest))
+
+
+class RS384Signer(RS256Signer):
+    alg, _hash = "RS384", "SHA384"
+
+
+class RS512Signer(RS256Signer):
+    alg, _hash = "RS512", "SHA512"
 
 
 class PS256Signer(RS256Signer):
     """RSASSA-PSS with SHA-256 and MGF1 (RFC 7518 §3.5): the salt is as long as
     the hash, as that section requires."""
 
-    alg = "PS256"
+    alg, _pss = "PS256", True
 
-    def sign(self, signing_input: bytes) -> bytes:
-        m = self._m
-        pss = m.padding.PSS(mgf=m.padding.MGF1(m.hashes.SHA256()), salt_length=32)
-        return bytes(self._key.sign(signing_input, pss, m.hashes.SHA256()))
+
+class PS384Signer(RS256Signer):
+    alg, _hash, _pss = "PS384", "SHA384", True
+
+
+class PS512Signer(RS256Signer):
+    alg, _hash, _pss = "PS512", "SHA512", True
 
 
 class EdDSASigner:
@@ -287,24 +339,44 @@ class EdDSASigner:
         return bytes(self._key.sign(signing_input))
 
 
+#: The signer of each algorithm (RFC 7518 §3.1, RFC 8037).
+SIGNERS: dict[str, type[JWTSigner]] = {
+    "ES256": ES256Signer,
+    "ES384": ES384Signer,
+    "ES512": ES512Signer,
+    "RS256": RS256Signer,
+    "RS384": RS384Signer,
+    "RS512": RS512Signer,
+    "PS256": PS256Signer,
+    "PS384": PS384Signer,
+    "PS512": PS512Signer,
+    "EdDSA": EdDSASigner,
+}
+_CURVES = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
+
+
 def load_signer(
     pem: str | bytes, password: bytes | None = None, *, alg: str | None = None
 ) -> JWTSigner:
-    """The signer for a PEM private key: ES256 for P-256, RS256 (or ``alg="PS256"``)
-    for RSA, EdDSA for Ed25519."""
+    """The signer for a PEM private key: the ES algorithm of its curve (P-256,
+    P-384, P-521), EdDSA for Ed25519, and for RSA ``alg`` (``RS256`` unless
+    ``RS384``/``RS512``/``PS256``/``PS384``/``PS512`` is asked for)."""
     m = _crypto()
     data = pem.encode() if isinstance(pem, str) else pem
     key = m.serialization.load_pem_private_key(data, password)
-    signer: JWTSigner
     if isinstance(key, m.rsa.RSAPrivateKey):
-        signer = PS256Signer(key) if alg == "PS256" else RS256Signer(key)
+        chosen = alg if alg is not None and alg[:2] in ("RS", "PS") else "RS256"
     elif isinstance(key, m.ed25519.Ed25519PrivateKey):
-        signer = EdDSASigner(key)
+        chosen = "EdDSA"
+    elif isinstance(key, m.ec.EllipticCurvePrivateKey) and key.curve.name in _CURVES:
+        chosen = _CURVES[key.curve.name]
     else:
-        signer = ES256Signer(key)
-    if alg is not None and signer.alg != alg:
+        raise ValueError(f"a {type(key).__name__} signs none of {', '.join(SIGNERS)}")
+    if alg is not None and chosen != alg:
         raise ValueError(f"a {type(key).__name__} does not sign {alg}")
-    return signer
+    if chosen not in SIGNERS:
+        raise ValueError(f"unknown algorithm {alg}")
+    return SIGNERS[chosen](key)  # type: ignore[call-arg]
 
 
 def jwk_thumbprint(jwk: Mapping[str, str]) -> str:

@@ -26,8 +26,14 @@ from mcpwire._jose import (
     CryptographyMissing,
     EdDSASigner,
     ES256Signer,
+    ES384Signer,
+    ES512Signer,
     PS256Signer,
+    PS384Signer,
+    PS512Signer,
     RS256Signer,
+    RS384Signer,
+    RS512Signer,
     client_assertion,
     encode_jwt,
     jwk_thumbprint,
@@ -124,9 +130,18 @@ def test_signers_refuse_other_keys() -> None:
 
 PS256 = PS256Signer(RS256._key)
 EDDSA = EdDSASigner.generate()
+#: Every algorithm past ES256/RS256: P-384, P-521, SHA-384/512 RSA and PSS.
+MORE = [
+    ES384Signer.generate(),
+    ES512Signer.generate(),
+    RS384Signer(RS256._key),
+    RS512Signer(RS256._key),
+    PS384Signer(RS256._key),
+    PS512Signer(RS256._key),
+]
 
 
-@pytest.mark.parametrize("signer", [PS256, EDDSA], ids=["PS256", "EdDSA"])
+@pytest.mark.parametrize("signer", [PS256, EDDSA, *MORE], ids=lambda s: s.alg)
 def test_pss_and_eddsa_signatures_verify_elsewhere(signer: Any) -> None:
     """PyJWT checks them with the public key, and with the JWK we publish."""
     token = encode_jwt({"typ": "JWT"}, {"p": 1}, signer)
@@ -173,12 +188,48 @@ def test_load_signer_picks_the_algorithm_of_the_key() -> None:
         serialization.NoEncryption(),
     )
     assert load_signer(rsa_pem).alg == "RS256"
-    assert load_signer(rsa_pem, alg="PS256").alg == "PS256"
+    for alg in ("PS256", "RS384", "RS512", "PS384", "PS512"):
+        assert load_signer(rsa_pem, alg=alg).alg == alg
     with pytest.raises(ValueError, match="does not sign ES256"):
         load_signer(rsa_pem, alg="ES256")
+    for signer in MORE[:2]:  # the curve decides
+        pem = signer._key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(b"secret"),
+        )
+        loaded = load_signer(pem, b"secret")
+        assert (type(loaded), loaded.public_jwk()) == (type(signer), signer.public_jwk())
+    with pytest.raises(ValueError, match="signs none"):
+        load_signer(
+            ec.generate_private_key(ec.SECP256K1()).private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
 
 
-@pytest.mark.parametrize("signer", [ES256, RS256, PS256, EDDSA], ids=lambda s: s.alg)
+@pytest.mark.parametrize("signer", MORE[:2], ids=lambda s: s.alg)
+def test_ec_signers_of_every_curve_round_trip_their_jwk(signer: Any) -> None:
+    """The private JWK (ours plus ``d``) gives the same key back; the signature is
+    the fixed-width ``r || s`` of the curve (RFC 7518 §3.4)."""
+    numbers = signer._key.private_numbers()
+    size = {"ES384": 48, "ES512": 66}[signer.alg]
+    private = {
+        **signer.public_jwk(),
+        "d": b64url_encode(numbers.private_value.to_bytes(size, "big")),
+    }
+    again = type(signer).from_jwk({**private, "kid": "k"})
+    assert again.public_jwk() == {**signer.public_jwk(), "kid": "k"}
+    token = encode_jwt({}, {"n": 1}, again)
+    assert len(b64url_decode(token.rsplit(".", 1)[1])) == 2 * size
+    assert jwt.decode(token, jwt.PyJWK(signer.public_jwk()).key, algorithms=[signer.alg])
+    with pytest.raises(ValueError, match=signer.public_jwk()["crv"]):
+        type(signer)(ES256._key)
+
+
+@pytest.mark.parametrize("signer", [ES256, RS256, PS256, EDDSA, *MORE], ids=lambda s: s.alg)
 def test_dpop_proofs_of_every_signer_pass_the_resource_servers_checks(signer: Any) -> None:
     """Our client's proofs, checked by our resource server's DPoP checker."""
     from mcpwire import AccessToken
