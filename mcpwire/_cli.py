@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ._cli_oauth import add_oauth_arguments, oauth_client, wants_oauth
 from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
 
 if TYPE_CHECKING:
     from ._client import Client
     from ._hub_config import OAuthSettings
-    from ._oauth import OAuthClient
     from .sansio._json import JSONObject
 
 __all__ = ("run",)
@@ -63,40 +63,7 @@ def _parser() -> argparse.ArgumentParser:
             default="auto",
             help="URL targets: Streamable HTTP with HTTP+SSE fallback (auto), or only one of them",
         )
-        auth = p.add_argument_group("OAuth 2.1 authorization (URL targets)")
-        auth.add_argument(
-            "--oauth",
-            action="store_true",
-            help="authorize as the MCP spec says when the server asks (a 401): discovery, "
-            "registration, and a browser step through a loopback redirect URI",
-        )
-        auth.add_argument("--client-id", help="a pre-registered client (implies --oauth)")
-        auth.add_argument("--client-secret", help="its secret, for a confidential client")
-        auth.add_argument(
-            "--scope", action="append", help="a scope to ask for (repeatable; implies --oauth)"
-        )
-        auth.add_argument(
-            "--callback-port",
-            type=int,
-            default=0,
-            help="the redirect URI's port on 127.0.0.1 (default: any free one)",
-        )
-        auth.add_argument(
-            "--token-store", metavar="FILE", help="keep tokens in FILE across runs (mode 0600)"
-        )
-        auth.add_argument(
-            "--dpop-key",
-            metavar="PEM",
-            help="bind tokens to this private key with DPoP (RFC 9449; implies --oauth)",
-        )
-        auth.add_argument(
-            "--client-key",
-            metavar="PEM",
-            help="authenticate the client with this private key (private_key_jwt, RFC 7523)",
-        )
-        auth.add_argument(
-            "--browser", action="store_true", help="open the authorization URL in a browser"
-        )
+        add_oauth_arguments(p)
 
     p = sub.add_parser("inspect", help="show a server's info, tools, resources and prompts")
     p.add_argument("url", nargs="?")
@@ -247,7 +214,7 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
             oauth = _oauth_from_config(args.config, args.server)
     if url is not None:
         try:
-            auth = _oauth_client(args, url, oauth)
+            auth = oauth_client(args, url, oauth)
             return Client.http(
                 url,
                 headers=headers,
@@ -260,7 +227,7 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
             raise UsageError(str(exc)) from None
     if args.header:
         raise UsageError("--header applies to URL targets only")
-    if _wants_oauth(args):
+    if wants_oauth(args):
         raise UsageError("OAuth options apply to URL targets only")
     env: dict[str, str | None] | None = None
     cwd: str | None = None
@@ -282,50 +249,6 @@ def _header_options(values: list[str]) -> list[tuple[str, str]]:
             raise UsageError(f"--header needs 'NAME: VALUE', not {value!r}")
         headers.append((name.strip(), rest.strip()))
     return headers
-
-
-def _wants_oauth(args: argparse.Namespace) -> bool:
-    return bool(
-        args.oauth
-        or args.client_id
-        or args.scope
-        or args.callback_port
-        or args.token_store
-        or args.dpop_key
-        or args.client_key
-    )
-
-
-def _oauth_client(
-    args: argparse.Namespace, url: str, configured: OAuthSettings | None
-) -> OAuthClient | None:
-    """The ``OAuthClient`` the options (or the config entry's ``oauth``) ask for."""
-    import dataclasses
-
-    from ._hub_auth import oauth_client, oauth_state
-    from ._hub_cli import authorization_prompt
-    from ._hub_config import OAuthSettings, ServerConfig
-    from ._hub_errors import ConfigError
-
-    if not _wants_oauth(args) and configured is None:
-        return None
-    # The options given override the config entry's settings; the rest stand.
-    given = {
-        "client_id": args.client_id,
-        "client_secret": args.client_secret,
-        "scopes": tuple(args.scope) if args.scope else None,
-        "callback_port": args.callback_port,
-        "dpop_key_file": args.dpop_key,
-        "client_key_file": args.client_key,
-    }
-    overrides = {name: value for name, value in given.items() if value}
-    settings = dataclasses.replace(configured or OAuthSettings(), **overrides)
-    config = ServerConfig(name=url, url=url, oauth=settings)
-    state = oauth_state(config, settings, args.token_store)
-    try:
-        return oauth_client(config, settings, state, authorization_prompt(args.browser))
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
 
 
 def _oauth_from_config(path: str, name: str) -> OAuthSettings | None:

@@ -151,14 +151,16 @@ def oauth_client(
         client_secret=settings.client_secret,
         scopes=list(settings.scopes) if settings.scopes is not None else None,
         storage=state.storage,
-        dpop=_signer(settings.dpop_key_file, "dpopKeyFile") or False,
-        client_assertion_signer=_signer(settings.client_key_file, "clientKeyFile"),
+        dpop=_signer(settings.dpop_key_file, "dpopKeyFile", settings.key_passphrase) or False,
+        client_assertion_signer=_signer(
+            settings.client_key_file, "clientKeyFile", settings.key_passphrase
+        ),
     )
 
 
-def _signer(path: str | None, what: str) -> JWTSigner | None:
-    """The signer of a PEM private key file (unencrypted: a person is not there to
-    type a passphrase when the hub reconnects)."""
+def _signer(path: str | None, what: str, passphrase: str | None) -> JWTSigner | None:
+    """The signer of a PEM private key file; an encrypted one needs ``keyPassphrase``
+    (from the config, as nobody is there to type it when the hub reconnects)."""
     if path is None:
         return None
     from ._jose import load_signer
@@ -168,11 +170,13 @@ def _signer(path: str | None, what: str) -> JWTSigner | None:
     except OSError as exc:
         raise ConfigError([ConfigIssue(path, what, f"cannot read the key: {exc}")]) from exc
     try:
-        return load_signer(pem)
+        return load_signer(pem, passphrase.encode() if passphrase is not None else None)
     except ImportError as exc:  # CryptographyMissing: says which extra to install
         raise ConfigError([ConfigIssue(path, what, str(exc))]) from exc
     except (ValueError, TypeError) as exc:
-        problem = f"not an unencrypted P-256, RSA or Ed25519 PEM private key: {exc}"
+        # cryptography says which: encrypted without a passphrase, a wrong one, a
+        # key of no supported type, not a key at all.
+        problem = f"not a usable PEM private key (EC, RSA or Ed25519): {exc}"
         raise ConfigError([ConfigIssue(path, what, problem)]) from exc
 
 

@@ -25,7 +25,8 @@ also be a string with its unit (``"30s"``, ``"120000ms"``, ``"2m"``), which
 means the same in every dialect. An HTTP server may have ``oauth`` (gemini-cli's
 object: ``enabled``, ``clientId``, ``clientSecret``, ``scopes``, ``redirectUri``;
 also ``callbackPort``, and ``dpopKeyFile`` and ``clientKeyFile``: PEM private keys
-for DPoP and ``private_key_jwt``, relative to the workspace) or
+for DPoP and ``private_key_jwt``, relative to the workspace, with ``keyPassphrase``
+for encrypted ones, best given as ``${VAR}``) or
 ``authProviderType: "dynamic_discovery"``: the hub then authorizes with OAuth
 2.1 as the MCP spec says (``OAuthSettings``).
 
@@ -83,10 +84,12 @@ class OAuthSettings:
     callback_host: str = "127.0.0.1"
     callback_port: int = 0
     callback_path: str = "/callback"
-    #: A PEM private key (P-256, RSA or Ed25519) that binds the tokens to it with DPoP (RFC 9449).
+    #: A PEM private key (EC, RSA or Ed25519) that binds the tokens to it with DPoP (RFC 9449).
     dpop_key_file: str | None = None
     #: A PEM private key the client authenticates with (``private_key_jwt``, RFC 7523).
     client_key_file: str | None = None
+    #: The passphrase of those key files, when they are encrypted.
+    key_passphrase: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.scopes is not None:
@@ -112,6 +115,8 @@ class OAuthSettings:
             out["dpopKeyFile"] = self.dpop_key_file
         if self.client_key_file is not None:
             out["clientKeyFile"] = self.client_key_file
+        if self.key_passphrase is not None:
+            out["keyPassphrase"] = "***" if redact else self.key_passphrase
         return out
 
     def redirect_uri(self, port: int) -> str:

@@ -354,6 +354,7 @@ _OAUTH_KEYS = frozenset(
         "callbackPort",
         "dpopKeyFile",
         "clientKeyFile",
+        "keyPassphrase",
     }
 )
 _GOOGLE_AUTH = ("google_credentials", "service_account_impersonation")
@@ -389,7 +390,8 @@ def _oauth(
     if not isinstance(enabled, bool):
         doc.error(at("oauth", "enabled"), f"must be true or false, not {_kind(enabled)}")
     values: dict[str, str] = {}
-    for key in ("clientId", "clientSecret", "redirectUri", "dpopKeyFile", "clientKeyFile"):
+    strings = ("clientId", "clientSecret", "redirectUri", "dpopKeyFile", "clientKeyFile")
+    for key in (*strings, "keyPassphrase"):
         value = raw.get(key)
         if value is None:
             continue
@@ -434,6 +436,7 @@ def _oauth(
         callback_path=path,
         dpop_key_file=keys.get("dpopKeyFile"),
         client_key_file=keys.get("clientKeyFile"),
+        key_passphrase=values.get("keyPassphrase"),
     )
 
 

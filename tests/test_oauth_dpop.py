@@ -46,7 +46,7 @@ from mcpwire import (
 )
 from mcpwire._hub_config import OAuthSettings
 from mcpwire._hub_dialects import parse_config
-from mcpwire._jose import ES256Signer, jwk_thumbprint
+from mcpwire._jose import ES256Signer, ES384Signer, jwk_thumbprint
 
 pytestmark = pytest.mark.anyio
 
@@ -609,3 +609,89 @@ async def test_cli_refuses_an_unusable_key_file(tmp_path: Path) -> None:
         )
         assert code == 2, err
         assert "PEM private key" in err and str(garbage) in err
+
+
+# -- encrypted keys (keyPassphrase, --key-passphrase-env) -------------------------------------
+
+
+def write_encrypted_key(path: Path, key: Any, passphrase: bytes) -> Path:
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(passphrase),
+        )
+    )
+    return path
+
+
+def test_config_takes_a_key_passphrase_from_the_environment(tmp_path: Path) -> None:
+    doc = {
+        "mcpServers": {
+            "s": {
+                "url": "https://mcp.example/mcp",
+                "oauth": {"dpopKeyFile": "k.pem", "keyPassphrase": "${KEY_PASS}"},
+            }
+        }
+    }
+    loaded = parse_config(doc, file=str(tmp_path / "c.json"), environ={"KEY_PASS": "s3cret"})
+    oauth = loaded.servers["s"].oauth
+    assert oauth is not None and oauth.key_passphrase == "s3cret"
+    assert "s3cret" not in repr(oauth)
+    assert loaded.servers["s"].to_json(redact=True)["oauth"]["keyPassphrase"] == "***"
+
+
+async def test_hub_uses_an_encrypted_p384_key_with_its_passphrase(tmp_path: Path) -> None:
+    """An encrypted key with ``keyPassphrase`` signs (here ES384, where the server
+    takes it); without the passphrase the server's error names the key file."""
+    from test_oauth_apps import browse
+
+    key = ec.generate_private_key(ec.SECP384R1())
+    path = str(write_encrypted_key(tmp_path / "dpop.pem", key, b"s3cret"))
+    servers = DPoPServers()
+    servers.extra_metadata["dpop_signing_alg_values_supported"] = ["ES384"]
+    settings = OAuthSettings(dpop_key_file=path, key_passphrase="s3cret")
+    async with raw_server(servers.resource) as rs, raw_server(servers.authorization) as as_:
+        servers.start(rs.url, as_.url)
+        config = ServerConfig(name="bound", url=rs.url, oauth=settings)
+        async with Hub(servers=[config], watch=False, authorize=lambda _, url: browse(url)) as hub:
+            await hub.wait_ready(timeout=30)
+            await hub.call_tool("bound__t", {})
+    expected = jwk_thumbprint(ES384Signer(key).public_jwk())
+    assert servers.rs_proofs and {p["jkt"] for p in servers.rs_proofs} == {expected}
+    for passphrase in (None, "wrong"):
+        broken = OAuthSettings(dpop_key_file=path, key_passphrase=passphrase)
+        config = ServerConfig(name="locked", url="http://127.0.0.1:9/mcp", oauth=broken)
+        async with Hub(servers=[config], watch=False) as hub:
+            with anyio.fail_after(10):
+                while hub.statuses()[0].last_error is None:
+                    await anyio.sleep(0.01)
+            message = hub.statuses()[0].last_error
+        assert path in message and "PEM private key" in message
+
+
+async def test_cli_reads_the_passphrase_from_the_named_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_oauth_apps import cli_with_browser
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = str(write_encrypted_key(tmp_path / "dpop.pem", key, b"s3cret"))
+    code, _, err, _ = await cli_with_browser(
+        "inspect", "http://127.0.0.1:9/mcp", "--dpop-key", pem, "--key-passphrase-env", "NO_SUCH"
+    )
+    assert code == 2 and "$NO_SUCH is not set" in err
+    code, _, err, _ = await cli_with_browser("inspect", "http://127.0.0.1:9/mcp", "--dpop-key", pem)
+    assert code == 2 and pem in err and "encrypted" in err.lower()
+    monkeypatch.setenv("MCPWIRE_TEST_PASS", "s3cret")
+    servers = DPoPServers()
+    async with raw_server(servers.resource) as rs, raw_server(servers.authorization) as as_:
+        servers.start(rs.url, as_.url)
+        code, _, err, shown = await cli_with_browser(
+            "call", rs.url, "t", "--mode", "legacy", "--dpop-key", pem,
+            "--key-passphrase-env", "MCPWIRE_TEST_PASS",
+        )  # fmt: skip
+    assert code == 0, err
+    assert len(shown) == 1
+    expected = jwk_thumbprint(ES256Signer(key).public_jwk())
+    assert {p["jkt"] for p in servers.rs_proofs} == {expected}
