@@ -449,7 +449,8 @@ class Client(TaskMethods):
         offers tasks is asked which do, once, with ``tools/list``).
         """
         params: JSONObject = {"name": name, "arguments": arguments or {}}
-        if self.era == "legacy" and await legacy_task_wanted(self, name, task):
+        legacy_tasks = self.era == "legacy" and (task or "tasks" in self.server_capabilities)
+        if legacy_tasks and await legacy_task_wanted(self, name, task):
             raw = await legacy_tool_task(self, params, timeout, on_progress)
         else:
             with declaring_tasks(task):
