@@ -137,6 +137,7 @@ class ASGIExchange:
         self.disconnected = False
         self.started = False
         self.finished = False
+        self.extra_headers: list[tuple[str, str]] = []
 
     async def _next(self) -> Message:
         message = await self._receive()
@@ -182,6 +183,8 @@ class ASGIExchange:
 
     def _head(self, status: int, headers: list[tuple[str, str]]) -> Message:
         self.started = True
+        if self.extra_headers:
+            headers, self.extra_headers = [*headers, *self.extra_headers], []
         return {
             "type": "http.response.start",
             "status": status,

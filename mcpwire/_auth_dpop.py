@@ -37,7 +37,9 @@ a client asked for one knows its proof was otherwise good):
 6. the nonce, when this resource asks for them (§9): a proof without one,
    or with one this process did not issue or issued over ``nonce_lifetime``
    seconds ago, gets ``use_dpop_nonce`` and a fresh nonce for the client's
-   retry (``nonce()``);
+   retry (``nonce()``); a proof whose nonce is past half its lifetime passes,
+   and the answer offers the next one (``DPoP-Nonce``, §8.2), so a client
+   that takes it is never refused for a nonce that ran out;
 7. replay (§11.1): the ``jti`` was not seen with this key while its proof
    could still be accepted.
 
@@ -238,19 +240,23 @@ class DPoPChecker:
     def nonce_valid(self, value: object, now: float | None = None) -> bool:
         """Whether ``value`` is a nonce of this checker, issued at most
         ``nonce_lifetime`` seconds ago."""
+        age = self._nonce_age(value, now)
+        return age is not None and -1 <= age <= self.nonce_lifetime
+
+    def _nonce_age(self, value: object, now: float | None) -> float | None:
+        """Seconds since this checker issued ``value``; None if it did not."""
         if not isinstance(value, str) or len(value) > 64:
-            return False
+            return None
         try:
             raw = b64url_decode(value)
         except ValueError:
-            return False
+            return None
         if len(raw) != _NONCE_TIME + _NONCE_MAC:
-            return False
+            return None
         stamp, mac = raw[:_NONCE_TIME], raw[_NONCE_TIME:]
         if not hmac.compare_digest(mac, self._mac(stamp)):
-            return False
-        age = (time.time() if now is None else now) - int.from_bytes(stamp, "big")
-        return -1 <= age <= self.nonce_lifetime
+            return None
+        return (time.time() if now is None else now) - int.from_bytes(stamp, "big")
 
     # -- proofs (RFC 9449 §4.3) -------------------------------------------------------------
 
@@ -263,10 +269,12 @@ class DPoPChecker:
         access_token: str,
         token: AccessToken,
         now: float | None = None,
+        renew: list[str] | None = None,
     ) -> str:
         """Check the ``DPoP`` field values ``proofs`` of a request ``method url``
         that presented ``access_token`` (verified as ``token``) under the DPoP
-        scheme; the thumbprint of the proof's key.
+        scheme; the thumbprint of the proof's key. With nonces on, a fresh one is
+        appended to ``renew`` when the proof's is past half its lifetime.
 
         Raises:
             DPoPError: a check failed (see the module docstring for the order).
@@ -306,6 +314,12 @@ class DPoPChecker:
             what = "a stale or unknown" if "nonce" in claims else "no"
             raise DPoPError("use_dpop_nonce", f"the DPoP proof carries {what} nonce")
         self._remember(thumbprint, claims["jti"], float(claims["iat"]), now)
+        if renew is not None and self.nonces:
+            # Past half its life, the answer offers the next nonce (§8.2, §9), so a
+            # client that takes it never meets use_dpop_nonce.
+            age = self._nonce_age(claims.get("nonce"), now)
+            if age is not None and age > self.nonce_lifetime / 2:
+                renew.append(self.nonce(now))
         return thumbprint
 
     def _claims(

@@ -40,7 +40,8 @@ depend on credentials), then hands every request to ``admit``:
   error="invalid_dpop_proof"`` (``invalid_token`` for the token or its
   binding). With ``dpop_nonce=True`` a proof must carry a nonce this
   object issued (section 9), else 401 ``use_dpop_nonce``; every 401 with a
-  DPoP challenge then carries a fresh ``DPoP-Nonce``. A proof's ``htu`` is
+  DPoP challenge then carries a fresh ``DPoP-Nonce``, and so does the answer
+  to a proof whose nonce is past half its lifetime. A proof's ``htu`` is
   compared with the resource identifier's scheme and authority, and the
   request's path under the identifier's mount (``_auth_dpop.request_url``).
 * a legacy session (streamable HTTP ``Mcp-Session-Id``, or the HTTP+SSE
@@ -371,6 +372,7 @@ class ResourceServerAuth:
         assert token is not None
         if scheme == "dpop":
             assert self.dpop_checker is not None
+            renewed: list[str] = []
             try:
                 self.dpop_checker.check(
                     method=head.method,
@@ -378,10 +380,12 @@ class ResourceServerAuth:
                     proofs=proof_values(head.headers.get("dpop"), "dpop" in head.duplicated),
                     access_token=raw,
                     token=token,
+                    renew=renewed,
                 )
             except DPoPError as exc:
                 await self._challenge(http, 401, resource, exc.error, str(exc), scheme=scheme)
                 return False
+            http.extra_headers.extend(("dpop-nonce", nonce) for nonce in renewed)
         elif bound_key(token) is not None:
             why = "the access token is bound to a DPoP key: present it with the DPoP scheme"
             await self._challenge(http, 401, resource, "invalid_token", why, scheme=scheme)

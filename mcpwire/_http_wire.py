@@ -127,6 +127,10 @@ class HTTPExchange(Protocol):
 
     async def watch_disconnect(self) -> None: ...
 
+    #: Headers the next response carries besides its own, added before the
+    #: response is made (the auth layer's ``DPoP-Nonce``); a response takes them.
+    extra_headers: list[tuple[str, str]]
+
 
 def text_body(
     text: str, headers: list[tuple[str, str]] | None
@@ -157,6 +161,7 @@ class HTTPConnection:
         self.closing = False
         #: The last response head: its header list, status, length, h11 event.
         self._last_head: tuple[HeaderItems, int, int | None, h11.Response] | None = None
+        self.extra_headers: list[tuple[str, str]] = []
         #: The last request's line, headers, head, and where its length is.
         self._last_request: (
             tuple[bytes, bytes, list[tuple[bytes, bytes]], RequestHead, int] | None
@@ -413,6 +418,8 @@ class HTTPConnection:
         self, status: int, headers: list[tuple[str, str]], length: int | None = None
     ) -> h11.Response:
         """The response head for h11; ``length``, when given, becomes ``Content-Length``."""
+        if self.extra_headers:
+            headers, self.extra_headers = [*headers, *self.extra_headers], []
         known = validated_head(headers)
         if known is None or ValidatedHeaders is None:
             if length is not None:

@@ -645,6 +645,54 @@ async def test_nonces_missing_stale_or_foreign_get_use_dpop_nonce(anyio_backend:
     assert len(served.calls) == 1
 
 
+async def test_a_nonce_past_half_its_life_gets_the_next_one_on_success(anyio_backend: str) -> None:
+    """RFC 9449 §8.2/§9: the answer offers a new nonce before the old one runs out."""
+    holder = Holder()
+    async with serving(holder, dpop_nonce=True) as served:
+        checker = served.auth.dpop_checker
+        assert checker is not None
+        lifetime = checker.nonce_lifetime
+        for age, offered in ((0, False), (lifetime * 0.4, False), (lifetime * 0.6, True)):
+            nonce = checker.nonce(time.time() - age)
+            proof = holder.proof("POST", served.url, "bound", claims={"nonce": nonce})
+            reply = await call(served, "bound", [proof])
+            answered(reply)
+            assert ("dpop-nonce" in reply.headers) is offered, (age, reply.headers)
+            if offered:
+                fresh = reply.headers["dpop-nonce"]
+                assert checker.nonce_valid(fresh) and fresh != nonce
+                assert checker._nonce_age(fresh, None) is not None
+                assert abs(checker._nonce_age(fresh, None) or 0) < 5
+
+
+async def test_the_client_takes_the_nonce_offered_on_success(anyio_backend: str) -> None:
+    """Our client keeps the ``DPoP-Nonce`` of a 200 and proves with it next time, so
+    the one ``use_dpop_nonce`` round trip is the first."""
+    signer = ES256Signer.generate()
+    holder = SignerHolder(signer)
+    async with serving(holder, dpop_nonce=True) as served:
+        checker = served.auth.dpop_checker
+        assert checker is not None
+        auth = OAuthClient(
+            redirect_handler=headless_redirect_handler(),
+            storage=stored(served.url, holder),
+            dpop=signer,
+        )
+        with anyio.fail_after(20):
+            async with Client.http(served.url, auth=auth, mode="auto") as mcp:
+                await whoami(mcp)  # 401 use_dpop_nonce, then with the nonce
+                assert auth.dpop is not None
+                [origin] = auth.dpop.nonces
+                old = checker.nonce(time.time() - checker.nonce_lifetime * 0.75)
+                auth.dpop.nonces[origin] = old
+                await whoami(mcp)  # still good; the answer offers the next one
+                offered = auth.dpop.nonces[origin]
+                assert offered != old and (checker._nonce_age(offered, None) or 99) < 5
+                await whoami(mcp)
+        assert served.auth.challenges == [(401, "use_dpop_nonce")]
+    assert len(served.calls) == 3
+
+
 # =================================================================================================
 # Legacy sessions and HTTP+SSE: DPoP exactly as Bearer
 # =================================================================================================
