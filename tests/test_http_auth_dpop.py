@@ -256,6 +256,15 @@ class SignerHolder(Holder):
         self.jkt = thumbprint(self.jwk)
 
 
+def bound_client(served: Served, holder: Holder, signer: ES256Signer) -> OAuthClient:
+    """An OAuth client with ``signer``'s DPoP key and a token bound to it already."""
+    return OAuthClient(
+        redirect_handler=headless_redirect_handler(),
+        storage=stored(served.url, holder),
+        dpop=signer,
+    )
+
+
 async def whoami(client: Client) -> dict[str, Any]:
     result = await client.call_tool("whoami", {})
     seen: dict[str, Any] = orjson.loads(result.text or "")
@@ -267,11 +276,7 @@ async def test_client_with_a_bound_token_both_eras(anyio_backend: str, mode: str
     signer = ES256Signer.generate()
     holder = SignerHolder(signer)
     async with serving(holder) as served:
-        auth = OAuthClient(
-            redirect_handler=headless_redirect_handler(),
-            storage=stored(served.url, holder),
-            dpop=signer,
-        )
+        auth = bound_client(served, holder, signer)
         with anyio.fail_after(20):
             async with Client.http(served.url, auth=auth, mode=mode) as mcp:
                 assert mcp.era == era
@@ -304,11 +309,7 @@ async def test_nonce_round_trip(anyio_backend: str) -> None:
     signer = ES256Signer.generate()
     holder = SignerHolder(signer)
     async with serving(holder, dpop_nonce=True) as served:
-        auth = OAuthClient(
-            redirect_handler=headless_redirect_handler(),
-            storage=stored(served.url, holder),
-            dpop=signer,
-        )
+        auth = bound_client(served, holder, signer)
         with anyio.fail_after(20):
             async with Client.http(served.url, auth=auth, mode="auto") as mcp:
                 for _ in range(3):
@@ -673,11 +674,7 @@ async def test_the_client_takes_the_nonce_offered_on_success(anyio_backend: str)
     async with serving(holder, dpop_nonce=True) as served:
         checker = served.auth.dpop_checker
         assert checker is not None
-        auth = OAuthClient(
-            redirect_handler=headless_redirect_handler(),
-            storage=stored(served.url, holder),
-            dpop=signer,
-        )
+        auth = bound_client(served, holder, signer)
         with anyio.fail_after(20):
             async with Client.http(served.url, auth=auth, mode="auto") as mcp:
                 await whoami(mcp)  # 401 use_dpop_nonce, then with the nonce

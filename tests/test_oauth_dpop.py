@@ -517,20 +517,27 @@ def test_config_reads_key_files_relative_to_the_workspace(tmp_path: Path) -> Non
         )
 
 
-async def test_hub_binds_tokens_to_the_configured_dpop_key(tmp_path: Path) -> None:
-    """``dpopKeyFile``: every token the hub gets is bound to that key, so a token kept
-    in the hub's token store stays usable by the next run."""
+async def hub_calls(servers: DPoPServers, settings: OAuthSettings) -> None:
+    """A hub with one server, ``servers``' resource, authorized with ``settings``,
+    calls its tool once."""
     from test_oauth_apps import browse
 
-    key = ec.generate_private_key(ec.SECP256R1())
-    settings = OAuthSettings(dpop_key_file=str(write_key(tmp_path / "dpop.pem", key)))
-    servers = DPoPServers()
     async with raw_server(servers.resource) as rs, raw_server(servers.authorization) as as_:
         servers.start(rs.url, as_.url)
         config = ServerConfig(name="bound", url=rs.url, oauth=settings)
         async with Hub(servers=[config], watch=False, authorize=lambda _, url: browse(url)) as hub:
             await hub.wait_ready(timeout=30)
             await hub.call_tool("bound__t", {})
+
+
+async def test_hub_binds_tokens_to_the_configured_dpop_key(tmp_path: Path) -> None:
+    """``dpopKeyFile``: every token the hub gets is bound to that key, so a token kept
+    in the hub's token store stays usable by the next run."""
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    settings = OAuthSettings(dpop_key_file=str(write_key(tmp_path / "dpop.pem", key)))
+    servers = DPoPServers()
+    await hub_calls(servers, settings)
     expected = jwk_thumbprint(ES256Signer(key).public_jwk())
     assert servers.rs_proofs and {p["jkt"] for p in servers.rs_proofs} == {expected}
     assert set(servers.tokens.values()) == {expected}
@@ -644,19 +651,12 @@ def test_config_takes_a_key_passphrase_from_the_environment(tmp_path: Path) -> N
 async def test_hub_uses_an_encrypted_p384_key_with_its_passphrase(tmp_path: Path) -> None:
     """An encrypted key with ``keyPassphrase`` signs (here ES384, where the server
     takes it); without the passphrase the server's error names the key file."""
-    from test_oauth_apps import browse
 
     key = ec.generate_private_key(ec.SECP384R1())
     path = str(write_encrypted_key(tmp_path / "dpop.pem", key, b"s3cret"))
     servers = DPoPServers()
     servers.extra_metadata["dpop_signing_alg_values_supported"] = ["ES384"]
-    settings = OAuthSettings(dpop_key_file=path, key_passphrase="s3cret")
-    async with raw_server(servers.resource) as rs, raw_server(servers.authorization) as as_:
-        servers.start(rs.url, as_.url)
-        config = ServerConfig(name="bound", url=rs.url, oauth=settings)
-        async with Hub(servers=[config], watch=False, authorize=lambda _, url: browse(url)) as hub:
-            await hub.wait_ready(timeout=30)
-            await hub.call_tool("bound__t", {})
+    await hub_calls(servers, OAuthSettings(dpop_key_file=path, key_passphrase="s3cret"))
     expected = jwk_thumbprint(ES384Signer(key).public_jwk())
     assert servers.rs_proofs and {p["jkt"] for p in servers.rs_proofs} == {expected}
     for passphrase in (None, "wrong"):
