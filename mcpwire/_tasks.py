@@ -224,6 +224,14 @@ class TaskStore:
         self._tasks[task_id] = task
         if expires is not None:
             heapq.heappush(self._expiry, (expires, task.seq, task_id))
+            if len(self._expiry) > 2 * len(self._tasks) + 64:
+                # Entries of tasks dropped early (evicted, their session ended)
+                # wait for their expiry: rebuilt, the heap stays bounded.
+                live = self._tasks.values()
+                self._expiry = [
+                    (t.expires, t.seq, t.task_id) for t in live if t.expires is not None
+                ]
+                heapq.heapify(self._expiry)
         caller = _caller()
         if caller is not None:
             self._owners[task_id] = caller.owner

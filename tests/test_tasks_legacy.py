@@ -789,3 +789,13 @@ async def test_the_client_cancels_its_task_when_asked() -> None:
             assert json.loads(out.content[0].text) == ["working", "cancelled", 1]
             while not gate.cancelled:
                 await anyio.sleep(0.001)
+
+
+def test_the_expiry_heap_stays_bounded_under_churn() -> None:
+    """Tasks dropped before they expire (evicted here) do not pile up in the heap."""
+    store = TaskStore(ttl_ms=3_600_000, max_tasks=10, clock=Clock())
+    for _ in range(5_000):
+        task = store.create(ttl_ms=1_000_000)
+        task.complete({"content": []})  # finished: the next create may evict it
+    assert len(store) == 10
+    assert len(store._expiry) <= 2 * len(store) + 65
