@@ -556,11 +556,11 @@ class Server:
         """One page of ``items`` and the cursor of the next, or raise -32602."""
         start = 0
         if cursor is not None:
-            start = _decode_cursor(kind, cursor)
+            start = decode_cursor(kind, cursor)
             if start > len(items):
                 raise _methods.invalid_params("Invalid cursor")
         end = start + self.page_size
-        next_cursor = _encode_cursor(kind, end) if end < len(items) else None
+        next_cursor = encode_cursor(kind, end) if end < len(items) else None
         return items[start:end], next_cursor
 
 
@@ -581,11 +581,12 @@ def _listener_wants(listener: Listener, kind: str, uri: str | None) -> bool:
     return uri is not None and uri in listener.uris
 
 
-def _encode_cursor(kind: str, offset: int) -> str:
+def encode_cursor(kind: str, offset: int) -> str:
+    """An opaque list cursor: ``kind`` and a position (for ``tasks/list`` too), base64url."""
     return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode("ascii")
 
 
-def _decode_cursor(kind: str, cursor: JSONValue) -> int:
+def decode_cursor(kind: str, cursor: JSONValue) -> int:
     if not isinstance(cursor, str):
         raise _methods.invalid_params("Invalid cursor")
     try:

@@ -53,13 +53,13 @@ with this module's store-level cores, which the server methods wrap.
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final, Literal
 
 import anyio
 
 from ._errors import JSONRPCError
+from ._server import decode_cursor, encode_cursor
 from ._task_runs import error_object
 from ._tasks import TaskStore, TaskStoreFull, legacy_tasks
 from .sansio._json import JSONObject, JSONValue
@@ -376,25 +376,14 @@ async def task_result(
     raise JSONRPCError(ErrorCode.INTERNAL_ERROR, f"Task {task.task_id} was {task.status}")
 
 
-def _decode_cursor(cursor: JSONValue) -> int:
-    try:
-        assert isinstance(cursor, str)
-        kind, _, seq = base64.urlsafe_b64decode(cursor.encode("ascii")).decode().partition(":")
-        assert kind == "tasks"
-        return int(seq)
-    except (AssertionError, ValueError, UnicodeError):
-        raise JSONRPCError(ErrorCode.INVALID_PARAMS, "Invalid cursor") from None
-
-
 def list_tasks(store: TaskStore, params: JSONObject, conn: object, page_size: int) -> JSONObject:
     cursor = params.get("cursor")
-    after = 0 if cursor is None else _decode_cursor(cursor)
+    after = 0 if cursor is None else decode_cursor("tasks", cursor)
     tasks = [t for t in store.visible(conn) if t.seq > after]
     page = tasks[:page_size]
     out: JSONObject = {"tasks": [t.to_json(legacy=True) for t in page]}
     if len(tasks) > len(page):
-        token = f"tasks:{page[-1].seq}".encode()
-        out["nextCursor"] = base64.urlsafe_b64encode(token).decode("ascii")
+        out["nextCursor"] = encode_cursor("tasks", page[-1].seq)
     return out
 
 
