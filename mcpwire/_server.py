@@ -582,7 +582,6 @@ def _listener_wants(listener: Listener, kind: str, uri: str | None) -> bool:
 
 
 def encode_cursor(kind: str, offset: int) -> str:
-    """An opaque list cursor: ``kind`` and a position (for ``tasks/list`` too), base64url."""
     return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode("ascii")
 
 
