@@ -67,6 +67,7 @@ def _signature(schema: JSONValue) -> str:
 
 
 def render_inspect(report: JSONObject) -> str:
+    from ._types import Tool  # not loaded by ``serve``, which shares this module
     info = report.get("serverInfo")
     info = info if isinstance(info, dict) else {}
     lines = []
@@ -96,9 +97,8 @@ def render_inspect(report: JSONObject) -> str:
 
     def tool_line(t: JSONObject) -> str:
         head = f"{t.get('name')}({_signature(t.get('inputSchema'))})"
-        execution = t.get("execution")  # 2025-11-25 tasks
-        support = execution.get("taskSupport") if isinstance(execution, dict) else None
-        if support in ("optional", "required"):
+        support = Tool.from_json(t).task_support  # 2025-11-25 tasks
+        if support != "forbidden":
             head += f" [task {support}]"
         return f"{head:<44} {t.get('description') or ''}".rstrip()
 

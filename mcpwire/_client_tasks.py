@@ -75,7 +75,7 @@ from ._errors import JSONRPCError, MCPWireError, RequestTimeout
 from ._handshake import declaring_tasks
 from ._types import CallToolResult, Task
 from ._versions import at_least
-from .sansio._json import JSONObject, JSONValue
+from .sansio._json import JSONObject, JSONValue, dig
 from .sansio._messages import ErrorCode, Response
 
 if TYPE_CHECKING:
@@ -143,10 +143,7 @@ def _legacy(client: Client, what: str, *need: str) -> bool:
 
 def _offers(client: Client, need: tuple[str, ...]) -> bool:
     """Whether the server's 2025-11-25 ``tasks`` capability has the path ``need``."""
-    node: JSONValue = client.server_capabilities.get("tasks")
-    for key in need:
-        node = node.get(key) if isinstance(node, dict) else None
-    return isinstance(node, dict)
+    return isinstance(dig(client.server_capabilities, "tasks", *need), dict)
 
 
 async def legacy_task_wanted(client: Client, name: str, task: bool | None) -> bool:

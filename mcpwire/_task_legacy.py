@@ -62,7 +62,7 @@ from ._errors import JSONRPCError
 from ._server import decode_cursor, encode_cursor
 from ._task_runs import error_object
 from ._tasks import TaskStore, TaskStoreFull, legacy_tasks
-from .sansio._json import JSONObject, JSONValue
+from .sansio._json import JSONObject, JSONValue, dig
 from .sansio._messages import ErrorCode
 
 if TYPE_CHECKING:
@@ -230,10 +230,7 @@ ASK_POLL_INTERVAL = 0.5
 def client_receives(capabilities: JSONObject, method: str) -> bool:
     """Whether the client declared task-augmented ``method`` (its ``tasks.requests``)."""
     group, _, name = method.partition("/")
-    node: JSONValue = capabilities.get("tasks")
-    for key in ("requests", group, name):
-        node = node.get(key) if isinstance(node, dict) else None
-    return isinstance(node, dict)
+    return isinstance(dig(capabilities, "tasks", "requests", group, name), dict)
 
 
 async def ask_as_task(

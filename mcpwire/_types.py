@@ -9,7 +9,7 @@ field is required for the view to mean anything. Views are frozen records
 
 from __future__ import annotations
 
-from .sansio._json import JSONObject, JSONValue
+from .sansio._json import JSONObject, JSONValue, dig
 from .sansio._record import FRESH_DICT, Record, fill, setters
 
 __all__ = (
@@ -131,8 +131,7 @@ class Tool(Record, hidden=("raw",)):
     @property
     def task_support(self) -> str:
         """2025-11-25's ``execution.taskSupport``: forbidden (when absent), optional, required."""
-        execution = self.raw.get("execution")
-        support = execution.get("taskSupport") if isinstance(execution, dict) else None
+        support = dig(self.raw, "execution", "taskSupport")
         return support if support in ("optional", "required") else "forbidden"
 
 
