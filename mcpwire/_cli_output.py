@@ -68,6 +68,7 @@ def _signature(schema: JSONValue) -> str:
 
 def render_inspect(report: JSONObject) -> str:
     from ._types import Tool  # not loaded by ``serve``, which shares this module
+
     info = report.get("serverInfo")
     info = info if isinstance(info, dict) else {}
     lines = []

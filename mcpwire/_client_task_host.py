@@ -36,8 +36,7 @@ from ._task_legacy import (
     requested_ttl,
     task_result,
 )
-from ._task_runs import error_object
-from ._tasks import TaskStore, TaskStoreFull
+from ._tasks import TaskStore
 from ._versions import at_least
 from .sansio._json import JSONObject
 from .sansio._messages import ErrorCode, Request
@@ -65,10 +64,9 @@ async def _run(client: Client, task: Task, method: str, params: JSONObject) -> N
     with task.scope:
         try:
             result = await answer(client, method, params)
-        except Exception as exc:  # a callback's bug: the server hears an internal error
-            if not isinstance(exc, JSONRPCError):
-                exc = JSONRPCError(ErrorCode.INTERNAL_ERROR, f"Internal error: {exc!r}")
-            task.fail(error_object(exc), f"The request failed: {exc.message}")
+        except Exception as exc:  # its JSON-RPC error, or -32603 for a callback's bug
+            if not task.terminal:
+                task.fail_with(exc)
             return
         if not task.terminal:
             task.complete(result)
@@ -96,10 +94,8 @@ async def receive(client: Client, request: Request) -> JSONObject:
     group = client._tg
     if not declared or not client_receives(capabilities, method) or group is None:
         return await answer(client, method, inner)  # the task is ignored, as the spec says
-    try:
-        task = _store(client).create(ttl_ms=requested_ttl(params["task"]), conn=client)
-    except TaskStoreFull as exc:
-        raise JSONRPCError(exc.code, exc.message) from None
+    # A full store raises TaskStoreFull, which the server hears as -32603.
+    task = _store(client).create(ttl_ms=requested_ttl(params["task"]), conn=client)
     task.scope = anyio.CancelScope()
     group.start_soon(_run, client, task, method, inner, name=f"client task {task.task_id}")
     return {"task": task.to_json(legacy=True)}

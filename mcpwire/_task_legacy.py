@@ -60,8 +60,7 @@ import anyio
 
 from ._errors import JSONRPCError
 from ._server import decode_cursor, encode_cursor
-from ._task_runs import error_object
-from ._tasks import TaskStore, TaskStoreFull, legacy_tasks
+from ._tasks import TaskStore, legacy_tasks
 from .sansio._json import JSONObject, JSONValue, dig
 from .sansio._messages import ErrorCode
 
@@ -192,17 +191,15 @@ class LegacyTaskRun:
         assert task.scope is not None
         cancelled = anyio.get_cancelled_exc_class()
         result: JSONObject | None = None
-        error: JSONRPCError | None = None
+        error: Exception | None = None
         try:
             with task.scope:
                 try:
                     result = await invoke(ctx)
                 except cancelled:
                     raise
-                except JSONRPCError as exc:
-                    error = exc
                 except Exception as exc:
-                    error = JSONRPCError(ErrorCode.INTERNAL_ERROR, f"Internal error: {exc!r}")
+                    error = exc
         except cancelled:
             if task.cancel("The server stopped before the task finished"):
                 await self.announce()
@@ -210,7 +207,7 @@ class LegacyTaskRun:
         if task.terminal:  # cancelled or expired meanwhile: that settles it
             return
         if error is not None:
-            task.fail(error_object(error), f"The request failed: {error.message}")
+            task.fail_with(error)
         elif result is not None and result.get("isError") is True:
             task.fail({}, "The tool reported an error")
             task.result = result
@@ -307,10 +304,7 @@ async def call_tool(call: Call, name: str, support: str, invoke: Invoke) -> JSON
         return await invoke(call.context())
     ttl = requested_ttl(call.params["task"])
     store = call.server.tasks
-    try:
-        task = store.create(ttl_ms=ttl, conn=call.conn)
-    except TaskStoreFull as exc:
-        raise JSONRPCError(exc.code, exc.message) from None
+    task = store.create(ttl_ms=ttl, conn=call.conn)  # a full store: TaskStoreFull, -32603
     task.scope = anyio.CancelScope()
     ctx = call.context()
     run = LegacyTaskRun(task, call.conn, call.rctx.progress_token)

@@ -166,6 +166,12 @@ class Task:
         self.result = result
         self.pending.clear()
 
+    def fail_with(self, exc: BaseException) -> None:
+        """Fail with ``exc``'s JSON-RPC error (-32603 for any other exception)."""
+        if not isinstance(exc, JSONRPCError):
+            exc = JSONRPCError(ErrorCode.INTERNAL_ERROR, f"Internal error: {exc!r}")
+        self.fail(error_object(exc), f"The request failed: {exc.message}")
+
     def fail(self, error: JSONObject, message: str | None = None) -> None:
         self._move("fail", message)
         self.error = error
@@ -325,11 +331,9 @@ class TaskRun:
         if kind == "result" and isinstance(value, dict):
             value.setdefault("resultType", "complete")
             task.complete(value)
-        elif isinstance(value, JSONRPCError):
-            task.fail(error_object(value), f"The request failed: {value.message}")
         else:
-            error = JSONRPCError(ErrorCode.INTERNAL_ERROR, f"Internal error: {value!r}")
-            task.fail(error_object(error), error.message)
+            assert isinstance(value, BaseException)  # "raise": what the handler raised
+            task.fail_with(value)
         await self.store.publish(task)
 
 
