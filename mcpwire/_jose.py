@@ -129,33 +129,59 @@ class JWTSigner(Protocol):
         ...
 
 
-class _ECSigner:
-    """ECDSA (RFC 7518 §3.4): the curve and hash the subclass's ``alg`` names.
+class _KeySigner:
+    """What the shipped signers share: a private key the subclass checks
+    (``_fits``), its ``kid``, and loading from PEM (PKCS#8, or the key type's
+    own format; encrypted with ``password``). Every signer is also made with
+    ``generate()`` or ``from_jwk()``, and raises ``CryptographyMissing``
+    without ``cryptography``."""
 
-    Made from a key: ``generate()``, ``from_pem()`` (PKCS#8 or SEC1) or
-    ``from_jwk()``. Raises ``CryptographyMissing`` without ``cryptography``.
-    """
+    alg: str
+    #: What ``_fits`` accepts, for the error message.
+    _needs: str
+
+    def __init__(self, key: Any, *, kid: str | None = None) -> None:
+        self._m = _crypto()
+        if not self._fits(key):
+            raise ValueError(f"{self.alg} needs {self._needs}")
+        self._key = key
+        self.kid = kid
+
+    def _fits(self, key: Any) -> bool:
+        raise NotImplementedError
+
+    @classmethod
+    def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> Self:
+        return cls(_pem_key(pem, password))
+
+    @classmethod
+    def _from_private(cls, key: Any, jwk: Mapping[str, object]) -> Self:
+        """The signer of ``key``, a JWK's private key, keeping its ``kid``."""
+        kid = jwk.get("kid")
+        return cls(key, kid=kid if isinstance(kid, str) else None)
+
+    def _public(self, jwk: dict[str, str]) -> dict[str, str]:
+        if self.kid is not None:
+            jwk["kid"] = self.kid
+        return jwk
+
+
+class _ECSigner(_KeySigner):
+    """ECDSA (RFC 7518 §3.4): the curve and hash the subclass's ``alg`` names."""
 
     alg = "ES256"
     _crv, _curve, _hash, _size = "P-256", "SECP256R1", "SHA256", 32
+    _needs = "a P-256 private key"
 
-    def __init__(self, key: Any, *, kid: str | None = None) -> None:
-        m = _crypto()
-        curve = getattr(m.ec, self._curve).name
-        if not isinstance(key, m.ec.EllipticCurvePrivateKey) or key.curve.name != curve:
-            raise ValueError(f"{self.alg} needs a {self._crv} private key")
-        self._m = m
-        self._key = key
-        self.kid = kid
+    def _fits(self, key: Any) -> bool:
+        ec = self._m.ec
+        curve = getattr(ec, self._curve).name
+        return isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == curve
 
     @classmethod
     def generate(cls) -> Self:
         m = _crypto()
         return cls(m.ec.generate_private_key(getattr(m.ec, cls._curve)()))
-
-    @classmethod
-    def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> Self:
-        return cls(_pem_key(pem, password))
 
     @classmethod
     def from_jwk(cls, jwk: Mapping[str, object]) -> Self:
@@ -166,8 +192,7 @@ class _ECSigner:
             _b64_int(jwk.get("x")), _b64_int(jwk.get("y")), getattr(m.ec, cls._curve)()
         )
         numbers = m.ec.EllipticCurvePrivateNumbers(_b64_int(jwk.get("d")), public)
-        kid = jwk.get("kid")
-        return cls(numbers.private_key(), kid=kid if isinstance(kid, str) else None)
+        return cls._from_private(numbers.private_key(), jwk)
 
     def public_jwk(self) -> dict[str, str]:
         numbers = self._key.public_key().public_numbers()
@@ -177,9 +202,7 @@ class _ECSigner:
             "x": _int_b64(numbers.x, self._size),
             "y": _int_b64(numbers.y, self._size),
         }
-        if self.kid is not None:
-            jwk["kid"] = self.kid
-        return jwk
+        return self._public(jwk)
 
     def sign(self, signing_input: bytes) -> bytes:
         m = self._m
@@ -197,6 +220,7 @@ class ES384Signer(_ECSigner):
 
     alg = "ES384"
     _crv, _curve, _hash, _size = "P-384", "SECP384R1", "SHA384", 48
+    _needs = "a P-384 private key"
 
 
 class ES512Signer(_ECSigner):
@@ -204,9 +228,10 @@ class ES512Signer(_ECSigner):
 
     alg = "ES512"
     _crv, _curve, _hash, _size = "P-521", "SECP521R1", "SHA512", 66
+    _needs = "a P-521 private key"
 
 
-class RS256Signer:
+class RS256Signer(_KeySigner):
     """RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518 §3.3), keys of 2048 bits or more.
 
     ``RS384Signer``/``RS512Signer`` hash with SHA-384/512; the ``PS*`` signers
@@ -215,23 +240,15 @@ class RS256Signer:
 
     alg = "RS256"
     _hash, _pss = "SHA256", False
+    _needs = "an RSA private key of at least 2048 bits"
 
-    def __init__(self, key: Any, *, kid: str | None = None) -> None:
-        m = _crypto()
-        if not isinstance(key, m.rsa.RSAPrivateKey) or key.key_size < 2048:
-            raise ValueError(f"{self.alg} needs an RSA private key of at least 2048 bits")
-        self._m = m
-        self._key = key
-        self.kid = kid
+    def _fits(self, key: Any) -> bool:
+        return isinstance(key, self._m.rsa.RSAPrivateKey) and key.key_size >= 2048
 
     @classmethod
     def generate(cls, bits: int = 2048) -> Self:
         m = _crypto()
         return cls(m.rsa.generate_private_key(public_exponent=65537, key_size=bits))
-
-    @classmethod
-    def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> Self:
-        return cls(_pem_key(pem, password))
 
     @classmethod
     def from_jwk(cls, jwk: Mapping[str, object]) -> Self:
@@ -252,15 +269,11 @@ class RS256Signer:
             m.rsa.rsa_crt_iqmp(p, q),
             m.rsa.RSAPublicNumbers(e, n),
         )
-        kid = jwk.get("kid")
-        return cls(numbers.private_key(), kid=kid if isinstance(kid, str) else None)
+        return cls._from_private(numbers.private_key(), jwk)
 
     def public_jwk(self) -> dict[str, str]:
         numbers = self._key.public_key().public_numbers()
-        jwk = {"kty": "RSA", "n": _int_b64(numbers.n), "e": _int_b64(numbers.e)}
-        if self.kid is not None:
-            jwk["kid"] = self.kid
-        return jwk
+        return self._public({"kty": "RSA", "n": _int_b64(numbers.n), "e": _int_b64(numbers.e)})
 
     def sign(self, signing_input: bytes) -> bytes:
         m = self._m
@@ -295,45 +308,34 @@ class PS512Signer(RS256Signer):
     alg, _hash, _pss = "PS512", "SHA512", True
 
 
-class EdDSASigner:
+class EdDSASigner(_KeySigner):
     """EdDSA with Ed25519 (RFC 8037): small keys, deterministic signatures."""
 
     alg = "EdDSA"
+    _needs = "an Ed25519 private key"
 
-    def __init__(self, key: Any, *, kid: str | None = None) -> None:
-        m = _crypto()
-        if not isinstance(key, m.ed25519.Ed25519PrivateKey):
-            raise ValueError("EdDSA needs an Ed25519 private key")
-        self._key = key
-        self.kid = kid
+    def _fits(self, key: Any) -> bool:
+        return isinstance(key, self._m.ed25519.Ed25519PrivateKey)
 
     @classmethod
-    def generate(cls) -> EdDSASigner:
+    def generate(cls) -> Self:
         return cls(_crypto().ed25519.Ed25519PrivateKey.generate())
 
     @classmethod
-    def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> EdDSASigner:
-        return cls(_pem_key(pem, password))
-
-    @classmethod
-    def from_jwk(cls, jwk: Mapping[str, object]) -> EdDSASigner:
+    def from_jwk(cls, jwk: Mapping[str, object]) -> Self:
         m = _crypto()
         d = jwk.get("d")
         if jwk.get("kty") != "OKP" or jwk.get("crv") != "Ed25519" or not isinstance(d, str):
             raise ValueError("not an Ed25519 OKP JWK with its private part")
-        kid = jwk.get("kid")
         key = m.ed25519.Ed25519PrivateKey.from_private_bytes(b64url_decode(d))
-        return cls(key, kid=kid if isinstance(kid, str) else None)
+        return cls._from_private(key, jwk)
 
     def public_jwk(self) -> dict[str, str]:
         m = _crypto()
         raw = self._key.public_key().public_bytes(
             m.serialization.Encoding.Raw, m.serialization.PublicFormat.Raw
         )
-        jwk = {"kty": "OKP", "crv": "Ed25519", "x": b64url_encode(raw)}
-        if self.kid is not None:
-            jwk["kid"] = self.kid
-        return jwk
+        return self._public({"kty": "OKP", "crv": "Ed25519", "x": b64url_encode(raw)})
 
     def sign(self, signing_input: bytes) -> bytes:
         return bytes(self._key.sign(signing_input))
