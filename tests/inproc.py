@@ -2,7 +2,8 @@
 
 ``serving(server)`` runs a server on a wire-faithful in-memory pair and gives
 the client ``Session`` and an ``Inbox`` of the notifications it receives;
-``Gate`` lets a test decide when a handler proceeds.
+``Gate`` lets a test decide when a handler proceeds; ``until_listening``
+waits for a server another process starts.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import mcpwire
 from mcpwire import Server, Session
 from mcpwire.sansio import Notification
 
-__all__ = ("WAIT", "Gate", "Inbox", "serving")
+__all__ = ("WAIT", "Gate", "Inbox", "serving", "until_listening")
 
 #: Seconds any single wait in these helpers may take.
 WAIT = 5.0
@@ -75,3 +76,14 @@ class Gate:
         except anyio.get_cancelled_exc_class():
             self.cancelled = True
             raise
+
+
+async def until_listening(port: int, timeout: float = WAIT) -> None:
+    """Return once something accepts TCP connections on 127.0.0.1:``port``."""
+    with anyio.fail_after(timeout):
+        while True:
+            try:
+                await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                return
+            except OSError:
+                await anyio.sleep(0.05)

@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlsplit
 import anyio
 import pytest
 from http_client.child import ROOT, ChildServer
+from inproc import until_listening
 
 from mcpwire import Hub, ServerConfig, headless_redirect_handler
 from mcpwire._hub_config import OAuthSettings
@@ -377,12 +378,7 @@ async def test_cli_serve_as_a_protected_resource(tmp_path: Path) -> None:
         async with await anyio.open_process(argv, env=env, cwd=ROOT) as proc:
             try:
                 with anyio.fail_after(30):
-                    while True:  # until it listens
-                        try:
-                            await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
-                            break
-                        except OSError:
-                            await anyio.sleep(0.05)
+                    await until_listening(port, 30)
                     auth = OAuthClient(redirect_handler=headless_redirect_handler())
                     async with Client.http(url, auth=auth) as client:
                         result = await client.call_tool("echo", {"message": "hi"})

@@ -483,13 +483,15 @@ async def test_private_key_jwt_by_dynamic_registration() -> None:
 # -- keys from a hub config (dpopKeyFile, clientKeyFile) ------------------------------------
 
 
-def write_key(path: Path, key: Any) -> Path:
+def write_key(path: Path, key: Any, passphrase: bytes | None = None) -> Path:
+    """``key`` as a PKCS#8 PEM file, encrypted with ``passphrase`` if one is given."""
+    encryption = (
+        serialization.BestAvailableEncryption(passphrase)
+        if passphrase is not None
+        else serialization.NoEncryption()
+    )
     path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
     )
     return path
 
@@ -621,17 +623,6 @@ async def test_cli_refuses_an_unusable_key_file(tmp_path: Path) -> None:
 # -- encrypted keys (keyPassphrase, --key-passphrase-env) -------------------------------------
 
 
-def write_encrypted_key(path: Path, key: Any, passphrase: bytes) -> Path:
-    path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.BestAvailableEncryption(passphrase),
-        )
-    )
-    return path
-
-
 def test_config_takes_a_key_passphrase_from_the_environment(tmp_path: Path) -> None:
     doc = {
         "mcpServers": {
@@ -653,7 +644,7 @@ async def test_hub_uses_an_encrypted_p384_key_with_its_passphrase(tmp_path: Path
     takes it); without the passphrase the server's error names the key file."""
 
     key = ec.generate_private_key(ec.SECP384R1())
-    path = str(write_encrypted_key(tmp_path / "dpop.pem", key, b"s3cret"))
+    path = str(write_key(tmp_path / "dpop.pem", key, b"s3cret"))
     servers = DPoPServers()
     servers.extra_metadata["dpop_signing_alg_values_supported"] = ["ES384"]
     await hub_calls(servers, OAuthSettings(dpop_key_file=path, key_passphrase="s3cret"))
@@ -676,7 +667,7 @@ async def test_cli_reads_the_passphrase_from_the_named_variable(
     from test_oauth_apps import cli_with_browser
 
     key = ec.generate_private_key(ec.SECP256R1())
-    pem = str(write_encrypted_key(tmp_path / "dpop.pem", key, b"s3cret"))
+    pem = str(write_key(tmp_path / "dpop.pem", key, b"s3cret"))
     code, _, err, _ = await cli_with_browser(
         "inspect", "http://127.0.0.1:9/mcp", "--dpop-key", pem, "--key-passphrase-env", "NO_SUCH"
     )

@@ -35,6 +35,7 @@ from typing import Any
 
 import anyio
 import pytest
+from inproc import until_listening
 
 from mcpwire import Client, JSONRPCError, Task
 
@@ -167,13 +168,7 @@ async def ts_server(
     async with await anyio.open_process([node, script, "--http", str(port)]) as process:
         try:
             url = f"http://127.0.0.1:{port}/mcp"
-            with anyio.fail_after(WAIT):
-                while True:  # until it listens
-                    try:
-                        await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
-                        break
-                    except OSError:
-                        await anyio.sleep(0.05)
+            await until_listening(port, WAIT)
             async with Client.http(url, **options) as client:
                 yield client
         finally:
