@@ -37,7 +37,7 @@ from ._task_legacy import (
     task_result,
 )
 from ._tasks import TaskStore
-from ._versions import at_least
+from ._versions import LEGACY_TASKS_VERSION, at_least
 from .sansio._json import JSONObject
 from .sansio._messages import ErrorCode, Request
 
@@ -75,7 +75,7 @@ async def _run(client: Client, task: Task, method: str, params: JSONObject) -> N
 async def receive(client: Client, request: Request) -> JSONObject:
     """Answer a server's task-augmented request, or one of its ``tasks/*`` requests."""
     method, params = request.method, request.params or {}
-    declared = client.tasks and at_least(client.protocol_version, "2025-11-25")
+    declared = client.tasks and at_least(client.protocol_version, LEGACY_TASKS_VERSION)
     if method.startswith("tasks/"):
         if not declared:
             raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")

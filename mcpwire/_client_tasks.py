@@ -74,7 +74,7 @@ from ._asks import answer
 from ._errors import JSONRPCError, MCPWireError, RequestTimeout
 from ._handshake import declaring_tasks
 from ._types import CallToolResult, Task
-from ._versions import at_least
+from ._versions import LEGACY_TASKS_VERSION, at_least
 from .sansio._json import JSONObject, JSONValue, dig
 from .sansio._messages import ErrorCode, Response
 
@@ -94,8 +94,6 @@ logger = logging.getLogger("mcpwire.client")
 
 #: Seconds between polls when the server suggests no ``pollIntervalMs``.
 DEFAULT_POLL_INTERVAL = 0.5
-#: The revision that has tasks in its core (before they became an extension).
-LEGACY_TASKS = "2025-11-25"
 #: Seconds a best-effort ``tasks/cancel`` may take when a wait is abandoned.
 _CANCEL_GRACE = 5.0
 
@@ -131,9 +129,9 @@ def _legacy(client: Client, what: str, *need: str) -> bool:
     (a path into the server's ``tasks`` capability); False on a modern one."""
     if client.era == "modern":
         return False
-    if not at_least(client.protocol_version, LEGACY_TASKS):
+    if not at_least(client.protocol_version, LEGACY_TASKS_VERSION):
         raise MCPWireError(
-            f"{what}: tasks exist in {LEGACY_TASKS} and, as an extension, in 2026-07-28; "
+            f"{what}: tasks exist in {LEGACY_TASKS_VERSION} and, as an extension, in 2026-07-28; "
             f"this connection speaks {client.protocol_version or client.era}"
         )
     if not _offers(client, need):
@@ -150,7 +148,7 @@ async def legacy_task_wanted(client: Client, name: str, task: bool | None) -> bo
     """Whether a legacy ``call_tool`` goes as a 2025-11-25 task: asked for, or (``None``)
     the tool requires it, which a server offering tasks is asked once (``tools/list``)."""
     # Where the revision or the server has no tasks, the call runs in place.
-    if task is False or not at_least(client.protocol_version, LEGACY_TASKS):
+    if task is False or not at_least(client.protocol_version, LEGACY_TASKS_VERSION):
         return False
     if not _offers(client, ("requests", "tools", "call")):
         return False

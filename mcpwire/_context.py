@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ._errors import JSONRPCError, MCPWireError
-from ._versions import LOG_LEVELS
+from ._versions import LEGACY_TASKS_VERSION, LOG_LEVELS, at_least
 from .sansio import _codec
 from .sansio._b64url import b64url_decode, b64url_encode
 from .sansio._json import JSONObject, JSONValue
@@ -378,7 +378,7 @@ class Context:
         user answers, however long that takes (see ``_task_legacy.ask_as_task``).
         """
         params: JSONObject = {"mode": "form", "message": message, "requestedSchema": schema}
-        if self.era == "legacy" and self.protocol_version < "2025-11-25":
+        if self.era == "legacy" and not at_least(self.protocol_version, "2025-11-25"):
             del params["mode"]
         return await self._ask(
             "elicitation/create",
@@ -523,7 +523,7 @@ class Context:
         if self.legacy_task is not None:  # through the task (input_required)
             return await self.legacy_task.ask(method, params)
         related = self._rctx.request_id
-        if task and self.protocol_version >= "2025-11-25":
+        if task and at_least(self.protocol_version, LEGACY_TASKS_VERSION):
             from ._task_legacy import ask_as_task, client_receives
 
             if client_receives(self.client_capabilities, method):

@@ -28,6 +28,7 @@ from ._errors import JSONRPCError, MCPWireError
 from ._versions import (
     LATEST_LEGACY_VERSION,
     LATEST_VERSION,
+    LEGACY_TASKS_VERSION,
     LEGACY_VERSIONS,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
@@ -98,7 +99,7 @@ def capabilities(client: Client, version: str) -> JSONObject:
         caps["elicitation"] = modes if at_least(version, "2025-11-25") else {}
     if client.roots is not None:
         caps["roots"] = {"listChanged": True} if era_of(version) == "legacy" else {}
-    if era_of(version) == "legacy" and client.tasks and at_least(version, "2025-11-25"):
+    if era_of(version) == "legacy" and client.tasks and at_least(version, LEGACY_TASKS_VERSION):
         # 2025-11-25: the server may make tasks of its asks to us (_client_task_host).
         asks: JSONObject = {}
         if client.sampling is not None:

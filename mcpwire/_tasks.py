@@ -57,7 +57,7 @@ import anyio
 import anyio.abc
 
 from ._errors import JSONRPCError
-from ._versions import at_least
+from ._versions import LEGACY_TASKS_VERSION, at_least
 from .sansio._b64url import b64url_encode
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode
@@ -362,7 +362,7 @@ tasks_cancel = _deferred("._task_runs", "tasks_cancel")
 
 def legacy_tasks(server: Server, version: str) -> bool:
     """Whether a legacy connection at ``version`` has tasks: 2025-11-25 and a tool allows them."""
-    return at_least(version, "2025-11-25") and server.offers_tasks
+    return at_least(version, LEGACY_TASKS_VERSION) and server.offers_tasks
 
 
 def legacy_capability() -> JSONObject:

@@ -16,6 +16,7 @@ __all__ = (
     "LATEST_VERSION",
     "LEGACY_VERSIONS",
     "LOG_LEVELS",
+    "LEGACY_TASKS_VERSION",
     "META_CLIENT_CAPABILITIES",
     "META_CLIENT_INFO",
     "META_LOG_LEVEL",
@@ -33,6 +34,8 @@ MODERN_VERSIONS: Final = ("2026-07-28",)
 ALL_VERSIONS: Final = LEGACY_VERSIONS + MODERN_VERSIONS
 LATEST_LEGACY_VERSION: Final = LEGACY_VERSIONS[-1]
 LATEST_VERSION: Final = MODERN_VERSIONS[-1]
+#: The revision with tasks in its core (later they are the tasks extension).
+LEGACY_TASKS_VERSION: Final = "2025-11-25"
 
 Era = Literal["legacy", "modern"]
 
