@@ -535,7 +535,6 @@ async def hub_calls(servers: DPoPServers, settings: OAuthSettings) -> None:
 async def test_hub_binds_tokens_to_the_configured_dpop_key(tmp_path: Path) -> None:
     """``dpopKeyFile``: every token the hub gets is bound to that key, so a token kept
     in the hub's token store stays usable by the next run."""
-
     key = ec.generate_private_key(ec.SECP256R1())
     settings = OAuthSettings(dpop_key_file=str(write_key(tmp_path / "dpop.pem", key)))
     servers = DPoPServers()
@@ -547,8 +546,6 @@ async def test_hub_binds_tokens_to_the_configured_dpop_key(tmp_path: Path) -> No
 
 async def test_hub_authenticates_with_the_configured_client_key(tmp_path: Path) -> None:
     """``clientKeyFile`` with a pre-registered client: ``private_key_jwt`` (RFC 7523)."""
-    from test_oauth_apps import browse
-
     key = ec.generate_private_key(ec.SECP256R1())
     settings = OAuthSettings(
         client_id="hub-client", client_key_file=str(write_key(tmp_path / "client.pem", key))
@@ -556,12 +553,7 @@ async def test_hub_authenticates_with_the_configured_client_key(tmp_path: Path) 
     servers = DPoPServers()
     servers.grant_bearer("granted")
     servers.extra_metadata["token_endpoint_auth_methods_supported"] = ["private_key_jwt"]
-    async with raw_server(servers.resource) as rs, raw_server(servers.authorization) as as_:
-        servers.start(rs.url, as_.url)
-        config = ServerConfig(name="keyed", url=rs.url, oauth=settings)
-        async with Hub(servers=[config], watch=False, authorize=lambda _, url: browse(url)) as hub:
-            await hub.wait_ready(timeout=30)
-            await hub.call_tool("keyed__t", {})
+    await hub_calls(servers, settings)
     [form] = servers.token_forms
     assert form["client_id"] == "hub-client"
     assertion = jwt.decode(
