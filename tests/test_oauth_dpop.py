@@ -532,6 +532,18 @@ async def hub_calls(servers: DPoPServers, settings: OAuthSettings) -> None:
             await hub.call_tool("bound__t", {})
 
 
+async def hub_error(settings: OAuthSettings) -> str:
+    """The error a hub records for a server it cannot start with ``settings``."""
+    config = ServerConfig(name="broken", url="http://127.0.0.1:9/mcp", oauth=settings)
+    async with Hub(servers=[config], watch=False) as hub:
+        with anyio.fail_after(10):
+            while hub.statuses()[0].last_error is None:
+                await anyio.sleep(0.01)
+        message = hub.statuses()[0].last_error
+    assert message is not None
+    return message
+
+
 async def test_hub_binds_tokens_to_the_configured_dpop_key(tmp_path: Path) -> None:
     """``dpopKeyFile``: every token the hub gets is bound to that key, so a token kept
     in the hub's token store stays usable by the next run."""
@@ -570,14 +582,7 @@ async def test_an_unreadable_key_file_fails_the_connection_by_name(tmp_path: Pat
     garbage = tmp_path / "garbage.pem"
     garbage.write_text("not a key")
     for path, words in ((missing, "cannot read the key"), (str(garbage), "PEM private key")):
-        config = ServerConfig(
-            name="broken", url="http://127.0.0.1:9/mcp", oauth=OAuthSettings(dpop_key_file=path)
-        )
-        async with Hub(servers=[config], watch=False) as hub:
-            with anyio.fail_after(10):
-                while hub.statuses()[0].last_error is None:
-                    await anyio.sleep(0.01)
-            message = hub.statuses()[0].last_error
+        message = await hub_error(OAuthSettings(dpop_key_file=path))
         assert words in message and path in message
 
 
@@ -643,13 +648,7 @@ async def test_hub_uses_an_encrypted_p384_key_with_its_passphrase(tmp_path: Path
     expected = jwk_thumbprint(ES384Signer(key).public_jwk())
     assert servers.rs_proofs and {p["jkt"] for p in servers.rs_proofs} == {expected}
     for passphrase in (None, "wrong"):
-        broken = OAuthSettings(dpop_key_file=path, key_passphrase=passphrase)
-        config = ServerConfig(name="locked", url="http://127.0.0.1:9/mcp", oauth=broken)
-        async with Hub(servers=[config], watch=False) as hub:
-            with anyio.fail_after(10):
-                while hub.statuses()[0].last_error is None:
-                    await anyio.sleep(0.01)
-            message = hub.statuses()[0].last_error
+        message = await hub_error(OAuthSettings(dpop_key_file=path, key_passphrase=passphrase))
         assert path in message and "PEM private key" in message
 
 
