@@ -104,8 +104,9 @@ class FDReader(_FD):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiter: asyncio.Future[None] | None = None
         #: Push mode (asyncio only): called from the loop with each chunk read,
-        #: ``b""`` at end of input, instead of queueing it for ``read()``.
-        self.sink: Callable[[bytes], None] | None = None
+        #: ``b""`` at end of input, instead of queueing it for ``read()``. It returns
+        #: whether it left work for the consumer: only then is ``wait_pushed`` woken.
+        self.sink: Callable[[bytes], bool] | None = None
 
     @property
     def push_capable(self) -> bool:
@@ -113,7 +114,7 @@ class FDReader(_FD):
         return self._nonblocking and running_asyncio_loop() is not None
 
     async def wait_pushed(self) -> None:
-        """Push mode: wait until the sink has been called at least once more."""
+        """Push mode: wait until the sink has left work for the consumer."""
         loop = self._loop or running_asyncio_loop()
         assert loop is not None
         if self._eof or self._closed:
@@ -199,7 +200,9 @@ class FDReader(_FD):
             if not data:
                 self._eof = True
                 self._unwatch()
-            sink(data)
+            if not sink(data) and data:
+                # All settled where it was parsed: the consumer sleeps on.
+                return
         elif data:
             self._chunks.append(data)
             self._buffered += len(data)

@@ -80,7 +80,8 @@ class _Framed:
                 self._on_data(await self._reader.read())
         return ready.popleft()
 
-    def _on_data(self, data: bytes) -> None:
+    def _on_data(self, data: bytes) -> bool:
+        """Frame and parse ``data``; True if it left items (or the end) for ``receive``."""
         if data:
             items = self._lines.feed(data)
         else:
@@ -109,6 +110,7 @@ class _Framed:
                 ready.append(parsed)
         if self._push and len(ready) > _READY_LIMIT:
             self._reader.pause()
+        return bool(ready) or self._eof
 
 
 class _Sender:
