@@ -24,9 +24,10 @@ Three shortcuts keep a round trip cheap without changing what is observed:
   block the loop in any task, so a task of their own buys nothing;
 * a transport with ``attach`` (the direct in-process pair) delivers the
   peer's messages by call, and requests are then served in the caller's task;
-* a transport with ``set_fast_path`` (stdio on asyncio) settles a response
-  where it parses it, waking the caller without a pass through the reader
-  task, and only when nothing is queued ahead of it, so order is kept.
+* a transport with ``set_fast_path`` (stdio on asyncio) settles a response,
+  or serves a request ``serve_inline`` approves (``_eager``), where it parses
+  it, without a pass through the reader task, and only when nothing is queued
+  ahead of it, so order is kept.
 
 All correlation state lives in the sans-IO ``RPCState``; this module only
 waits, times and cancels. Every outgoing request has a finite deadline. When
@@ -49,6 +50,7 @@ from typing import TYPE_CHECKING, Final
 import anyio
 import anyio.abc
 
+from ._eager import serve_eagerly
 from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
 from ._loops import running_asyncio_loop
 from ._pending import Pending
@@ -168,6 +170,7 @@ class Session:
         #: ``transport.start_send`` and the loop, when requests may wait on a timer.
         self._start_send: Callable[..., Awaitable[None] | None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._dispatching = False  # the reader is part-way through a message
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -219,10 +222,7 @@ class Session:
         await self._ended.wait()
 
     async def close(self) -> None:
-        """End the session: fail pending calls, stop handlers, close the transport.
-
-        Idempotent and callable from any task.
-        """
+        """End the session: fail pending calls, stop handlers, close the transport (idempotent)."""
         if self._closed is None:
             self._shutdown(ConnectionClosed("the session was closed"))
         with anyio.CancelScope(shield=True):
@@ -383,7 +383,9 @@ class Session:
             with self._reader_scope:
                 while True:
                     item = await self.transport.receive()
+                    self._dispatching = True
                     await self._dispatch(item)
+                    self._dispatching = False
         except anyio.EndOfStream:
             error = self.transport.close_error()
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -445,12 +447,12 @@ class Session:
             self._tg.start_soon(self._serve_batch, batch)
 
     def _settle_now(self, item: object) -> bool:
-        """Settle a response synchronously (transport fast path); False for anything else."""
+        """Transport fast path: settle a response or serve a request now (False: not done)."""
         cls = type(item)
         if cls is Response or cls is ErrorResponse:
             self._resolve(item)  # type: ignore[arg-type]
             return True
-        return False
+        return cls is Request and not self._dispatching and serve_eagerly(self, item)  # type: ignore[arg-type]
 
     def _resolve(self, message: Response | ErrorResponse) -> None:
         if self.rpc.response_received(message) is None:

@@ -1,0 +1,129 @@
+"""Serving a request where it was parsed, without a pass through the reader task.
+
+On asyncio the stdio transport parses input in the loop's readiness callback and
+offers each message to the session's fast path (``Session._settle_now``), outside
+any task. A request that the session's ``serve_inline`` approves (its handler never waits: a
+synchronous tool, ``ping``, a list method) is served right there: the handler's
+coroutine is stepped by hand and ends in its first step, and the reply is written
+at once when the pipe has room. That saves what the reader task would cost, a loop
+iteration and a task wakeup per request.
+
+Nothing else changes. The fast path runs only when nothing is queued ahead of the
+request and the reader task is not part-way through an earlier message, so
+messages are still handled in the order they came. The request gets the context
+an inline request gets anyway (a cancel scope that is never entered: no
+cancellation can reach a handler that never waits). A reply the pipe cannot take
+whole is finished by a task, under the same lock as every other write. Should a
+handler wait after all (a plain function that returned an awaitable), its
+coroutine is handed, part-way, to a task that drives it on.
+"""
+
+from __future__ import annotations
+
+import logging
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ._request_context import RequestContext
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ._session import Session
+    from .sansio._messages import Message, Request
+
+__all__ = ("serve_eagerly",)
+
+logger = logging.getLogger("mcpwire")
+
+#: ``asyncio.current_task``, imported once a session runs on asyncio.
+_current_task: Callable[[asyncio.AbstractEventLoop], object] | None = None
+
+
+def serve_eagerly(session: Session, request: Request) -> bool:
+    """Serve ``request`` now if its handler never waits; False to leave it to the reader.
+
+    Only from a loop callback: a transport that parses in its reader task (any
+    transport on trio) offers requests to the fast path too, but there the reader
+    serves them itself, and a handler that waits must stay in the task it began in.
+    """
+    global _current_task
+    loop = session._loop
+    if loop is None:
+        return False
+    current = _current_task
+    if current is None:
+        import asyncio
+
+        current = _current_task = asyncio.current_task
+    if current(loop) is not None:
+        return False
+    approve = session.serve_inline
+    if approve is None or session._closed is not None or not approve(request):
+        return False
+    if not session.rpc.request_received(request):
+        return False  # an id in use: the reader answers it (and finds it in use again)
+    step = session._reply(request, RequestContext(session, request, session._no_cancel))
+    try:
+        waiting = step.send(None)
+    except StopIteration as stop:
+        _send_reply(session, request, stop.value)
+    else:
+        assert session._tg is not None
+        session._tg.start_soon(_drive, session, request, step, waiting)
+    return True
+
+
+def _send_reply(session: Session, request: Request, reply: Message | None) -> None:
+    if session._closed is not None:
+        return
+    if not session.rpc.request_finished(request.id) or reply is None:
+        return
+    start_send = session._start_send
+    if start_send is None:
+        rest: Awaitable[None] | None = session._send_quietly(reply)
+    else:
+        try:
+            rest = start_send(reply)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            return  # the reader sees the same end of connection and reports it
+    if rest is not None:
+        assert session._tg is not None
+        session._tg.start_soon(_quietly, rest)
+
+
+async def _quietly(rest: Awaitable[None]) -> None:
+    try:
+        await rest
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass
+
+
+async def _drive(
+    session: Session, request: Request, step: Coroutine[Any, Any, Message], waiting: object
+) -> None:
+    logger.debug("handler for %r waited: finished in a task", request.method)
+    reply = await _resume(step, waiting)
+    if session._closed is None and session.rpc.request_finished(request.id):
+        await session._send_quietly(reply)
+
+
+@types.coroutine
+def _resume(step: Coroutine[Any, Any, Message], waiting: object) -> Generator[Any, Any, Message]:
+    """Drive a coroutine already started by hand, from what it is waiting on."""
+    while True:
+        try:
+            sent = yield waiting
+        except BaseException as exc:  # delivered to the coroutine, as a task would
+            try:
+                waiting = step.throw(exc)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]
+        else:
+            try:
+                waiting = step.send(sent)
+            except StopIteration as stop:
+                return stop.value  # type: ignore[no-any-return]

@@ -1,0 +1,353 @@
+"""Requests served where they are parsed (``mcpwire/_eager.py``), over real pipes.
+
+On asyncio the stdio transport hands each parsed request to the session's fast
+path from the loop's readiness callback, and a request whose handler never waits
+is served on the spot. On trio the transport parses in the reader task, which
+serves every request itself. Every test here runs a ``Server`` in-process on a
+pair of ``os.pipe()``s, on both backends, and checks what the peer sees: the same
+answers, in the same order, whichever way a request went. One test checks that the
+fast path is really taken on asyncio (and never on trio), so the others test it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import mcpwire._session
+from mcpwire import Server, StdioServerTransport
+
+WAIT = 10.0
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def call(rid: int, name: str, **arguments: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": rid,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+
+
+def line(message: dict[str, Any]) -> bytes:
+    return orjson.dumps(message) + b"\n"
+
+
+class Peer:
+    """The client end of the two pipes: raw bytes out, whole JSON lines in."""
+
+    def __init__(self, to_server: int, from_server: int) -> None:
+        self.wfd = to_server
+        self.rfd = from_server
+        self.buf = b""
+        os.set_blocking(self.rfd, False)
+
+    async def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.wfd, view) :]
+            except BlockingIOError:
+                await anyio.wait_writable(self.wfd)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.write(line(message))
+
+    async def read(self) -> dict[str, Any]:
+        with anyio.fail_after(WAIT):
+            while b"\n" not in self.buf:
+                try:
+                    chunk = os.read(self.rfd, 1 << 16)
+                except BlockingIOError:
+                    await anyio.wait_readable(self.rfd)
+                    continue
+                assert chunk, "the server closed its stdout"
+                self.buf += chunk
+        first, _, self.buf = self.buf.partition(b"\n")
+        answer: dict[str, Any] = orjson.loads(first)
+        return answer
+
+
+@asynccontextmanager
+async def serving(server: Server) -> AsyncIterator[Peer]:
+    """``server`` on a pipe pair, initialized (2025-11-25); closed on exit."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    os.set_blocking(in_w, False)
+    transport = StdioServerTransport(stdin_fd=in_r, stdout_fd=out_w, protect_stdout=False)
+    os.close(in_r)
+    os.close(out_w)
+    peer = Peer(in_w, out_r)
+    async with anyio.create_task_group() as tg:
+
+        async def serve() -> None:
+            try:
+                await server.serve(transport)
+            finally:
+                await transport.aclose()
+
+        tg.start_soon(serve)
+        try:
+            await peer.send(INIT)
+            assert "result" in await peer.read()
+            await peer.send(INITIALIZED)
+            yield peer
+        finally:
+            os.close(in_w)  # end of input: the server's session ends
+            with anyio.fail_after(WAIT):
+                while True:  # drain, so no write of the server's stays blocked
+                    try:
+                        if not os.read(out_r, 1 << 16):
+                            break
+                    except BlockingIOError:
+                        await anyio.wait_readable(out_r)
+            os.close(out_r)
+
+
+async def settled(peer: Peer) -> None:
+    """One ping answered: the reader has dispatched everything sent before."""
+    await peer.send({"jsonrpc": "2.0", "id": "settle", "method": "ping"})
+    assert (await peer.read())["id"] == "settle"
+
+
+def echo_server() -> Server:
+    server = Server("eager", "1.0.0")
+
+    @server.tool()
+    def echo(message: str) -> str:
+        """Echo the message back."""
+        return message
+
+    return server
+
+
+@pytest.mark.anyio
+async def test_the_fast_path_serves_quick_requests_on_asyncio_only(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    taken: list[bool] = []
+    real = mcpwire._session.serve_eagerly
+
+    def spy(session: Any, request: Any) -> bool:
+        taken.append(real(session, request))
+        return taken[-1]
+
+    monkeypatch.setattr(mcpwire._session, "serve_eagerly", spy)
+    async with serving(echo_server()) as peer:
+        await settled(peer)
+        taken.clear()
+        for rid in range(1, 4):
+            await peer.send(call(rid, "echo", message=f"m{rid}"))
+            answer = await peer.read()
+            assert answer["id"] == rid
+            assert answer["result"]["structuredContent"] == {"result": f"m{rid}"}
+        await peer.send({"jsonrpc": "2.0", "id": 9, "method": "ping"})
+        assert await peer.read() == {"jsonrpc": "2.0", "id": 9, "result": {}}
+    # On trio the fast path is offered requests too, from inside the reader task,
+    # and declines them all: the reader serves them itself.
+    assert taken == ([True] * 4 if anyio_backend == "asyncio" else [False] * 4)
+
+
+@pytest.mark.anyio
+async def test_a_plain_tool_that_waits_after_all_is_finished_in_a_task(anyio_backend: str) -> None:
+    """A plain function returning an awaitable is approved, then found to wait.
+
+    On asyncio its coroutine, stepped once by hand in the callback, is driven on by
+    a task, so a ping sent meanwhile is answered first. On trio the reader serves it
+    and waits with it (the cost of a wrong yes from ``is_quick``, documented there),
+    so the ping is answered after. Either way both answers are right."""
+    server = Server("eager", "1.0.0")
+    release = anyio.Event()
+
+    async def finish() -> str:
+        await release.wait()
+        return "done"
+
+    @server.tool()
+    def later() -> Awaitable[str]:
+        """Answer once released."""
+        return finish()
+
+    async with serving(server) as peer:
+        await settled(peer)
+        await peer.send(call(1, "later"))
+        await anyio.sleep(0.02)
+        await peer.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        await anyio.sleep(0.05)
+        release.set()
+        answers = [await peer.read(), await peer.read()]
+    later_answer = {"type": "text", "text": "done"}
+    first, second = answers if anyio_backend == "asyncio" else answers[::-1]
+    assert first == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert second["id"] == 1
+    assert second["result"]["content"] == [later_answer]
+
+
+@pytest.mark.anyio
+async def test_a_request_waits_for_the_message_the_reader_is_dispatching() -> None:
+    """Order is kept: a request arriving while the reader is still inside an earlier
+    notification's handler is served after it, exactly as without the fast path."""
+    server = Server("eager", "1.0.0")
+    order: list[str] = []
+    entered, release = anyio.Event(), anyio.Event()
+
+    async def roots_changed(conn: object) -> None:
+        entered.set()
+        await release.wait()
+        order.append("roots")
+
+    server.on_roots_changed = roots_changed
+
+    @server.tool()
+    def mark() -> str:
+        """Record that the tool ran."""
+        order.append("tool")
+        return "ok"
+
+    async with serving(server) as peer:
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+        with anyio.fail_after(WAIT):
+            await entered.wait()
+        await peer.send(call(1, "mark"))
+        await anyio.sleep(0.05)
+        assert order == []
+        release.set()
+        assert (await peer.read())["id"] == 1
+        assert order == ["roots", "tool"]
+
+
+@pytest.mark.anyio
+async def test_a_reply_the_pipe_cannot_take_whole_is_finished_and_kept_whole() -> None:
+    """A 300 kB reply overflows the pipe while the peer is not reading: the rest is
+    written by a task, and the next reply waits for it, so frames never interleave."""
+    big = "x" * 300_000
+    async with serving(echo_server()) as peer:
+        await peer.send(call(1, "echo", message=big))
+        await peer.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        await anyio.sleep(0.05)  # both served while nothing reads the pipe
+        first = await peer.read()
+        assert first["id"] == 1
+        assert first["result"]["structuredContent"] == {"result": big}
+        assert await peer.read() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+@pytest.mark.anyio
+async def test_an_id_in_use_is_refused_even_for_a_quick_request() -> None:
+    server = echo_server()
+    release = anyio.Event()
+
+    @server.tool()
+    async def slow() -> str:
+        """Answer once released."""
+        await release.wait()
+        return "slow"
+
+    async with serving(server) as peer:
+        await peer.send(call(7, "slow"))
+        await anyio.sleep(0.02)
+        await peer.send(call(7, "echo", message="again"))
+        refused = await peer.read()
+        assert refused["id"] == 7
+        assert refused["error"]["code"] == -32600
+        assert "already in use" in refused["error"]["message"]
+        release.set()
+        answer = await peer.read()
+        assert answer["id"] == 7
+        assert answer["result"]["content"] == [{"type": "text", "text": "slow"}]
+
+
+# -- any mix of messages, in any split, gets the same answers --------------------------
+
+MESSAGES = st.sampled_from(
+    [
+        "echo",
+        "ping",
+        "unknown",
+        "bad-args",
+        "note",
+        "not-json",
+        "no-method",
+    ]
+)
+
+
+def encode(kind: str, rid: int) -> tuple[bytes, dict[str, Any] | None]:
+    """A message of ``kind`` with id ``rid`` and the answer it must get (None: none)."""
+    if kind == "echo":
+        expected = {"structuredContent": {"result": f"m{rid}"}}
+        return line(call(rid, "echo", message=f"m{rid}")), expected
+    if kind == "ping":
+        return line({"jsonrpc": "2.0", "id": rid, "method": "ping"}), {"result": {}}
+    if kind == "unknown":
+        return line({"jsonrpc": "2.0", "id": rid, "method": "no/such"}), {"error": -32601}
+    if kind == "bad-args":
+        return line(call(rid, "echo", message=rid)), {"isError": True}
+    if kind == "note":
+        return line({"jsonrpc": "2.0", "method": "notifications/whatever"}), None
+    if kind == "not-json":
+        return b'{"jsonrpc": "2.0", "id": \n', {"error": -32700}
+    return line({"jsonrpc": "2.0", "id": rid}), {"error": -32600}
+
+
+def check(expected: dict[str, Any], answer: dict[str, Any]) -> None:
+    if "error" in expected:
+        assert answer["error"]["code"] == expected["error"]
+    elif "result" in expected:
+        assert answer["result"] == expected["result"]
+    elif "isError" in expected:
+        assert answer["result"]["isError"] is True
+    else:
+        assert answer["result"]["structuredContent"] == expected["structuredContent"]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(kinds=st.lists(MESSAGES, min_size=1, max_size=12), data=st.data())
+def test_any_mix_in_any_split_gets_every_answer(
+    anyio_backend: str, kinds: list[str], data: st.DataObject
+) -> None:
+    frames = [encode(kind, rid) for rid, kind in enumerate(kinds, start=1)]
+    stream = b"".join(frame for frame, _ in frames)
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(stream) - 1), max_size=8)))
+    chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+    expected = [(rid, answer) for rid, (_, answer) in enumerate(frames, start=1) if answer]
+
+    async def main() -> None:
+        async with serving(echo_server()) as peer:
+            for chunk in chunks:
+                await peer.write(chunk)
+                await anyio.sleep(0)
+            answers = [await peer.read() for _ in expected]
+        # An unknown method is answered from a task of its own, so the order of
+        # answers may differ; each request gets exactly its answer.
+        by_id = {answer["id"]: answer for answer in answers}
+        unparsed = [answer for answer in answers if answer["id"] is None]
+        for rid, want in expected:
+            if want.get("error") == -32700:
+                check(want, unparsed.pop())
+            else:
+                check(want, by_id.pop(rid))
+        assert not by_id.keys() - {None}
+
+    anyio.run(main, backend=anyio_backend)
