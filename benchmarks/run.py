@@ -248,6 +248,13 @@ def measure_startup(reps: int) -> list[Timing]:
             None,
         ),
         (
+            "cold-floor",
+            "spawn → initialize result",
+            "floor: anyio + orjson, canned answers (anyio_floor.py)",
+            [py, workloads.ANYIO_FLOOR],
+            None,
+        ),
+        (
             "cold-mcpwire",
             "spawn → initialize result",
             "mcpwire server",
@@ -421,10 +428,27 @@ def measure_rss(reps: int, settle: float) -> list[Timing]:
     py, fpy = sys.executable, workloads.python_for("fastmcp")
     rows = [
         ("rss-python", "stdio", "python, no imports (pipe_echo.py)", [py, workloads.PIPE_ECHO]),
+        (
+            "rss-floor",
+            "stdio",
+            "floor: anyio + orjson, canned answers (anyio_floor.py)",
+            [py, workloads.ANYIO_FLOOR],
+        ),
         ("rss-mcpwire", "stdio", "mcpwire server", [py, workloads.MCPWIRE_SERVER]),
         ("rss-sdk", "stdio", "SDK server", [py, workloads.SDK_SERVER]),
         ("rss-fastmcp", "stdio", "FastMCP server", [fpy, workloads.FASTMCP_SERVER]),
-        ("rss-http-h11", "http", "h11-echo server (floor)", [py, workloads.H11_ECHO]),
+        (
+            "rss-http-h11",
+            "http",
+            "h11-echo server (blocking, no event loop)",
+            [py, workloads.H11_ECHO],
+        ),
+        (
+            "rss-http-floor",
+            "http",
+            "floor: anyio + orjson + h11, canned answers (anyio_floor.py)",
+            [py, workloads.ANYIO_FLOOR, "http"],
+        ),
         ("rss-http-mcpwire", "http", "mcpwire server", [py, workloads.MCPWIRE_SERVER, "http"]),
         ("rss-http-sdk", "http", "SDK server (uvicorn)", [py, workloads.SDK_SERVER, "http"]),
         (
@@ -439,7 +463,7 @@ def measure_rss(reps: int, settle: float) -> list[Timing]:
         ref = "rss-sdk" if transport == "stdio" else "rss-http-sdk"
         measure = f"{transport} server, idle after initialize + tools/list"
         out.append(
-            Timing(key, measure, impl, ref if "python" not in key and "h11" not in key else None)
+            Timing(key, measure, impl, None if key.endswith(("python", "h11", "floor")) else ref)
         )
     if not Path("/proc/self/status").exists():
         for t in out:
@@ -683,34 +707,41 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 gain >= 1.5 if gain else None,
             )
 
-    def ms_target(measure: str, key: str, ref_key: str, limit_ms: float) -> None:
+    def ms_target(
+        measure: str, key: str, ref_key: str, limit_ms: float, floor_key: str = ""
+    ) -> None:
         ours, ref = med(startup, key), med(startup, ref_key)
+        floor = med(startup, floor_key) if floor_key else None
         add(
             measure,
             f"≤ {limit_ms:g} ms",
             f"{ours * 1000:,.0f} ms" if ours else "n/a",
-            f"{ref * 1000:,.0f} ms" if ref else "n/a",
+            (f"{ref * 1000:,.0f} ms" if ref else "n/a")
+            + (f"; floor (deps + event loop) {floor * 1000:,.0f} ms" if floor else ""),
             ref / ours if ours and ref else None,
             ours * 1000 <= limit_ms if ours else None,
         )
 
-    ms_target("cold start, spawn → initialize result", "cold-mcpwire", "cold-sdk", 150)
+    ms_target(
+        "cold start, spawn → initialize result", "cold-mcpwire", "cold-sdk", 150, "cold-floor"
+    )
     ms_target(
         "import, `from mcpwire import Server`", "import-mcpwire-server", "import-mcp-server", 100
     )
     ms_target(
         "import, `from mcpwire import Client`", "import-mcpwire-client", "import-mcp-client", 100
     )
-    for key, ref_key, what in (
-        ("rss-mcpwire", "rss-sdk", "stdio"),
-        ("rss-http-mcpwire", "rss-http-sdk", "HTTP"),
+    for key, ref_key, floor_key, what in (
+        ("rss-mcpwire", "rss-sdk", "rss-floor", "stdio"),
+        ("rss-http-mcpwire", "rss-http-sdk", "rss-http-floor", "HTTP"),
     ):
-        ours, ref = med(rss, key), med(rss, ref_key)
+        ours, ref, floor = med(rss, key), med(rss, ref_key), med(rss, floor_key)
         add(
             f"idle server RSS, {what}",
             "≤ 25 MB",
             f"{ours:.1f} MB" if ours else "n/a",
-            f"{ref:.1f} MB" if ref else "n/a",
+            (f"{ref:.1f} MB" if ref else "n/a")
+            + (f"; floor (deps + event loop) {floor:.1f} MB" if floor else ""),
             ref / ours if ours and ref else None,
             ours <= 25 if ours else None,
         )

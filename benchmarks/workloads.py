@@ -43,6 +43,8 @@ PIPE_ECHO = str(SERVERS / "pipe_echo.py")
 PIPE_ECHO_ANYIO = str(SERVERS / "pipe_echo_anyio.py")
 FASTMCP_SERVER = str(SERVERS / "fastmcp_echo.py")
 H11_ECHO = str(SERVERS / "h11_echo.py")
+#: Canned answers on anyio + orjson (+ h11): the floor of startup time and memory.
+ANYIO_FLOOR = str(SERVERS / "anyio_floor.py")
 SERVER_SCRIPTS = {"mcpwire": MCPWIRE_SERVER, "sdk": SDK_SERVER, "fastmcp": FASTMCP_SERVER}
 #: Benchmark-only virtual environments (``run.py`` creates them; git-ignored).
 VENVS = HERE / ".venvs"
