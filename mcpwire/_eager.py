@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ._request_context import RequestContext
+from .sansio._messages import ErrorCode, error_response
 
 if TYPE_CHECKING:
     import asyncio
@@ -67,12 +68,20 @@ def serve_eagerly(session: Session, request: Request) -> bool:
     if not session.rpc.request_received(request):
         return False  # an id in use: the reader answers it (and finds it in use again)
     step = session._reply(request, RequestContext(session, request, session._no_cancel))
+    assert session._tg is not None
     try:
         waiting = step.send(None)
     except StopIteration as stop:
-        _send_reply(session, request, stop.value)
+        try:
+            _send_reply(session, request, stop.value)
+        except Exception as exc:
+            # Never out of the readiness callback: the rest of the read would be lost.
+            logger.exception("the reply to %r could not be written", request.method)
+            failed = error_response(
+                request.id, ErrorCode.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}"
+            )
+            session._tg.start_soon(session._send_quietly, failed)
     else:
-        assert session._tg is not None
         session._tg.start_soon(_drive, session, request, step, waiting)
     return True
 

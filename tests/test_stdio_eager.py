@@ -276,6 +276,32 @@ async def test_an_id_in_use_is_refused_even_for_a_quick_request() -> None:
         assert answer["result"]["content"] == [{"type": "text", "text": "slow"}]
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the callback path is asyncio's only
+async def test_a_reply_that_cannot_be_written_is_answered_and_the_read_goes_on() -> None:
+    """A write failing for a reason other than the pipe (a bug) must not escape the
+    readiness callback: the request gets -32603 and the rest of the same read is served."""
+    server = echo_server()
+    async with serving(server) as peer:
+        await settled(peer)
+        session = next(iter(server.connections)).session
+        assert session is not None
+        real = session._start_send
+        assert real is not None
+        failures = [RuntimeError("boom")]
+
+        def start_send(message: Any) -> Any:
+            if failures:
+                raise failures.pop()
+            return real(message)
+
+        session._start_send = start_send
+        await peer.write(line(call(1, "echo", message="a")) + line(call(2, "echo", message="b")))
+        answers = {answer["id"]: answer for answer in [await peer.read(), await peer.read()]}
+        assert answers[1]["error"] == {"code": -32603, "message": "Internal error: RuntimeError"}
+        assert answers[2]["result"]["structuredContent"] == {"result": "b"}
+
+
 # -- any mix of messages, in any split, gets the same answers --------------------------
 
 MESSAGES = st.sampled_from(
