@@ -518,20 +518,20 @@ class Server:
         method = request.method
         if method in _NEVER_WAIT:
             return True
-        params = request.params or {}
+        # Only a string name is looked up (any JSON may stand there; dispatch refuses it).
+        key = (request.params or {}).get("uri" if method == "resources/read" else "name")
+        if type(key) is not str:
+            return False
         if method == "tools/call":
-            tool = self.tools.get(params.get("name"))  # type: ignore[arg-type]
+            tool = self.tools.get(key)
             return (
                 tool is not None
                 and tool.task == "forbidden"
                 and is_quick(tool.fn, thread=tool.thread)
             )
-        if method == "prompts/get":
-            prompt = self.prompts.get(params.get("name"))  # type: ignore[arg-type]
-            return prompt is not None and is_quick(prompt.fn)
-        if method == "resources/read":
-            resource = self.resources.get(params.get("uri"))  # type: ignore[arg-type]
-            return resource is not None and is_quick(resource.fn)
+        if method in ("prompts/get", "resources/read"):
+            found = (self.prompts if method == "prompts/get" else self.resources).get(key)
+            return found is not None and is_quick(found.fn)
         return False
 
     async def _on_request(

@@ -302,6 +302,32 @@ async def test_a_reply_that_cannot_be_written_is_answered_and_the_read_goes_on()
         assert answers[2]["result"]["structuredContent"] == {"result": "b"}
 
 
+@pytest.mark.anyio
+async def test_names_of_any_json_type_are_refused_and_the_session_goes_on() -> None:
+    """A tool, prompt or resource named by a list or an object (unhashable) is refused
+    by dispatch; looking it up to decide how to serve it must not raise first."""
+    async with serving(echo_server()) as peer:
+        await settled(peer)
+        odd = [
+            ("tools/call", {"name": ["x"], "arguments": {}}),
+            ("prompts/get", {"name": {"a": 1}}),
+            ("resources/read", {"uri": [1]}),
+        ]
+        await peer.write(
+            b"".join(
+                line({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+                for rid, (method, params) in enumerate(odd, start=1)
+            )
+            + line(call(4, "echo", message="still here"))
+        )
+        answers = {answer["id"]: answer for answer in [await peer.read() for _ in range(4)]}
+    assert answers[1]["error"]["code"] == -32602
+    # This server has no prompts or resources: those methods do not exist here.
+    assert answers[2]["error"]["code"] == -32601
+    assert answers[3]["error"]["code"] == -32601
+    assert answers[4]["result"]["structuredContent"] == {"result": "still here"}
+
+
 # -- any mix of messages, in any split, gets the same answers --------------------------
 
 MESSAGES = st.sampled_from(
@@ -313,6 +339,7 @@ MESSAGES = st.sampled_from(
         "note",
         "not-json",
         "no-method",
+        "odd-name",
     ]
 )
 
@@ -328,6 +355,9 @@ def encode(kind: str, rid: int) -> tuple[bytes, dict[str, Any] | None]:
         return line({"jsonrpc": "2.0", "id": rid, "method": "no/such"}), {"error": -32601}
     if kind == "bad-args":
         return line(call(rid, "echo", message=rid)), {"isError": True}
+    if kind == "odd-name":  # a name no dict can look up: refused, never a crash
+        bad = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": ["x"]}}
+        return line(bad), {"error": -32602}
     if kind == "note":
         return line({"jsonrpc": "2.0", "method": "notifications/whatever"}), None
     if kind == "not-json":
