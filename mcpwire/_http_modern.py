@@ -228,7 +228,8 @@ class ModernEndpoint:
                 {"supported": self.app.server.supported_versions, "requested": version},
             )
         if req.method == "tools/call":
-            tool = self.app.server.tools.get(params.get("name"))  # type: ignore[arg-type]
+            name = params.get("name")  # a string by now (it matched Mcp-Name), but checked
+            tool = self.app.server.tools.get(name) if type(name) is str else None
             arguments = params.get("arguments")
             if (
                 tool is not None
