@@ -10,7 +10,6 @@ are what the interpreter, these imports and an event loop cost before any server
 code. (Not an MCP server to use: it answers everything else with an empty result.)
 """
 
-import os
 import sys
 
 import anyio
@@ -43,19 +42,10 @@ def answer(body: bytes) -> bytes | None:
     return orjson.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
 
 
-async def stdio() -> None:
-    os.set_blocking(0, False)
-    buf = b""
-    while True:
-        await anyio.wait_readable(0)
-        chunk = os.read(0, 65536)
-        if not chunk:
-            return
-        buf += chunk
-        *lines, buf = buf.split(b"\n")
-        out = b"".join(reply + b"\n" for reply in map(answer, lines) if reply is not None)
-        while out:
-            out = out[os.write(1, out) :]
+def replies(lines: bytes) -> bytes:
+    """The answers to a run of whole lines, each a line."""
+    answers = (answer(body) for body in lines.splitlines() if body)
+    return b"".join(reply + b"\n" for reply in answers if reply is not None)
 
 
 async def http(port: int) -> None:
@@ -105,4 +95,6 @@ if __name__ == "__main__":
     if len(sys.argv) > 2 and sys.argv[1] == "http":
         anyio.run(http, int(sys.argv[2]))
     else:
-        anyio.run(stdio)
+        from pipe_echo_anyio import serve  # beside this script
+
+        anyio.run(serve, replies)

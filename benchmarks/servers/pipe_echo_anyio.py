@@ -2,14 +2,21 @@
 
 It echoes whole lines (input is newline-delimited) and is the floor for any
 anyio-based stdio server: no framing beyond finding the newline, no JSON.
+``serve`` is also the loop of ``anyio_floor.py``, with canned answers instead of echoes.
 """
 
 import os
+from collections.abc import Callable
 
 import anyio
 
 
-async def main() -> None:
+def _same(lines: bytes) -> bytes:
+    return lines
+
+
+async def serve(reply: Callable[[bytes], bytes] = _same) -> None:
+    """Read stdin; write ``reply`` of each run of whole lines as it arrives."""
     os.set_blocking(0, False)
     buf = b""
     while True:
@@ -20,10 +27,10 @@ async def main() -> None:
         buf += chunk
         end = buf.rfind(b"\n") + 1
         if end:
-            out, buf = buf[:end], buf[end:]
+            out, buf = reply(buf[:end]), buf[end:]
             while out:
                 out = out[os.write(1, out) :]
 
 
 if __name__ == "__main__":
-    anyio.run(main)
+    anyio.run(serve)
