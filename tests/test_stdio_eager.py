@@ -11,33 +11,17 @@ fast path is really taken on asyncio (and never on trio), so the others test it.
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Awaitable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable
 from typing import Any
 
 import anyio
-import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pipe_peer import WAIT, Peer, line, serving
 
 import mcpwire._session
-from mcpwire import Server, StdioServerTransport
-
-WAIT = 10.0
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+from mcpwire import Server
 
 
 def call(rid: int, name: str, **arguments: Any) -> dict[str, Any]:
@@ -47,81 +31,6 @@ def call(rid: int, name: str, **arguments: Any) -> dict[str, Any]:
         "method": "tools/call",
         "params": {"name": name, "arguments": arguments},
     }
-
-
-def line(message: dict[str, Any]) -> bytes:
-    return orjson.dumps(message) + b"\n"
-
-
-class Peer:
-    """The client end of the two pipes: raw bytes out, whole JSON lines in."""
-
-    def __init__(self, to_server: int, from_server: int) -> None:
-        self.wfd = to_server
-        self.rfd = from_server
-        self.buf = b""
-        os.set_blocking(self.rfd, False)
-
-    async def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            try:
-                view = view[os.write(self.wfd, view) :]
-            except BlockingIOError:
-                await anyio.wait_writable(self.wfd)
-
-    async def send(self, message: dict[str, Any]) -> None:
-        await self.write(line(message))
-
-    async def read(self) -> dict[str, Any]:
-        with anyio.fail_after(WAIT):
-            while b"\n" not in self.buf:
-                try:
-                    chunk = os.read(self.rfd, 1 << 16)
-                except BlockingIOError:
-                    await anyio.wait_readable(self.rfd)
-                    continue
-                assert chunk, "the server closed its stdout"
-                self.buf += chunk
-        first, _, self.buf = self.buf.partition(b"\n")
-        answer: dict[str, Any] = orjson.loads(first)
-        return answer
-
-
-@asynccontextmanager
-async def serving(server: Server) -> AsyncIterator[Peer]:
-    """``server`` on a pipe pair, initialized (2025-11-25); closed on exit."""
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    os.set_blocking(in_w, False)
-    transport = StdioServerTransport(stdin_fd=in_r, stdout_fd=out_w, protect_stdout=False)
-    os.close(in_r)
-    os.close(out_w)
-    peer = Peer(in_w, out_r)
-    async with anyio.create_task_group() as tg:
-
-        async def serve() -> None:
-            try:
-                await server.serve(transport)
-            finally:
-                await transport.aclose()
-
-        tg.start_soon(serve)
-        try:
-            await peer.send(INIT)
-            assert "result" in await peer.read()
-            await peer.send(INITIALIZED)
-            yield peer
-        finally:
-            os.close(in_w)  # end of input: the server's session ends
-            with anyio.fail_after(WAIT):
-                while True:  # drain, so no write of the server's stays blocked
-                    try:
-                        if not os.read(out_r, 1 << 16):
-                            break
-                    except BlockingIOError:
-                        await anyio.wait_readable(out_r)
-            os.close(out_r)
 
 
 async def settled(peer: Peer) -> None:
