@@ -25,6 +25,7 @@ the DER that ``cryptography`` returns.
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import secrets
 import time
@@ -129,7 +130,7 @@ class JWTSigner(Protocol):
         ...
 
 
-class _KeySigner:
+class _KeySigner(abc.ABC):
     """What the shipped signers share: a private key the subclass checks
     (``_fits``), its ``kid``, and loading from PEM (PKCS#8, or the key type's
     own format; encrypted with ``password``). Every signer is also made with
@@ -147,8 +148,9 @@ class _KeySigner:
         self._key = key
         self.kid = kid
 
+    @abc.abstractmethod
     def _fits(self, key: Any) -> bool:
-        raise NotImplementedError
+        """Whether ``key`` is the kind of private key this algorithm signs with."""
 
     @classmethod
     def from_pem(cls, pem: str | bytes, password: bytes | None = None) -> Self:
