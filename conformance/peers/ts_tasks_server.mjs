@@ -78,17 +78,25 @@ async function isCancelled(store, taskId) {
     }
 }
 
-// The three task handler methods the SDK's ToolTaskHandler type asks for. Only createTask
-// is called by McpServer in this SDK version; the other two answer from the store.
-function taskHandler(createTask) {
+// The three task handler methods the SDK's ToolTaskHandler type asks for. createTask (the
+// only one McpServer calls in this SDK version) makes the task, answers with it at once and
+// runs `work({args, store, taskId})` after it (see runTask); the other two answer from the store.
+function taskHandler(work) {
     return {
-        createTask,
-        getTask: async (...args) => {
-            const extra = args[args.length - 1];
+        createTask: async (...params) => {
+            const extra = params[params.length - 1];
+            const store = extra.taskStore;
+            const task = await store.createTask(taskOptions(extra));
+            const args = params.length > 1 ? params[0] : {};
+            runTask(store, task.taskId, () => work({ args, store, taskId: task.taskId }));
+            return { task };
+        },
+        getTask: async (...params) => {
+            const extra = params[params.length - 1];
             return extra.taskStore.getTask(extra.taskId);
         },
-        getTaskResult: async (...args) => {
-            const extra = args[args.length - 1];
+        getTaskResult: async (...params) => {
+            const extra = params[params.length - 1];
             return extra.taskStore.getTaskResult(extra.taskId);
         }
     };
@@ -114,13 +122,9 @@ function buildServer() {
             inputSchema: { message: z.string(), delay_ms: z.number().min(0).optional() },
             execution: { taskSupport: 'optional' }
         },
-        taskHandler(async ({ message, delay_ms }, extra) => {
-            const task = await extra.taskStore.createTask(taskOptions(extra));
-            runTask(extra.taskStore, task.taskId, async () => {
-                await sleep(delay_ms ?? 0);
-                return { status: 'completed', result: text(message) };
-            });
-            return { task };
+        taskHandler(async ({ args: { message, delay_ms } }) => {
+            await sleep(delay_ms ?? 0);
+            return { status: 'completed', result: text(message) };
         })
     );
 
@@ -130,35 +134,21 @@ function buildServer() {
             description: 'Asks the user for a name with a form elicitation sent through the task.',
             execution: { taskSupport: 'required' }
         },
-        taskHandler(async extra => {
-            const store = extra.taskStore;
-            const task = await store.createTask(taskOptions(extra));
-            const taskId = task.taskId;
-            runTask(store, taskId, async () => {
-                await store.updateTaskStatus(taskId, 'input_required', 'Waiting for the user to give a name.');
-                // relatedTask puts the request on the task's message queue (delivered on the
-                // client's tasks/result stream) and adds the related-task _meta to it.
-                const answer = await mcp.server.elicitInput(
-                    {
-                        mode: 'form',
-                        message: 'What is your name?',
-                        requestedSchema: {
-                            type: 'object',
-                            properties: { name: { type: 'string' } },
-                            required: ['name']
-                        }
-                    },
-                    { relatedTask: { taskId }, timeout: 120_000 }
-                );
-                if (await isCancelled(store, taskId)) return undefined;
-                await store.updateTaskStatus(taskId, 'working');
-                const name = answer.action === 'accept' ? answer.content?.name : undefined;
-                return {
-                    status: 'completed',
-                    result: text(typeof name === 'string' && name !== '' ? `Hello, ${name}!` : 'No name given')
-                };
+        taskHandler(async ({ store, taskId }) => {
+            await store.updateTaskStatus(taskId, 'input_required', 'Waiting for the user to give a name.');
+            // relatedTask puts the request on the task's message queue (delivered on the
+            // client's tasks/result stream) and adds the related-task _meta to it.
+            const answer = await mcp.server.elicitInput(NAME_REQUEST, {
+                relatedTask: { taskId },
+                timeout: 120_000
             });
-            return { task };
+            if (await isCancelled(store, taskId)) return undefined;
+            await store.updateTaskStatus(taskId, 'working');
+            const name = answer.action === 'accept' ? answer.content?.name : undefined;
+            return {
+                status: 'completed',
+                result: text(typeof name === 'string' && name !== '' ? `Hello, ${name}!` : 'No name given')
+            };
         })
     );
 
@@ -168,14 +158,7 @@ function buildServer() {
             description: 'Always fails: a tool error result with the text "boom".',
             execution: { taskSupport: 'required' }
         },
-        taskHandler(async extra => {
-            const task = await extra.taskStore.createTask(taskOptions(extra));
-            runTask(extra.taskStore, task.taskId, async () => ({
-                status: 'failed',
-                result: { ...text('boom'), isError: true }
-            }));
-            return { task };
-        })
+        taskHandler(async () => ({ status: 'failed', result: { ...text('boom'), isError: true } }))
     );
 
     mcp.registerTool(
@@ -194,18 +177,13 @@ function buildServer() {
             inputSchema: { seconds: z.number().min(0) },
             execution: { taskSupport: 'optional' }
         },
-        taskHandler(async ({ seconds }, extra) => {
-            const store = extra.taskStore;
-            const task = await store.createTask(taskOptions(extra));
-            runTask(store, task.taskId, async () => {
-                const until = Date.now() + seconds * 1000;
-                while (Date.now() < until) {
-                    if (await isCancelled(store, task.taskId)) return undefined;
-                    await sleep(Math.min(50, until - Date.now()));
-                }
-                return { status: 'completed', result: text('slept') };
-            });
-            return { task };
+        taskHandler(async ({ args: { seconds }, store, taskId }) => {
+            const until = Date.now() + seconds * 1000;
+            while (Date.now() < until) {
+                if (await isCancelled(store, taskId)) return undefined;
+                await sleep(Math.min(50, until - Date.now()));
+            }
+            return { status: 'completed', result: text('slept') };
         })
     );
 
