@@ -22,26 +22,22 @@ from __future__ import annotations
 
 import logging
 import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from ._loops import outside_task
 from ._request_context import RequestContext
 from .sansio._messages import ErrorCode, error_response
 
 if TYPE_CHECKING:
-    import asyncio
-
     from ._session import Session
     from .sansio._messages import Message, Request
 
 __all__ = ("serve_eagerly",)
 
 logger = logging.getLogger("mcpwire")
-
-#: ``asyncio.current_task``, imported once a session runs on asyncio.
-_current_task: Callable[[asyncio.AbstractEventLoop], object] | None = None
 
 
 def serve_eagerly(session: Session, request: Request) -> bool:
@@ -51,16 +47,8 @@ def serve_eagerly(session: Session, request: Request) -> bool:
     transport on trio) offers requests to the fast path too, but there the reader
     serves them itself, and a handler that waits must stay in the task it began in.
     """
-    global _current_task
     loop = session._loop
-    if loop is None:
-        return False
-    current = _current_task
-    if current is None:
-        import asyncio
-
-        current = _current_task = asyncio.current_task
-    if current(loop) is not None:
+    if loop is None or not outside_task(loop):
         return False
     approve = session.serve_inline
     if approve is None or session._closed is not None or not approve(request):
@@ -91,14 +79,13 @@ def _send_reply(session: Session, request: Request, reply: Message | None) -> No
         return
     if not session.rpc.request_finished(request.id) or reply is None:
         return
+    # A session has a loop (checked in serve_eagerly) only with a transport's start_send.
     start_send = session._start_send
-    if start_send is None:
-        rest: Awaitable[None] | None = session._send_quietly(reply)
-    else:
-        try:
-            rest = start_send(reply)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            return  # the reader sees the same end of connection and reports it
+    assert start_send is not None
+    try:
+        rest = start_send(reply)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        return  # the reader sees the same end of connection and reports it
     if rest is not None:
         assert session._tg is not None
         session._tg.start_soon(_quietly, rest)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ("running_asyncio_loop",)
+__all__ = ("outside_task", "running_asyncio_loop")
 
 
 def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
@@ -27,3 +27,10 @@ def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+def outside_task(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether the caller runs in one of ``loop``'s callbacks, not in a task of it."""
+    import asyncio
+
+    return asyncio.current_task(loop) is None
