@@ -19,7 +19,6 @@ and how results are decorated (``resultType``, caching hints, ``serverInfo``).
 
 from __future__ import annotations
 
-import base64
 import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -29,6 +28,7 @@ import anyio.abc
 
 from . import _methods
 from ._context import StateSealer
+from ._cursor import decode_cursor, encode_cursor
 from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef, is_quick
 from ._session import RequestContext, Session
 from ._tasks import TaskStore
@@ -579,21 +579,3 @@ def _listener_wants(listener: Listener, kind: str, uri: str | None) -> bool:
     if kind == "resources":
         return listener.resources
     return uri is not None and uri in listener.uris
-
-
-def encode_cursor(kind: str, offset: int) -> str:
-    return base64.urlsafe_b64encode(f"{kind}:{offset}".encode()).decode("ascii")
-
-
-def decode_cursor(kind: str, cursor: JSONValue) -> int:
-    if not isinstance(cursor, str):
-        raise _methods.invalid_params("Invalid cursor")
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("ascii")
-        prefix, _, number = text.partition(":")
-        offset = int(number)
-    except (ValueError, UnicodeError):
-        raise _methods.invalid_params("Invalid cursor") from None
-    if prefix != kind or offset < 0:
-        raise _methods.invalid_params("Invalid cursor")
-    return offset

@@ -58,8 +58,8 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import anyio
 
+from ._cursor import decode_cursor, encode_cursor
 from ._errors import JSONRPCError
-from ._server import decode_cursor, encode_cursor
 from ._tasks import TaskStore, legacy_tasks
 from .sansio._json import JSONObject, JSONValue, dig
 from .sansio._messages import ErrorCode

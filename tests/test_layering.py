@@ -152,3 +152,11 @@ def test_stdio_server_leaves_the_client_side_unloaded() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.strip().splitlines()[-1]) == ["mcpwire._stdio"]
+
+
+def test_a_client_that_runs_tasks_leaves_the_server_unloaded() -> None:
+    """``Client(tasks=True)`` answers ``tasks/*`` with the task store's code and pages
+    with the shared cursors; none of that loads the server, its dispatch or schemas."""
+    code = "from mcpwire import Client\nimport mcpwire._client_task_host, mcpwire._task_legacy\n"
+    watch = ["mcpwire._server", "mcpwire._methods", "mcpwire._jsonschema", "mcpwire._cursor"]
+    assert modules_after(code, watch) == ["mcpwire._cursor"]

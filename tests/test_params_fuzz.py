@@ -49,7 +49,7 @@ from pipe_peer import Peer, serving
 from strategies import int64, texts
 
 from mcpwire import Context, Server
-from mcpwire._server import encode_cursor
+from mcpwire._cursor import encode_cursor
 from mcpwire._task_runs import Task
 from mcpwire._tasks import TASKS_EXTENSION
 from mcpwire._versions import (
