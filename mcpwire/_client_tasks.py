@@ -436,9 +436,14 @@ class TaskMethods:
     def _on_late_response(self, method: str, response: Response) -> None:
         """The session's ``on_late_response``: cancel a task made for a call given up on."""
         result = response.result
-        if method != "tools/call" or result.get("resultType") != "task":
+        if method != "tools/call":
             return
-        task_id, group = result.get("taskId"), _client(self)._tg
+        # The extension's task is the result itself; 2025-11-25's is under "task".
+        if result.get("resultType") == "task":
+            task_id = result.get("taskId")
+        else:
+            task_id = dig(result, "task", "taskId")
+        group = _client(self)._tg
         if isinstance(task_id, str) and task_id and group is not None:
             group.start_soon(_cancel_quietly, _client(self), task_id, name="late tasks/cancel")
 

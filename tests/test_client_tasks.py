@@ -13,6 +13,7 @@ suggests a 1 ms poll interval so polling costs nothing.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -392,7 +393,8 @@ class HoldingTransport:
         if (
             not self.held.is_set()
             and isinstance(item, mcpwire.sansio.Response)
-            and item.result.get("resultType") == "task"
+            # The extension's CreateTaskResult, or 2025-11-25's ({"task": {...}}).
+            and (item.result.get("resultType") == "task" or "task" in item.result)
         ):
             self.held.set()
             await self.release.wait()
@@ -410,8 +412,9 @@ async def times_out(call: Any) -> None:
         await call
 
 
+@pytest.mark.parametrize("mode", ["auto", "2025-11-25"])
 @pytest.mark.parametrize("how", ["cancelled", "timed out", "start_tool_task cancelled"])
-async def test_a_task_created_after_the_caller_gave_up_is_cancelled(how: str) -> None:
+async def test_a_task_created_after_the_caller_gave_up_is_cancelled(how: str, mode: str) -> None:
     # The CreateTaskResult is on its way when the caller gives up: the server has
     # finished the tools/call request, so the notifications/cancelled for it
     # changes nothing there; the late answer names the task, and the client
@@ -422,13 +425,14 @@ async def test_a_task_created_after_the_caller_gave_up_is_cancelled(how: str) ->
     with anyio.fail_after(WAIT):
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, server_end)
-            async with Client(holding, tasks=True) as client:
+            async with Client(holding, mode=mode, tasks=True) as client:
                 with anyio.CancelScope() as scope:
                     async with anyio.create_task_group() as calls:
                         if how == "timed out":
-                            calls.start_soon(times_out, client.call_tool("job", timeout=0.05))
+                            late = client.call_tool("job", timeout=0.05, task=True)
+                            calls.start_soon(times_out, late)
                         elif how == "cancelled":
-                            calls.start_soon(client.call_tool, "job")
+                            calls.start_soon(functools.partial(client.call_tool, "job", task=True))
                         else:
                             calls.start_soon(client.start_tool_task, "job")
                         await holding.held.wait()
@@ -441,7 +445,11 @@ async def test_a_task_created_after_the_caller_gave_up_is_cancelled(how: str) ->
                 while task.status == "working":
                     await anyio.sleep(0.001)
                 assert task.status == "cancelled"
-                assert task.status_message == "Cancelled at the client's request"
+                assert task.status_message == (
+                    "Cancelled at the client's request"
+                    if mode == "auto"
+                    else "The task was cancelled by request"  # by tasks/cancel (2025-11-25)
+                )
             tg.cancel_scope.cancel()
     assert gate.cancelled
     assert scope.cancelled_caught == (how != "timed out")
