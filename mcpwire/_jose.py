@@ -366,8 +366,7 @@ def load_signer(
     P-384, P-521), EdDSA for Ed25519, and for RSA ``alg`` (``RS256`` unless
     ``RS384``/``RS512``/``PS256``/``PS384``/``PS512`` is asked for)."""
     m = _crypto()
-    data = pem.encode() if isinstance(pem, str) else pem
-    key = m.serialization.load_pem_private_key(data, password)
+    key = _pem_key(pem, password)
     if isinstance(key, m.rsa.RSAPrivateKey):
         chosen = alg if alg is not None and alg[:2] in ("RS", "PS") else "RS256"
     elif isinstance(key, m.ed25519.Ed25519PrivateKey):
