@@ -492,17 +492,6 @@ class TaskMethods:
         if not _legacy(client, "list_tasks", "list"):
             raise MCPWireError("list_tasks: tasks/list exists only in 2025-11-25")
         tasks: list[Task] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        while True:
-            result = await client.request(
-                "tasks/list", {} if cursor is None else {"cursor": cursor}
-            )
-            items = result.get("tasks")
-            if isinstance(items, list):
-                tasks.extend(Task.from_json(t) for t in items if isinstance(t, dict))
-            nxt = result.get("nextCursor")
-            if not isinstance(nxt, str) or nxt in seen:
-                return tasks
-            seen.add(nxt)
-            cursor = nxt
+        async for page in client._pages("tasks/list", "tasks", "tasks", False):
+            tasks.extend(Task.from_json(t) for t in page)
+        return tasks
