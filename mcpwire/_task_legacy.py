@@ -54,7 +54,7 @@ with this module's store-level cores, which the server methods wrap.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 import anyio
 
@@ -278,12 +278,11 @@ async def ask_as_task(
 # -- tools/call with a task --------------------------------------------------------------
 
 
-def requested_ttl(raw: JSONValue) -> int | None | Literal["default"]:
+def requested_ttl(raw: JSONValue) -> int | None:
+    """The ttl asked for in ``params.task``, in ms; None when none (or ``null``) was."""
     if not isinstance(raw, dict):
         raise JSONRPCError(ErrorCode.INVALID_PARAMS, "tools/call: task must be an object")
-    if "ttl" not in raw:
-        return "default"
-    ttl = raw["ttl"]
+    ttl = raw.get("ttl")
     if ttl is None:
         return None
     if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl < 0:

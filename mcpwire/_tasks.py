@@ -51,7 +51,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 import anyio
 import anyio.abc
@@ -193,15 +193,14 @@ class TaskStore:
         self._owners.pop(task_id, None)
         self._conns.pop(task_id, None)
 
-    def create(
-        self, *, ttl_ms: int | None | Literal["default"] = "default", conn: object = None
-    ) -> Task:
+    def create(self, *, ttl_ms: int | None = None, conn: object = None) -> Task:
         """A new ``working`` task, stored before anyone hears of it.
 
         ``ttl_ms``: the lifetime a 2025-11-25 client asked for, capped at the
-        store's (``None`` asks for no limit, which only a store without one
-        grants). ``conn``: bind the task to that connection when the request
-        was not authorized (2025-11-25 tasks; see ``tasks.mdx`` "Security").
+        store's; ``None`` (none asked for, or ``null``: no limit) gets the
+        store's, so only a store without a limit keeps a task forever.
+        ``conn``: bind the task to that connection when the request was not
+        authorized (2025-11-25 tasks; see ``tasks.mdx`` "Security").
         """
         self.sweep()
         if len(self._tasks) >= self.max_tasks:
@@ -212,7 +211,7 @@ class TaskStore:
         from ._task_runs import Task
 
         ttl = self.ttl_ms
-        if ttl_ms != "default" and (ttl is None or (ttl_ms is not None and ttl_ms < ttl)):
+        if ttl_ms is not None and (ttl is None or ttl_ms < ttl):
             ttl = ttl_ms
         task_id = b64url_encode(os.urandom(16))
         expires = None if ttl is None else self.clock() + ttl / 1000
