@@ -95,6 +95,7 @@ Invoke = Callable[["Context"], Awaitable[JSONObject]]
 
 
 def _with_related(params: JSONObject | None, task_id: str) -> JSONObject:
+    """``params`` (or a result) with the related-task ``_meta`` of ``task_id`` added."""
     out: JSONObject = dict(params or {})
     meta = out.get("_meta")
     out["_meta"] = {**(meta if isinstance(meta, dict) else {}), RELATED_TASK: {"taskId": task_id}}
@@ -352,13 +353,7 @@ async def task_result(
         if isinstance(run, LegacyTaskRun) and stream is not None:
             run.close_stream(*stream)
     if task.result is not None:
-        result = dict(task.result)
-        meta = result.get("_meta")
-        result["_meta"] = {
-            **(meta if isinstance(meta, dict) else {}),
-            RELATED_TASK: {"taskId": task.task_id},
-        }
-        return result
+        return _with_related(task.result, task.task_id)
     error = task.error or {}
     code, message = error.get("code"), error.get("message")
     if isinstance(code, int) and isinstance(message, str):
