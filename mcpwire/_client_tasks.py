@@ -73,7 +73,7 @@ import anyio
 from ._asks import answer
 from ._errors import JSONRPCError, MCPWireError, RequestTimeout
 from ._handshake import declaring_tasks
-from ._types import CallToolResult, Task
+from ._types import CallToolResult, Task, poll_seconds
 from ._versions import LEGACY_TASKS_VERSION, at_least
 from .sansio._json import JSONObject, JSONValue, dig
 from .sansio._messages import ErrorCode, Response
@@ -92,8 +92,6 @@ __all__ = (
 
 logger = logging.getLogger("mcpwire.client")
 
-#: Seconds between polls when the server suggests no ``pollIntervalMs``.
-DEFAULT_POLL_INTERVAL = 0.5
 #: Seconds a best-effort ``tasks/cancel`` may take when a wait is abandoned.
 _CANCEL_GRACE = 5.0
 
@@ -204,12 +202,9 @@ async def _await_legacy(
     try:
         with anyio.move_on_after(limit) as deadline:
             while not current.terminal and current.status != "input_required":
-                interval = current.poll_interval_ms
                 # The poll interval, cut short by the task's status notification.
                 woken = client._task_polls.setdefault(current.task_id, anyio.Event())
-                with anyio.move_on_after(
-                    DEFAULT_POLL_INTERVAL if interval is None else max(interval, 1) / 1000
-                ):
+                with anyio.move_on_after(poll_seconds(current.poll_interval_ms)):
                     await woken.wait()
                 previous, current = current, await client.get_task(current.task_id)
                 if on_status is not None and (
@@ -307,10 +302,7 @@ async def await_task(
                         await client.update_task(current.task_id, responses)
                         answered.update(responses)
                     else:
-                        interval = current.poll_interval_ms
-                        await until_update(
-                            DEFAULT_POLL_INTERVAL if interval is None else max(interval, 1) / 1000
-                        )
+                        await until_update(poll_seconds(current.poll_interval_ms))
                     previous, current = current, await client.get_task(current.task_id)
                     if on_status is not None and (
                         current.status != previous.status

@@ -61,6 +61,7 @@ import anyio
 from ._cursor import decode_cursor, encode_cursor
 from ._errors import JSONRPCError
 from ._tasks import TaskStore, legacy_tasks
+from ._types import poll_seconds
 from .sansio._json import JSONObject, JSONValue, dig
 from .sansio._messages import ErrorCode
 
@@ -221,9 +222,6 @@ class LegacyTaskRun:
 
 # -- the server as requestor: a task-augmented ask of the client -----------------------------
 
-#: Seconds between polls of the client's task when it suggests no ``pollInterval``.
-ASK_POLL_INTERVAL = 0.5
-
 
 def client_receives(capabilities: JSONObject, method: str) -> bool:
     """Whether the client declared task-augmented ``method`` (its ``tasks.requests``)."""
@@ -258,11 +256,7 @@ async def ask_as_task(
     seen: JSONObject = made
     try:
         while seen.get("status") in ("working", None):
-            interval = seen.get("pollInterval")
-            if isinstance(interval, (int, float)) and not isinstance(interval, bool):
-                await anyio.sleep(max(interval, 1) / 1000)
-            else:
-                await anyio.sleep(ASK_POLL_INTERVAL)
+            await anyio.sleep(poll_seconds(seen.get("pollInterval")))
             seen = await session.request("tasks/get", {"taskId": task_id}, related=related)
         return await session.request(
             "tasks/result", {"taskId": task_id}, related=related, timeout=None

@@ -368,6 +368,17 @@ class Completion(Record):
 #: The statuses after which a task never changes (SEP-2663 "Task Status").
 _TERMINAL = frozenset({"completed", "failed", "cancelled"})
 
+#: Seconds between polls of a task that names no ``pollInterval``.
+DEFAULT_POLL_SECONDS = 0.5
+
+
+def poll_seconds(interval_ms: object) -> float:
+    """How long to wait before asking about a task again, whichever side asks: its
+    ``pollInterval`` (at least 1 ms), or ``DEFAULT_POLL_SECONDS`` if it names none."""
+    if isinstance(interval_ms, (int, float)) and not isinstance(interval_ms, bool):
+        return max(interval_ms, 1) / 1000
+    return DEFAULT_POLL_SECONDS
+
 
 class Task(Record, hidden=("raw",)):
     """A task, as a ``CreateTaskResult`` or ``tasks/get`` shows it (the tasks extension,
