@@ -98,6 +98,28 @@ def _crypto() -> Any:
     )
 
 
+#: ECDSA per JWS ``alg`` (RFC 7518 §3.4): the JWK ``crv``, the curve's class in
+#: ``cryptography``, and the size of each coordinate (and of ``r``, ``s``) in bytes.
+EC_ALGS: dict[str, tuple[str, str, int]] = {
+    "ES256": ("P-256", "SECP256R1", 32),
+    "ES384": ("P-384", "SECP384R1", 48),
+    "ES512": ("P-521", "SECP521R1", 66),
+}
+
+
+def digest_of(m: Any, alg: str) -> Any:
+    """The hash a JWS ``alg`` names by its last three digits (RS256, ES384, PS512 ...)."""
+    return getattr(m.hashes, f"SHA{alg[2:]}")()
+
+
+def rsa_padding(m: Any, alg: str, digest: Any) -> Any:
+    """PKCS#1 v1.5 for RS*, PSS for PS* with MGF1 and a salt as long as the hash
+    (RFC 7518 §3.5)."""
+    if alg.startswith("PS"):
+        return m.padding.PSS(mgf=m.padding.MGF1(digest), salt_length=digest.digest_size)
+    return m.padding.PKCS1v15()
+
+
 def _int_b64(value: int, size: int | None = None) -> str:
     size = size if size is not None else max(1, (value.bit_length() + 7) // 8)
     return b64url_encode(value.to_bytes(size, "big"))
@@ -172,8 +194,15 @@ class _ECSigner(_KeySigner):
     """ECDSA (RFC 7518 §3.4): the curve and hash the subclass's ``alg`` names."""
 
     alg = "ES256"
-    _crv, _curve, _hash, _size = "P-256", "SECP256R1", "SHA256", 32
-    _needs = "a P-256 private key"
+    #: From ``EC_ALGS``, for each subclass by its ``alg``.
+    _crv: str
+    _curve: str
+    _size: int
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._crv, cls._curve, cls._size = EC_ALGS[cls.alg]
+        cls._needs = f"a {cls._crv} private key"
 
     def _fits(self, key: Any) -> bool:
         ec = self._m.ec
@@ -208,7 +237,7 @@ class _ECSigner(_KeySigner):
 
     def sign(self, signing_input: bytes) -> bytes:
         m = self._m
-        der = self._key.sign(signing_input, m.ec.ECDSA(getattr(m.hashes, self._hash)()))
+        der = self._key.sign(signing_input, m.ec.ECDSA(digest_of(m, self.alg)))
         r, s = m.utils.decode_dss_signature(der)
         return int(r).to_bytes(self._size, "big") + int(s).to_bytes(self._size, "big")
 
@@ -221,16 +250,12 @@ class ES384Signer(_ECSigner):
     """ECDSA with P-384 and SHA-384 (RFC 7518 §3.4)."""
 
     alg = "ES384"
-    _crv, _curve, _hash, _size = "P-384", "SECP384R1", "SHA384", 48
-    _needs = "a P-384 private key"
 
 
 class ES512Signer(_ECSigner):
     """ECDSA with P-521 and SHA-512 (RFC 7518 §3.4: 66-byte ``r`` and ``s``)."""
 
     alg = "ES512"
-    _crv, _curve, _hash, _size = "P-521", "SECP521R1", "SHA512", 66
-    _needs = "a P-521 private key"
 
 
 class RS256Signer(_KeySigner):
@@ -241,7 +266,6 @@ class RS256Signer(_KeySigner):
     """
 
     alg = "RS256"
-    _hash, _pss = "SHA256", False
     _needs = "an RSA private key of at least 2048 bits"
 
     def _fits(self, key: Any) -> bool:
@@ -279,35 +303,31 @@ class RS256Signer(_KeySigner):
 
     def sign(self, signing_input: bytes) -> bytes:
         m = self._m
-        digest = getattr(m.hashes, self._hash)()
-        if self._pss:
-            pad = m.padding.PSS(mgf=m.padding.MGF1(digest), salt_length=digest.digest_size)
-        else:
-            pad = m.padding.PKCS1v15()
-        return bytes(self._key.sign(signing_input, pad, digest))
+        digest = digest_of(m, self.alg)
+        return bytes(self._key.sign(signing_input, rsa_padding(m, self.alg, digest), digest))
 
 
 class RS384Signer(RS256Signer):
-    alg, _hash = "RS384", "SHA384"
+    alg = "RS384"
 
 
 class RS512Signer(RS256Signer):
-    alg, _hash = "RS512", "SHA512"
+    alg = "RS512"
 
 
 class PS256Signer(RS256Signer):
     """RSASSA-PSS with SHA-256 and MGF1 (RFC 7518 §3.5): the salt is as long as
     the hash, as that section requires."""
 
-    alg, _pss = "PS256", True
+    alg = "PS256"
 
 
 class PS384Signer(RS256Signer):
-    alg, _hash, _pss = "PS384", "SHA384", True
+    alg = "PS384"
 
 
 class PS512Signer(RS256Signer):
-    alg, _hash, _pss = "PS512", "SHA512", True
+    alg = "PS512"
 
 
 class EdDSASigner(_KeySigner):
@@ -356,7 +376,14 @@ SIGNERS: dict[str, type[JWTSigner]] = {
     "PS512": PS512Signer,
     "EdDSA": EdDSASigner,
 }
-_CURVES = {"secp256r1": "ES256", "secp384r1": "ES384", "secp521r1": "ES512"}
+
+
+def _ec_alg(m: Any, key: Any) -> str | None:
+    """The ES algorithm of an EC private key on a curve JWS names, else None."""
+    if not isinstance(key, m.ec.EllipticCurvePrivateKey):
+        return None
+    on = key.curve.name
+    return next((alg for alg, (_, c, _) in EC_ALGS.items() if getattr(m.ec, c).name == on), None)
 
 
 def load_signer(
@@ -371,8 +398,8 @@ def load_signer(
         chosen = alg if alg is not None and alg[:2] in ("RS", "PS") else "RS256"
     elif isinstance(key, m.ed25519.Ed25519PrivateKey):
         chosen = "EdDSA"
-    elif isinstance(key, m.ec.EllipticCurvePrivateKey) and key.curve.name in _CURVES:
-        chosen = _CURVES[key.curve.name]
+    elif (ec_alg := _ec_alg(m, key)) is not None:
+        chosen = ec_alg
     else:
         raise ValueError(f"a {type(key).__name__} signs none of {', '.join(SIGNERS)}")
     if alg is not None and chosen != alg:

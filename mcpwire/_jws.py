@@ -39,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from ._jose import _crypto
+from ._jose import EC_ALGS, _crypto, digest_of, rsa_padding
 from .sansio._b64url import b64url_decode
 
 __all__ = ("ALGORITHMS", "MAX_JWT_SIZE", "JWSError", "SignedJWT", "decode", "public_key", "verify")
@@ -53,8 +53,6 @@ ALGORITHMS = frozenset(
 MAX_JWT_SIZE = 16 * 1024
 
 _PART = re.compile(r"[A-Za-z0-9_-]*")
-#: Curve and coordinate size (bytes) per ECDSA algorithm (RFC 7518 section 3.4).
-_EC = {"ES256": ("P-256", 32), "ES384": ("P-384", 48), "ES512": ("P-521", 66)}
 _PRIVATE_MEMBERS = ("d", "p", "q", "dp", "dq", "qi", "oth", "k")
 
 
@@ -143,7 +141,7 @@ def public_key(jwk: Mapping[str, object]) -> Any:
             raise JWSError("RSA keys under 2048 bits are refused")
         return m.rsa.RSAPublicNumbers(e, n).public_key()
     if kty == "EC":
-        curves = {"P-256": m.ec.SECP256R1, "P-384": m.ec.SECP384R1, "P-521": m.ec.SECP521R1}
+        curves = {crv: getattr(m.ec, curve) for crv, curve, _ in EC_ALGS.values()}
         curve = curves.get(jwk.get("crv"))  # type: ignore[call-overload]
         if curve is None:
             raise JWSError(f"unsupported EC curve {jwk.get('crv')!r}")
@@ -161,10 +159,6 @@ def public_key(jwk: Mapping[str, object]) -> Any:
     raise JWSError(f"unsupported JWK (kty {kty!r}, crv {jwk.get('crv')!r})")
 
 
-def _hash(m: Any, alg: str) -> Any:
-    return {"256": m.hashes.SHA256, "384": m.hashes.SHA384, "512": m.hashes.SHA512}[alg[2:]]()
-
-
 def verify(jwt: SignedJWT, key: Any) -> None:
     """Check ``jwt``'s signature with ``key`` (from ``public_key``); raises ``JWSError``."""
     m = _crypto()
@@ -173,31 +167,21 @@ def verify(jwt: SignedJWT, key: Any) -> None:
         if alg.startswith(("RS", "PS")):
             if not isinstance(key, m.rsa.RSAPublicKey):
                 raise JWSError(f"{alg} needs an RSA key")
-            digest = _hash(m, alg)
-            pad = (
-                m.padding.PKCS1v15()
-                if alg.startswith("RS")
-                else m.padding.PSS(m.padding.MGF1(digest), digest.digest_size)
-            )
-            key.verify(signature, data, pad, digest)
+            digest = digest_of(m, alg)
+            key.verify(signature, data, rsa_padding(m, alg, digest), digest)
         elif alg.startswith("ES"):
-            curve, size = _EC[alg]
+            crv, curve, size = EC_ALGS[alg]
             if (
                 not isinstance(key, m.ec.EllipticCurvePublicKey)
-                or key.curve.name
-                != {
-                    "P-256": "secp256r1",
-                    "P-384": "secp384r1",
-                    "P-521": "secp521r1",
-                }[curve]
+                or key.curve.name != getattr(m.ec, curve).name
             ):
-                raise JWSError(f"{alg} needs an EC key on {curve}")
+                raise JWSError(f"{alg} needs an EC key on {crv}")
             if len(signature) != 2 * size:
                 raise JWSError(f"an {alg} signature is {2 * size} bytes")
             r = int.from_bytes(signature[:size], "big")
             s = int.from_bytes(signature[size:], "big")
             der = m.utils.encode_dss_signature(r, s)
-            key.verify(der, data, m.ec.ECDSA(_hash(m, alg)))
+            key.verify(der, data, m.ec.ECDSA(digest_of(m, alg)))
         else:
             if not isinstance(key, m.ed25519.Ed25519PublicKey):
                 raise JWSError("EdDSA needs an Ed25519 key")
