@@ -42,7 +42,14 @@ from . import _schema
 from ._asks import answer, run_rounds
 from ._client_tasks import TaskMethods, await_task, legacy_task_wanted, legacy_tool_task
 from ._errors import JSONRPCError, MCPWireError
-from ._handshake import DEFAULT_PROBE_TIMEOUT, capabilities, connect, declaring_tasks, envelope
+from ._handshake import (
+    DEFAULT_PROBE_TIMEOUT,
+    capabilities,
+    check_client_arguments,
+    connect,
+    declaring_tasks,
+    envelope,
+)
 from ._listen import Listen, ListenState, Subscription
 from ._session import DEFAULT_REQUEST_TIMEOUT, ProgressCallback, RequestContext, Session
 from ._transport import Transport, direct_pair
@@ -58,12 +65,7 @@ from ._types import (
     Tool,
 )
 from ._version import __version__
-from ._versions import (
-    LEGACY_VERSIONS,
-    META_SUBSCRIPTION_ID,
-    MODERN_VERSIONS,
-    Era,
-)
+from ._versions import META_SUBSCRIPTION_ID, Era
 from .sansio._json import JSONObject
 from .sansio._messages import ErrorCode, Notification, Request, RequestId
 
@@ -139,8 +141,7 @@ class Client(TaskMethods):
         era_key: Hashable | None = None,
         tasks: bool = False,
     ) -> None:
-        if mode not in ("auto", "legacy") and mode not in LEGACY_VERSIONS + MODERN_VERSIONS:
-            raise ValueError(f"mode must be 'auto', 'legacy' or a protocol version, not {mode!r}")
+        check_client_arguments(target, mode)
         self._target = target
         self.mode = mode
         self.client_info: JSONObject = client_info or {"name": "mcpwire", "version": __version__}
@@ -266,7 +267,7 @@ class Client(TaskMethods):
             self._session.on_late_response = self._on_late_response
             await self._session.__aenter__()
             self._session_entered = True
-            await self._connect()
+            await connect(self)
         except BaseException:
             await self._exit()
             raise
@@ -323,9 +324,6 @@ class Client(TaskMethods):
             # Transports with background work (HTTP event streams) run it in our group.
             bind(self._tg)
         return made
-
-    async def _connect(self) -> None:
-        await connect(self)
 
     def _capabilities(self, version: str) -> JSONObject:
         """What the callbacks let us declare, in the shape ``version`` defines."""

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ._loops import outside_task
+from ._replies import writable
 from ._request_context import RequestContext
-from .sansio._messages import ErrorCode, error_response
 
 if TYPE_CHECKING:
     from ._session import Session
@@ -65,10 +65,7 @@ def serve_eagerly(session: Session, request: Request) -> bool:
         except Exception as exc:
             # Never out of the readiness callback: the rest of the read would be lost.
             logger.exception("the reply to %r could not be written", request.method)
-            failed = error_response(
-                request.id, ErrorCode.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}"
-            )
-            session._tg.start_soon(session._send_quietly, failed)
+            session._tg.start_soon(session._send_quietly, writable(stop.value, exc))
     else:
         session._tg.start_soon(_drive, session, request, step, waiting)
     return True

@@ -20,6 +20,8 @@ which the server refuses with -32021 to requests that do not declare it).
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Hashable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = (
     "DEFAULT_PROBE_TIMEOUT",
     "capabilities",
+    "check_client_arguments",
     "connect",
     "declaring_tasks",
     "envelope",
@@ -57,6 +60,25 @@ __all__ = (
 
 #: Seconds the era probe waits before concluding the server is legacy.
 DEFAULT_PROBE_TIMEOUT = 10.0
+
+
+def check_client_arguments(target: object, mode: str) -> None:
+    """``Client(target, mode=...)``'s arguments, checked when it is made, not when
+    it connects (a string target would otherwise fail deep in the first send)."""
+    if mode not in ("auto", "legacy") and mode not in LEGACY_VERSIONS + MODERN_VERSIONS:
+        raise ValueError(f"mode must be 'auto', 'legacy' or a protocol version, not {mode!r}")
+    server = sys.modules.get("mcpwire._server")  # no Server exists unless it was imported
+    is_server = server is not None and isinstance(target, server.Server)
+    if isinstance(target, (str, bytes, os.PathLike)) or not (
+        is_server or hasattr(target, "receive") or callable(target)
+    ):
+        raise TypeError(
+            "Client() takes a Transport, a Server, or a function that makes a transport, "
+            f"not {type(target).__name__}; for a URL use Client.http(url), for a command "
+            "Client.stdio(command, args)"
+        )
+
+
 #: Era learned per target in this process (bounded; oldest entries dropped first).
 _ERA_CACHE: dict[Hashable, Era] = {}
 _ERA_CACHE_MAX = 256

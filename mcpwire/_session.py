@@ -54,6 +54,7 @@ from ._eager import serve_eagerly
 from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
 from ._loops import running_asyncio_loop
 from ._pending import Pending
+from ._replies import serve_batch, writable
 from ._request_context import RequestContext
 from .sansio._json import JSONObject
 from .sansio._messages import (
@@ -199,8 +200,15 @@ class Session:
         return self
 
     async def __aexit__(self, *exc_info: object) -> bool | None:
-        await self.close()
         assert self._tg is not None
+        try:
+            await self.close()
+        except BaseException:
+            # A transport whose close failed still leaves our task group to exit
+            # here, or anyio's cancel-scope stack is left corrupted and the
+            # failure is masked by a RuntimeError about scopes.
+            await self._tg.__aexit__(None, None, None)
+            raise
         try:
             return await self._tg.__aexit__(*exc_info)  # type: ignore[arg-type]
         except BaseExceptionGroup as group:  # pragma: no cover - defensive
@@ -225,12 +233,14 @@ class Session:
         """End the session: fail pending calls, stop handlers, close the transport (idempotent)."""
         if self._closed is None:
             self._shutdown(ConnectionClosed("the session was closed"))
-        with anyio.CancelScope(shield=True):
-            await self.transport.aclose()
-        # Only our own tasks stop (the reader here, handlers in _shutdown); the
-        # task group's scope also covers the caller's ``async with`` body, which
-        # must not be cancelled behind its back.
-        self._reader_scope.cancel()
+        try:
+            with anyio.CancelScope(shield=True):
+                await self.transport.aclose()
+        finally:
+            # Only our own tasks stop (the reader here, handlers in _shutdown); the
+            # task group's scope also covers the caller's ``async with`` body, which
+            # must not be cancelled behind its back.
+            self._reader_scope.cancel()
 
     def _shutdown(self, error: ConnectionClosed) -> None:
         if self._closed is not None:
@@ -444,7 +454,7 @@ class Session:
                 )
                 return
             assert self._tg is not None
-            self._tg.start_soon(self._serve_batch, batch)
+            self._tg.start_soon(serve_batch, self, batch)
 
     def _settle_now(self, item: object) -> bool:
         """Transport fast path: settle a response or serve a request now (False: not done)."""
@@ -545,42 +555,13 @@ class Session:
                 f"Internal error: {type(exc).__name__}: {exc}",
             )
 
-    async def _serve_batch(self, batch: Batch) -> None:
-        replies: list[Message] = []
-        async with anyio.create_task_group() as tg:
-            for item in batch.items:
-                cls = type(item)
-                if cls is Request:
-                    req: Request = item  # type: ignore[assignment]
-                    if req.method == "initialize":
-                        replies.append(
-                            error_response(
-                                req.id,
-                                ErrorCode.INVALID_REQUEST,
-                                "initialize must not be part of a JSON-RPC batch",
-                            )
-                        )
-                    elif not self.rpc.request_received(req):
-                        replies.append(
-                            error_response(
-                                req.id,
-                                ErrorCode.INVALID_REQUEST,
-                                f"request id {req.id!r} is already in use",
-                            )
-                        )
-                    else:
-                        tg.start_soon(self._serve, req, replies)
-                elif cls is Invalid:
-                    self.invalid_received += 1
-                    inv: Invalid = item  # type: ignore[assignment]
-                    if inv.reply:
-                        replies.append(inv.response())
-                else:
-                    await self._dispatch(item)
-        if replies:
-            await self._send_quietly(replies)
+    async def _send_quietly(self, message: Message | list[Message], *, retry: bool = True) -> None:
+        """Send a reply; the end of the connection is the reader's to report.
 
-    async def _send_quietly(self, message: Message | list[Message]) -> None:
+        A reply refused for another reason (a result the codec cannot encode)
+        was not written at all, as messages are serialised whole first: it is
+        sent again with each refused reply turned into -32603.
+        """
         if self._closed is not None:
             return
         try:
@@ -589,8 +570,11 @@ class Session:
             elif (rest := self._start_send(message)) is not None:
                 await rest
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            # The reader sees the same end of connection and reports it.
             pass
+        except Exception as exc:
+            logger.exception("a reply could not be written")
+            if retry:
+                await self._send_quietly(writable(message, exc), retry=False)
 
 
 def _unwrap(group: BaseException) -> BaseException:

@@ -164,6 +164,27 @@ def test_invalid_mode_is_refused() -> None:
         Client(everything.server, mode="2030-01-01")
 
 
+@pytest.mark.parametrize(
+    "target", ["http://127.0.0.1:9/mcp", b"python", Path("server.py"), 42, None, object()]
+)
+def test_a_target_that_is_no_transport_is_refused_when_made(target: Any) -> None:
+    """A URL or command string fails at ``Client(...)`` with a pointer to the right
+    constructor, not in the first send as an AttributeError masked by anyio."""
+    with pytest.raises(TypeError, match=r"Client\.http\(url\).*Client\.stdio"):
+        Client(target)
+
+
+async def test_transports_servers_and_factories_are_accepted() -> None:
+    client_end, server_end = memory_pair()
+    Client(client_end)
+    await client_end.aclose()
+    await server_end.aclose()
+    Client(everything.server)
+    Client(lambda: memory_pair()[0])
+    async with Client(everything.server) as client:
+        assert (await client.call_tool("add", {"a": 1, "b": 2})).text == "3"
+
+
 LEGACY_PEER = textwrap.dedent(
     """
     import json

@@ -926,6 +926,57 @@ async def test_batch_reply_over_the_wire() -> None:
         ]
 
 
+async def unencodable_server(request: Request, ctx: RequestContext) -> JSONObject:
+    if request.method == "set":
+        return {"members": {1, 2}}  # JSON has no sets: the codec refuses the reply
+    return await echo_server(request, ctx)
+
+
+async def test_a_reply_the_codec_refuses_is_answered_with_internal_error() -> None:
+    """Serialising happens before any byte is written, so the request still gets
+    its one answer (-32603) and the connection serves on, on both backends."""
+    async with connected(wire=True, on_request=unencodable_server) as (client, server):
+        with pytest.raises(JSONRPCError) as info:
+            await client.request("set")
+        assert info.value.code == -32603
+        assert "could not be encoded (TypeError)" in info.value.message
+        assert await client.request("echo", {"still": "serving"}) == {"echo": {"still": "serving"}}
+        assert not server.closed
+
+
+async def test_a_batch_reply_the_codec_refuses_keeps_its_other_replies() -> None:
+    async with facing_raw(wire=True, on_request=unencodable_server) as (server, raw):
+        server.allow_batches = True
+        await raw.send([Request(1, "echo"), Request(2, "set"), Request(3, "whoami")])
+        reply = await receive(raw)
+        assert type(reply) is Batch
+        by_id = {item.id: item for item in reply.items}  # type: ignore[union-attr]
+        assert by_id[1] == Response(1, {"echo": None})
+        assert by_id[3] == Response(3, {"id": 3})
+        failed = by_id[2]
+        assert type(failed) is ErrorResponse and failed.error.code == -32603
+        await raw.send(Request(4, "echo"))
+        assert await receive(raw) == Response(4, {"echo": None})
+
+
+class FailingClose(FakeTransport):
+    async def aclose(self) -> None:
+        await super().aclose()
+        raise RuntimeError("the transport could not close")
+
+
+async def test_a_transport_that_fails_to_close_leaves_the_scopes_sound() -> None:
+    """The session's task group is exited even when ``transport.aclose()`` raises:
+    the caller sees that error, not anyio's complaint about a corrupted scope stack,
+    and cancel scopes around the session still work afterwards."""
+    with anyio.CancelScope(), pytest.raises(RuntimeError, match="could not close"):
+        async with Session(FailingClose(), on_request=echo_server):
+            pass
+    with anyio.move_on_after(0.01) as scope:
+        await anyio.sleep(1)
+    assert scope.cancelled_caught
+
+
 async def test_deadline_held_time_is_not_the_requests(anyio_backend: str) -> None:
     """What a transport spends inside ``deadline_held()`` while sending (an OAuth
     flow waiting for a person) counts against neither the request's deadline nor

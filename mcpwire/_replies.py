@@ -1,0 +1,89 @@
+"""Replies the session sends: a batch's, gathered into one array, and a fallback
+for replies the codec refuses.
+
+JSON-RPC 2.0 answers a batch with one array holding a response per request in
+it (notifications get none); ``initialize`` may not travel in a batch
+(2025-03-26 ``basic/lifecycle``), and an id already in use is refused as for a
+single request. The batch's requests run concurrently, each in its own cancel
+scope, and the array is sent when the last has finished.
+
+A handler's result that the codec cannot encode (a value JSON has no form for)
+fails when the reply is serialised, before any byte is written. ``writable``
+turns each such reply into a -32603 error for the same id, so every request
+still gets exactly one answer and the connection carries on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio
+
+from .sansio._messages import (
+    Batch,
+    ErrorCode,
+    ErrorResponse,
+    Invalid,
+    Message,
+    Request,
+    Response,
+    error_response,
+    serialize,
+)
+
+if TYPE_CHECKING:
+    from ._session import Session
+
+__all__ = ("serve_batch", "writable")
+
+
+async def serve_batch(session: Session, batch: Batch) -> None:
+    """Serve a JSON-RPC batch and send its replies as one array (if any)."""
+    replies: list[Message] = []
+    async with anyio.create_task_group() as tg:
+        for item in batch.items:
+            cls = type(item)
+            if cls is Request:
+                req: Request = item  # type: ignore[assignment]
+                if req.method == "initialize":
+                    replies.append(
+                        error_response(
+                            req.id,
+                            ErrorCode.INVALID_REQUEST,
+                            "initialize must not be part of a JSON-RPC batch",
+                        )
+                    )
+                elif not session.rpc.request_received(req):
+                    replies.append(
+                        error_response(
+                            req.id,
+                            ErrorCode.INVALID_REQUEST,
+                            f"request id {req.id!r} is already in use",
+                        )
+                    )
+                else:
+                    tg.start_soon(session._serve, req, replies)
+            elif cls is Invalid:
+                session.invalid_received += 1
+                inv: Invalid = item  # type: ignore[assignment]
+                if inv.reply:
+                    replies.append(inv.response())
+            else:
+                await session._dispatch(item)
+    if replies:
+        await session._send_quietly(replies)
+
+
+def writable(message: Message | list[Message], exc: Exception) -> Message | list[Message]:
+    """``message`` with each reply the codec refuses replaced by -32603 for its id."""
+
+    def check(reply: Message) -> Message:
+        try:
+            serialize(reply)
+        except Exception:
+            rid = reply.id if type(reply) is Response or type(reply) is ErrorResponse else None
+            why = f"Internal error: the result could not be encoded ({type(exc).__name__})"
+            return error_response(rid, ErrorCode.INTERNAL_ERROR, why)
+        return reply
+
+    return [check(r) for r in message] if isinstance(message, list) else check(message)
