@@ -315,6 +315,18 @@ def _cases() -> list[Case]:
             unit="round trips/s",
         )
     )
+    out.append(
+        Case(
+            "h11-anyio-pair",
+            "httplimit",
+            "HTTP/1.1 keep-alive POST echo, raw socket client",
+            "anyio + h11 client → anyio + h11 server, canned answers (event-loop pair floor)",
+            "",
+            "h11_anyio_pair",
+            limit="h11",
+            unit="round trips/s",
+        )
+    )
 
     # 9. payload scaling: one large string argument, echoed back.
     for transport in ("stdio", "http"):
@@ -1076,6 +1088,60 @@ async def setup_h11_pair(stack: contextlib.AsyncExitStack) -> Runner:
     return SyncRunner(loop, {"request_bytes": len(line)})
 
 
+async def setup_h11_anyio_pair(stack: contextlib.AsyncExitStack) -> Runner:
+    """Section 8, the event-loop pair floor: what a client and a server that each run
+    an anyio event loop and parse HTTP/1.1 with h11 reach together with no MCP at all.
+
+    The client is the h11 pair's, on anyio's TCP stream in this worker's loop; the
+    server is ``anyio_floor.py`` (anyio + orjson + h11, canned answers). Both sides
+    pay what mcpwire's HTTP pair pays before any MCP work: an event loop each, h11
+    framing each way, one ``orjson`` parse on the server and one on the client.
+    """
+    import anyio
+    import h11
+    import orjson
+
+    child = HTTPChild([sys.executable, ANYIO_FLOOR, "http"])
+    stack.callback(child.close)
+    child.wait_ready()
+    stream = await anyio.connect_tcp("127.0.0.1", child.port)
+    stack.push_async_callback(stream.aclose)
+    line = REQUEST_LINE.rstrip() % 1
+    headers = [
+        ("Host", f"127.0.0.1:{child.port}"),
+        ("Content-Type", "application/json"),
+        ("Accept", HTTP_ACCEPT),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "echo"),
+        ("MCP-Protocol-Version", MODERN),
+        ("Content-Length", str(len(line))),
+    ]
+    http = h11.Connection(h11.CLIENT)
+
+    async def call() -> object:
+        request = h11.Request(method="POST", target="/mcp", headers=headers)
+        await stream.send(
+            http.send(request) + http.send(h11.Data(data=line)) + http.send(h11.EndOfMessage())
+        )
+        body = b""
+        while True:
+            event = http.next_event()
+            if event is h11.NEED_DATA:
+                http.receive_data(await stream.receive())
+            elif type(event) is h11.Data:
+                body += event.data
+            elif type(event) is h11.EndOfMessage:
+                http.start_next_cycle()
+                return orjson.loads(body)
+            elif type(event) is not h11.Response:
+                raise RuntimeError(f"h11 anyio pair: unexpected {event!r}")
+
+    answer = await call()
+    if not isinstance(answer, dict) or "hello" not in str(answer.get("result")):
+        raise RuntimeError(f"h11 anyio pair: unexpected answer {answer!r}")
+    return CallRunner(call, 1, {"request_bytes": len(line)})
+
+
 async def setup_pipe(stack: contextlib.AsyncExitStack, *, pin: str) -> Runner:
     """Section 4: the most minimal echo loop over a pipe, blocking on both ends.
 
@@ -1212,6 +1278,7 @@ FACTORIES: dict[str, Callable[..., Awaitable[Runner]]] = {
     "raw_http": setup_raw_http,
     "h11_echo": setup_h11_echo,
     "h11_pair": setup_h11_pair,
+    "h11_anyio_pair": setup_h11_anyio_pair,
     "pipe": setup_pipe,
     "pipe_anyio": setup_pipe_anyio,
     "session_ping": setup_session_ping,
