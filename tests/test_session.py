@@ -967,8 +967,8 @@ class FailingClose(FakeTransport):
 
 async def test_a_transport_that_fails_to_close_leaves_the_scopes_sound() -> None:
     """The session's task group is exited even when ``transport.aclose()`` raises:
-    the caller sees that error, not anyio's complaint about a corrupted scope stack,
-    and cancel scopes around the session still work afterwards."""
+    the caller sees that error, not anyio's complaint about a corrupted scope stack
+    (pain point 8), and cancel scopes around the session still work afterwards."""
     with anyio.CancelScope(), pytest.raises(RuntimeError, match="could not close"):
         async with Session(FailingClose(), on_request=echo_server):
             pass
