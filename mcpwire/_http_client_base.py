@@ -286,11 +286,14 @@ class HTTPTransportBase:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-        tg, self._own_tg = self._own_tg, None
-        if tg is not None:
-            tg.cancel_scope.cancel()
-            await tg.__aexit__(None, None, None)
+        try:
+            await self.aclose()
+        finally:
+            # Exited whatever closing raised, or anyio's scope stack is corrupted.
+            tg, self._own_tg = self._own_tg, None
+            if tg is not None:
+                tg.cancel_scope.cancel()
+                await tg.__aexit__(None, None, None)
 
     # -- the session's side ----------------------------------------------------------
 

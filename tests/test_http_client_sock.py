@@ -14,6 +14,7 @@ import pytest
 from http_client.rawserver import Reply, Seen, raw_server
 
 from mcpwire._aio_stream import DEFAULT_MAX_BUFFERED
+from mcpwire._http_client import HTTPClientTransport
 from mcpwire._http_client_conn import URL, HTTPClient
 from mcpwire._http_client_sock import (
     ConnectionFailed,
@@ -246,3 +247,25 @@ async def test_abort_ends_the_waits_for_a_connection_a_slot_and_an_answer(
         assert outcomes[-1] == "the exchange was aborted"
         release.set()
         await http.aclose()
+
+
+async def test_a_transport_whose_close_fails_still_exits_its_task_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Used on its own (``async with``), the transport exits the task group it made
+    even when closing raises, so the caller sees that error and the scopes around
+    it stay sound (pain point 8)."""
+    transport = HTTPClientTransport("http://127.0.0.1:9/mcp")
+    real_close = transport.aclose
+
+    async def failing_close() -> None:
+        await real_close()
+        raise RuntimeError("closing failed")
+
+    monkeypatch.setattr(transport, "aclose", failing_close)
+    with anyio.CancelScope(), pytest.raises(RuntimeError, match="closing failed"):
+        async with transport:
+            pass
+    with anyio.move_on_after(0.01) as scope:
+        await anyio.sleep(1)
+    assert scope.cancelled_caught
