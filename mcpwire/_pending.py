@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ._errors import ConnectionClosed
+from ._errors import ConnectionClosed, JSONRPCError, RemoteProtocolError
+from .sansio._json import JSONObject
 from .sansio._messages import ErrorResponse, Response
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class Pending:
     )
 
     def __init__(self, on_progress: ProgressCallback | None, timeout: float) -> None:
-        self.value: Response | ErrorResponse | ConnectionClosed | None = None
+        self.value: Response | ErrorResponse | ConnectionClosed | RemoteProtocolError | None = None
         self.on_progress = on_progress
         self.timeout = timeout
         self.hard_deadline = math.inf
@@ -82,7 +83,24 @@ class Pending:
         self._future: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
 
-    def settle(self, value: Response | ErrorResponse | ConnectionClosed) -> None:
+    def result(self) -> JSONObject:
+        """The settled answer's result; else raises what it stands for (a fresh error,
+        so that callers sharing a session's end do not share one traceback)."""
+        value = self.value
+        if type(value) is Response:
+            return value.result
+        if type(value) is ErrorResponse:
+            err = value.error
+            raise JSONRPCError(err.code, err.message, err.data)
+        if isinstance(value, ConnectionClosed):
+            raise ConnectionClosed(
+                value.reason, exit_code=value.exit_code, stderr_tail=value.stderr_tail
+            )
+        raise RemoteProtocolError(str(value))
+
+    def settle(
+        self, value: Response | ErrorResponse | ConnectionClosed | RemoteProtocolError
+    ) -> None:
         """Record the outcome and wake the caller."""
         self.value = value
         if self._future is not None:

@@ -68,6 +68,8 @@ async def serve_batch(session: Session, batch: Batch) -> None:
                 inv: Invalid = item  # type: ignore[assignment]
                 if inv.reply:
                     replies.append(inv.response())
+                else:
+                    session._malformed(inv)
             else:
                 await session._dispatch(item)
     if replies:

@@ -51,7 +51,13 @@ import anyio
 import anyio.abc
 
 from ._eager import serve_eagerly
-from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
+from ._errors import (
+    ConnectionClosed,
+    JSONRPCError,
+    MCPWireError,
+    RemoteProtocolError,
+    RequestTimeout,
+)
 from ._loops import running_asyncio_loop
 from ._pending import Pending
 from ._replies import serve_batch, writable
@@ -333,19 +339,13 @@ class Session:
                 # The deadline covers the send too: a stalled peer (full pipe) must
                 # not hang it. A direct transport may answer during the send.
                 await pending.send_and_wait(rest, started + limit)
-            value = pending.value
-            if value is None:
+            if pending.value is None:
                 raise RequestTimeout(method, limit)
         finally:
             del self._pending[request.id]
             if pending.value is None:
                 await self._abandon(request.id, method)
-        if type(value) is Response:
-            return value.result
-        if type(value) is ErrorResponse:
-            err = value.error
-            raise JSONRPCError(err.code, err.message, err.data)
-        raise self._closed_error()
+        return pending.result()
 
     def _send_now(self, message: Message, related: RequestId | None) -> Awaitable[None] | None:
         """``transport.start_send``: None once sent whole, else what finishes the send."""
@@ -440,6 +440,8 @@ class Session:
             logger.debug("invalid message from peer: %s", inv.error.message)
             if inv.reply:
                 await self._send_quietly(inv.response())
+            else:
+                self._malformed(inv)
         elif cls is Batch:
             batch: Batch = item  # type: ignore[assignment]
             if not self.allow_batches:
@@ -475,6 +477,14 @@ class Session:
         pending = self._pending.get(message.id)  # type: ignore[arg-type]
         if pending is not None:
             pending.settle(message)
+
+    def _malformed(self, invalid: Invalid) -> None:
+        """A malformed response to one of our requests fails that request now."""
+        out = self.rpc.malformed_response_received(invalid)
+        pending = self._pending.get(out.id) if out is not None else None
+        if out is not None and pending is not None:
+            why = f"malformed response to {out.method}: {invalid.error.message}"
+            pending.settle(RemoteProtocolError(why))
 
     async def _notification(self, note: Notification) -> None:
         method = note.method

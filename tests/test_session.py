@@ -107,7 +107,7 @@ class FakeTransport:
         with anyio.fail_after(WAIT):
             return await self._out[1].receive()
 
-    async def send(self, message: Outbound) -> None:
+    async def send(self, message: Outbound, *, related: object = None) -> None:
         await self._out[0].send(message)
 
     async def receive(self) -> Incoming:
@@ -574,6 +574,41 @@ async def test_unknown_response_is_counted() -> None:
         await raw.send(Request(1, "echo"))
         assert await receive(raw) == Response(1, {"echo": None})
         assert session.rpc.counters.unknown_responses == 2
+
+
+MALFORMED_RESULTS = [b"null", b"[1]", b'"done"', b"42"]
+
+
+@pytest.mark.parametrize("result", MALFORMED_RESULTS)
+async def test_a_malformed_response_fails_its_request_at_once(result: bytes) -> None:
+    """A peer answering our id with something that is no response (here a result
+    that is no object) fails that request now with ``RemoteProtocolError``, not
+    after the request timeout (pain point 1); other requests and the session go on."""
+    transport = FakeTransport()
+    async with Session(transport, request_timeout=60) as session:
+        outcome: dict[str, object] = {}
+
+        async def call(name: str) -> None:
+            try:
+                outcome[name] = await session.request(name)
+            except Exception as exc:
+                outcome[name] = exc
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "tools/call")
+                first = await transport.sent()
+                tg.start_soon(call, "ping")
+                second = await transport.sent()
+                assert type(first) is Request and type(second) is Request
+                await transport.feed(b'{"jsonrpc":"2.0","id":%d,"result":%s}' % (first.id, result))
+                await transport.feed(b'{"jsonrpc":"2.0","id":%d,"result":{}}' % second.id)
+        failed = outcome["tools/call"]
+        assert type(failed) is mcpwire.RemoteProtocolError
+        assert str(failed) == 'malformed response to tools/call: "result" must be an object in MCP'
+        assert outcome["ping"] == {}
+        assert not session.closed
+        assert session.invalid_received == 1
 
 
 # -- end of connection -----------------------------------------------------------

@@ -175,6 +175,13 @@ class Invalid(Record):
     def response(self) -> ErrorResponse:
         return ErrorResponse(self.id, self.error)
 
+    @property
+    def answers(self) -> RequestId | None:
+        """The id a malformed response names: input with ``result`` or ``error``
+        that is not a valid response (never answered, so ``reply`` is false, and
+        with no method). ``None`` for anything else."""
+        return self.id if not self.reply and self.method is None else None
+
 
 class Batch(Record):
     """A non-empty JSON array of items, each classified on its own."""

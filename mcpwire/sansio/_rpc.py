@@ -41,6 +41,7 @@ from .._errors import LocalProtocolError
 from ._json import JSONObject, JSONValue
 from ._messages import (
     ErrorResponse,
+    Invalid,
     Notification,
     Request,
     RequestId,
@@ -194,6 +195,22 @@ class RPCState:
                 self.counters.late_responses += 1
             else:
                 self.counters.unknown_responses += 1
+            return None
+        out.state = _OUT[(out.state, _OutInput.RESPONSE)]
+        self._forget_token(out)
+        return out
+
+    def malformed_response_received(self, invalid: Invalid) -> Outgoing | None:
+        """The pending request that a malformed response names, now ended; else ``None``.
+
+        The peer answered one of our ids with something that is not a response
+        (a ``result`` that is no object, a broken ``error``, both at once). No
+        well-formed answer is due after it, so waiting on would only turn the
+        peer's mistake into a timeout: the caller learns of it at once.
+        """
+        rid = invalid.answers
+        out = self._pending.pop(rid, None) if rid is not None else None
+        if out is None:
             return None
         out.state = _OUT[(out.state, _OutInput.RESPONSE)]
         self._forget_token(out)

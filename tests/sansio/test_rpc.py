@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import itertools
 
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,19 +16,21 @@ from hypothesis.stateful import (
     invariant,
     rule,
 )
-from strategies import request_ids
+from strategies import json_objects, request_ids
 
 from mcpwire import LocalProtocolError
 from mcpwire.sansio import (
     ErrorObject,
     ErrorResponse,
     InState,
+    Invalid,
     Notification,
     OutState,
     Request,
     Response,
     RPCState,
     _rpc,
+    parse,
 )
 
 # -- the per-request tables ---------------------------------------------------
@@ -118,6 +121,64 @@ def test_incoming_pairs_through_the_api(state: InState | None, event: object) ->
         else:
             assert rpc.request_finished(5) is (state is InState.RUNNING)
             assert rpc.running_count == 0
+
+
+# -- malformed responses -------------------------------------------------------
+
+MALFORMED_RESPONSES = [
+    b'{"jsonrpc":"2.0","id":%d,"result":null}',
+    b'{"jsonrpc":"2.0","id":%d,"result":[1]}',
+    b'{"jsonrpc":"2.0","id":%d,"result":"done"}',
+    b'{"jsonrpc":"2.0","id":%d,"error":{"code":"x","message":"m"}}',
+    b'{"jsonrpc":"2.0","id":%d,"error":{"code":1}}',
+    b'{"jsonrpc":"2.0","id":%d,"error":[]}',
+    b'{"jsonrpc":"2.0","id":%d,"result":{},"error":{"code":1,"message":"m"}}',
+    b'{"jsonrpc":"1.0","id":%d,"result":{}}',
+]
+NOT_RESPONSES = [
+    b'{"jsonrpc":"2.0","id":%d}',
+    b'{"jsonrpc":"2.0","id":%d,"method":5}',
+    b'{"jsonrpc":"2.0","id":%d,"method":"m","params":[1]}',
+    b'{"jsonrpc":"1.0","id":%d,"method":"m"}',
+]
+
+
+@pytest.mark.parametrize("frame", MALFORMED_RESPONSES)
+def test_a_malformed_response_ends_the_request_it_names(frame: bytes) -> None:
+    rpc = RPCState()
+    req, out = rpc.start_request("tools/call", progress=True)
+    rpc.start_request("ping")
+    invalid = parse(frame % req.id)
+    assert type(invalid) is Invalid
+    assert invalid.answers == req.id
+    assert rpc.malformed_response_received(invalid) is out
+    assert out.state is OutState.ANSWERED
+    assert rpc.pending_count == 1  # the other request still waits
+    assert rpc.progress_received({"progressToken": req.id}) is None
+    assert rpc.malformed_response_received(invalid) is None  # ended once
+    assert rpc.response_received(Response(req.id, {})) is None
+
+
+@pytest.mark.parametrize("frame", NOT_RESPONSES)
+def test_other_invalid_input_naming_a_request_ends_nothing(frame: bytes) -> None:
+    rpc = RPCState()
+    req, out = rpc.start_request("tools/call")
+    invalid = parse(frame % req.id)
+    assert type(invalid) is Invalid
+    assert invalid.answers is None
+    assert rpc.malformed_response_received(invalid) is None
+    assert out.state is OutState.PENDING
+
+
+@given(json_objects, st.integers(min_value=0, max_value=3))
+def test_answers_names_exactly_the_malformed_responses(obj: dict[str, object], rid: int) -> None:
+    """Any object with our id: it ``answers`` that id exactly when it carries
+    ``result`` or ``error``, has no ``method``, and is not a valid response."""
+    frame = dict(obj, id=rid)
+    message = parse(orjson.dumps(frame))
+    looks_like_response = ("result" in frame or "error" in frame) and "method" not in frame
+    if type(message) is Invalid:
+        assert message.answers == (rid if looks_like_response else None)
 
 
 # -- outgoing requests --------------------------------------------------------
