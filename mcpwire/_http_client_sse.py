@@ -178,7 +178,8 @@ class SSEConnection:
         item = m.parse(event.data, self.options.limits)
         items = item.items if type(item) is m.Batch else (item,)
         for one in items:
-            if type(one) is m.Invalid:
+            # A malformed answer to one of our requests goes on: the session fails it.
+            if type(one) is m.Invalid and one.answers is None:
                 logger.warning("%s: ignoring an invalid message: %s", self.url, one.error.message)
             else:
                 await self.owner._deliver(one)

@@ -151,7 +151,13 @@ class EventStreams(HTTPTransportBase):
                 await self._take(stream, element)
             return
         if kind is m.Invalid:
-            logger.warning("%s: ignoring an invalid message: %s", self.url, item.error.message)  # type: ignore[union-attr]
+            invalid: m.Invalid = item  # type: ignore[assignment]
+            if invalid.answers is not None and invalid.answers == stream.rid and not stream.done:
+                # Our answer, malformed: no other is due, so the request fails now.
+                why = "the server's answer to the request is malformed: " + invalid.error.message
+                await self._final(stream, http_error(stream.rid, ErrorCode.INTERNAL_ERROR, why))
+                return
+            logger.warning("%s: ignoring an invalid message: %s", self.url, invalid.error.message)
             return
         if kind is m.ErrorResponse or kind is m.Response:
             answer: m.Response | m.ErrorResponse = item  # type: ignore[assignment]

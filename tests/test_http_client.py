@@ -34,7 +34,7 @@ from http_client.rawserver import Reply, Seen, event, raw_server, result, self_s
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpwire import Client, ConnectionClosed, JSONRPCError, RequestTimeout
+from mcpwire import Client, ConnectionClosed, JSONRPCError, RemoteProtocolError, RequestTimeout
 from mcpwire._http_client import HTTPClientTransport, open_http_transport
 from mcpwire._http_client_base import MAX_BACKOFF, backoff_delay
 from mcpwire._http_client_conn import URL, HTTPClient, InvalidRequest, RedirectRefused
@@ -508,6 +508,31 @@ async def test_http_errors_fail_the_request_promptly(reply: Reply, code: int, wo
         assert info.value.code == code
 
 
+@pytest.mark.parametrize("framing", ["json", "sse"])
+@pytest.mark.parametrize("answer", [{"result": None}, {"result": [1]}, {"error": {"code": "x"}}])
+async def test_a_malformed_answer_fails_the_request_with_its_defect(
+    framing: str, answer: dict[str, Any]
+) -> None:
+    """An answer with our id that is not a valid response fails the call at once,
+    saying what is wrong with it, in a JSON body and in an event stream alike."""
+
+    async def handler(seen: Seen) -> Reply:
+        body = {"jsonrpc": "2.0", "id": rid(seen), **answer}
+        return Reply.json(body) if framing == "json" else Reply.sse(event(body))
+
+    async with (
+        raw_server(handler) as server,
+        Client.http(server.url, mode=MODERN, validate_output=False, request_timeout=20) as c,
+    ):
+        with (
+            anyio.fail_after(5),
+            pytest.raises(JSONRPCError, match="answer to the request is malformed") as info,
+        ):
+            await c.call_tool("t", {})
+        assert info.value.code == -32603
+        assert ("result" if "result" in answer else "error") in info.value.message
+
+
 async def test_size_limits() -> None:
     big = "x" * 5000
 
@@ -841,6 +866,40 @@ async def test_connection_refused_is_connection_closed() -> None:
     with anyio.fail_after(5), pytest.raises(ConnectionClosed, match="cannot reach the MCP server"):
         async with Client.http(url):
             pass
+
+
+async def test_http_sse_malformed_answer_fails_its_request_at_once() -> None:
+    """On the deprecated HTTP+SSE transport answers come on the event stream: one
+    with our id that is not a valid response fails that call now (pain point 1),
+    not at the request timeout, and the connection serves on."""
+    streams: list[Any] = []
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.method == "GET":
+            send, receive = anyio.create_memory_object_stream[bytes](16)
+            streams.append(send)
+            return Reply.sse("event: endpoint\ndata: /messages/?session_id=abc\n\n", feed=receive)
+        message = seen.json
+        if message.get("method") == "initialize":
+            await streams[-1].send(event(result(message["id"], INIT_RESULT)).encode())
+        elif message.get("params", {}).get("name") == "bad":
+            bad = {"jsonrpc": "2.0", "id": message["id"], "result": [1]}
+            await streams[-1].send(event(bad).encode())
+        elif message.get("method") == "tools/call":
+            await streams[-1].send(event(result(message["id"], TOOL_RESULT)).encode())
+        return Reply.text(202, "Accepted")
+
+    async with raw_server(handler) as server:
+        sse_url = server.url.replace("/mcp", "/sse")
+        async with legacy_client(sse_url, transport="sse", request_timeout=30) as c:
+            with anyio.fail_after(5), pytest.raises(RemoteProtocolError, match="malformed") as info:
+                await c.call_tool("bad", {})
+            assert str(info.value) == (
+                'malformed response to tools/call: "result" must be an object in MCP'
+            )
+            assert (await c.call_tool("t", {})).text == "done"
+        for send in streams:
+            send.close()
 
 
 async def test_http_sse_endpoint_resolution_and_override() -> None:
