@@ -282,8 +282,13 @@ class LegacyEndpoint:
         await http.respond(202, [("content-type", "application/json")])
 
     async def other(
-        self, http: HTTPExchange, head: RequestHead, item: Response | ErrorResponse | Batch
+        self,
+        http: HTTPExchange,
+        head: RequestHead,
+        item: Response | ErrorResponse | Batch | Invalid,
     ) -> None:
+        """A POSTed answer (or batch) for the session; a malformed answer reaches the
+        session too, which fails the request it names, and the client gets a 400."""
         session = await self._session_for(http, head)
         if session is None:
             return
@@ -294,6 +299,9 @@ class LegacyEndpoint:
             await self.app.json_error(
                 http, 404, None, ErrorCode.INVALID_REQUEST, "Session not found"
             )
+            return
+        if type(item) is Invalid:
+            await self.app.json_error(http, 400, None, item.error.code, item.error.message)
             return
         await http.respond(202, [("content-type", "application/json")])
 
@@ -317,6 +325,8 @@ class LegacyEndpoint:
                     invalid: Invalid = item  # type: ignore[assignment]
                     if invalid.reply:
                         replies.append(serialize(invalid.response()))
+                    elif invalid.answers is not None:
+                        await session.feed(invalid)  # fails the request it names
                 elif cls is Request:
                     req: Request = item  # type: ignore[assignment]
                     problem = None

@@ -1044,6 +1044,44 @@ async def test_legacy_elicitation_over_the_post_stream(anyio_backend: str) -> No
             assert final["result"]["content"][0]["text"] == "Hello, Ada!"
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["single", "in-a-batch"])
+async def test_legacy_malformed_answer_fails_the_servers_request_at_once(
+    anyio_backend: str, batched: bool
+) -> None:
+    """A client answering the server's elicitation with something that is no
+    response (a result that is no object) gets a 400 saying so, and the tool's
+    ``ctx.elicit`` fails at once (pain point 1) instead of at its request timeout:
+    the tool call ends with an error result naming the defect."""
+    async with running() as http:
+        port = http.port or 0
+        async with client(port) as raw, client(port) as answers:
+            sid = await initialize(raw, "2025-03-26" if batched else "2025-06-18")
+            await raw.send(
+                body=rpc(5, "tools/call", {"name": "ask_name"}), headers={"mcp-session-id": sid}
+            )
+            assert (await raw.head()).headers["content-type"] == "text/event-stream"
+            events = raw.sse()
+            event = await events.next()
+            if event.data == "":
+                event = await events.next()
+            ask = orjson.loads(event.data)
+            assert ask["method"] == "elicitation/create"
+            answer: object = {"jsonrpc": "2.0", "id": ask["id"], "result": ["accept"]}
+            reply = await answers.request(
+                body=[answer] if batched else answer, headers={"mcp-session-id": sid}
+            )
+            if batched:
+                assert reply.status == 202  # a batch of answers alone gets no replies
+            else:
+                assert reply.status == 400
+                assert reply.json()["error"]["message"] == '"result" must be an object in MCP'
+            with anyio.fail_after(5):
+                final = orjson.loads((await events.next()).data)
+            assert final["id"] == 5
+            assert final["result"]["isError"] is True
+            assert "malformed response to elicitation/create" in str(final["result"]["content"])
+
+
 async def test_legacy_cancel_ends_the_post_stream(anyio_backend: str) -> None:
     app, state = probe_app()
     async with running(app) as http:
