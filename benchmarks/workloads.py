@@ -1030,6 +1030,19 @@ async def setup_h11_echo(stack: contextlib.AsyncExitStack) -> Runner:
     return SyncRunner(loop, {"request_bytes": len(line)})
 
 
+def h11_call_headers(port: int, body: bytes) -> list[tuple[str, str]]:
+    """The headers of a modern ``tools/call`` POST, as mcpwire's client sends them."""
+    return [
+        ("Host", f"127.0.0.1:{port}"),
+        ("Content-Type", "application/json"),
+        ("Accept", HTTP_ACCEPT),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "echo"),
+        ("MCP-Protocol-Version", MODERN),
+        ("Content-Length", str(len(body))),
+    ]
+
+
 async def setup_h11_pair(stack: contextlib.AsyncExitStack) -> Runner:
     """Section 8, the pair limit: an h11 client on a blocking socket against the h11 echo.
 
@@ -1047,15 +1060,7 @@ async def setup_h11_pair(stack: contextlib.AsyncExitStack) -> Runner:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     stack.callback(sock.close)
     line = REQUEST_LINE.rstrip() % 1
-    headers = [
-        ("Host", f"127.0.0.1:{child.port}"),
-        ("Content-Type", "application/json"),
-        ("Accept", HTTP_ACCEPT),
-        ("Mcp-Method", "tools/call"),
-        ("Mcp-Name", "echo"),
-        ("MCP-Protocol-Version", MODERN),
-        ("Content-Length", str(len(line))),
-    ]
+    headers = h11_call_headers(child.port, line)
     http = h11.Connection(h11.CLIENT)
     recv, sendall = sock.recv, sock.sendall
 
@@ -1107,15 +1112,7 @@ async def setup_h11_anyio_pair(stack: contextlib.AsyncExitStack) -> Runner:
     stream = await anyio.connect_tcp("127.0.0.1", child.port)
     stack.push_async_callback(stream.aclose)
     line = REQUEST_LINE.rstrip() % 1
-    headers = [
-        ("Host", f"127.0.0.1:{child.port}"),
-        ("Content-Type", "application/json"),
-        ("Accept", HTTP_ACCEPT),
-        ("Mcp-Method", "tools/call"),
-        ("Mcp-Name", "echo"),
-        ("MCP-Protocol-Version", MODERN),
-        ("Content-Length", str(len(line))),
-    ]
+    headers = h11_call_headers(child.port, line)
     http = h11.Connection(h11.CLIENT)
 
     async def call() -> object:

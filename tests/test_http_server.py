@@ -1017,21 +1017,25 @@ async def test_standalone_get_stream(anyio_backend: str) -> None:
             assert rest == []
 
 
+async def call_ask_name(raw: Raw, sid: str) -> tuple[Events, dict[str, Any]]:
+    """Call the example's ``ask_name`` tool: its event stream and the elicitation on it."""
+    await raw.send(body=rpc(5, "tools/call", {"name": "ask_name"}), headers={"mcp-session-id": sid})
+    assert (await raw.head()).headers["content-type"] == "text/event-stream"
+    events = raw.sse()
+    event = await events.next()
+    if event.data == "":  # the priming event
+        event = await events.next()
+    ask = orjson.loads(event.data)
+    assert ask["method"] == "elicitation/create"
+    return events, ask
+
+
 async def test_legacy_elicitation_over_the_post_stream(anyio_backend: str) -> None:
     async with running() as http:
         port = http.port or 0
         async with client(port) as raw, client(port) as answers:
             sid = await initialize(raw)
-            await raw.send(
-                body=rpc(5, "tools/call", {"name": "ask_name"}), headers={"mcp-session-id": sid}
-            )
-            assert (await raw.head()).headers["content-type"] == "text/event-stream"
-            events = raw.sse()
-            event = await events.next()
-            if event.data == "":
-                event = await events.next()
-            ask = orjson.loads(event.data)
-            assert ask["method"] == "elicitation/create"
+            events, ask = await call_ask_name(raw, sid)
             answer = {
                 "jsonrpc": "2.0",
                 "id": ask["id"],
@@ -1056,16 +1060,7 @@ async def test_legacy_malformed_answer_fails_the_servers_request_at_once(
         port = http.port or 0
         async with client(port) as raw, client(port) as answers:
             sid = await initialize(raw, "2025-03-26" if batched else "2025-06-18")
-            await raw.send(
-                body=rpc(5, "tools/call", {"name": "ask_name"}), headers={"mcp-session-id": sid}
-            )
-            assert (await raw.head()).headers["content-type"] == "text/event-stream"
-            events = raw.sse()
-            event = await events.next()
-            if event.data == "":
-                event = await events.next()
-            ask = orjson.loads(event.data)
-            assert ask["method"] == "elicitation/create"
+            events, ask = await call_ask_name(raw, sid)
             answer: object = {"jsonrpc": "2.0", "id": ask["id"], "result": ["accept"]}
             reply = await answers.request(
                 body=[answer] if batched else answer, headers={"mcp-session-id": sid}
