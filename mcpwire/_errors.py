@@ -104,6 +104,11 @@ class ConnectionClosed(MCPWireError):
         self.exit_code = exit_code
         self.stderr_tail = stderr_tail
 
+    def again(self) -> ConnectionClosed:
+        """The same error, new: each caller a connection's end fails raises its own,
+        so that they do not share (and extend) one traceback."""
+        return ConnectionClosed(self.reason, exit_code=self.exit_code, stderr_tail=self.stderr_tail)
+
 
 class RequestTimeout(MCPWireError, TimeoutError):
     """A request got no response before its deadline; it was cancelled at the peer."""

@@ -84,8 +84,7 @@ class Pending:
         self._timer: asyncio.TimerHandle | None = None
 
     def result(self) -> JSONObject:
-        """The settled answer's result; else raises what it stands for (a fresh error,
-        so that callers sharing a session's end do not share one traceback)."""
+        """The settled answer's result; else raises (a fresh copy of) what it stands for."""
         value = self.value
         if type(value) is Response:
             return value.result
@@ -93,9 +92,7 @@ class Pending:
             err = value.error
             raise JSONRPCError(err.code, err.message, err.data)
         if isinstance(value, ConnectionClosed):
-            raise ConnectionClosed(
-                value.reason, exit_code=value.exit_code, stderr_tail=value.stderr_tail
-            )
+            raise value.again()
         raise RemoteProtocolError(str(value))
 
     def settle(

@@ -64,12 +64,9 @@ async def serve_batch(session: Session, batch: Batch) -> None:
                 else:
                     tg.start_soon(session._serve, req, replies)
             elif cls is Invalid:
-                session.invalid_received += 1
-                inv: Invalid = item  # type: ignore[assignment]
-                if inv.reply:
-                    replies.append(inv.response())
-                else:
-                    session._malformed(inv)
+                reply = session._invalid(item)  # type: ignore[arg-type]
+                if reply is not None:
+                    replies.append(reply)
             else:
                 await session._dispatch(item)
     if replies:

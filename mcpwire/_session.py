@@ -261,9 +261,8 @@ class Session:
         self._ended.set()
 
     def _closed_error(self) -> ConnectionClosed:
-        c = self._closed
-        assert c is not None
-        return ConnectionClosed(c.reason, exit_code=c.exit_code, stderr_tail=c.stderr_tail)
+        assert self._closed is not None
+        return self._closed.again()
 
     # -- outgoing -------------------------------------------------------------
 
@@ -435,13 +434,9 @@ class Session:
         elif cls is Notification:
             await self._notification(item)  # type: ignore[arg-type]
         elif cls is Invalid:
-            self.invalid_received += 1
-            inv: Invalid = item  # type: ignore[assignment]
-            logger.debug("invalid message from peer: %s", inv.error.message)
-            if inv.reply:
-                await self._send_quietly(inv.response())
-            else:
-                self._malformed(inv)
+            reply = self._invalid(item)  # type: ignore[arg-type]
+            if reply is not None:
+                await self._send_quietly(reply)
         elif cls is Batch:
             batch: Batch = item  # type: ignore[assignment]
             if not self.allow_batches:
@@ -478,13 +473,19 @@ class Session:
         if pending is not None:
             pending.settle(message)
 
-    def _malformed(self, invalid: Invalid) -> None:
-        """A malformed response to one of our requests fails that request now."""
+    def _invalid(self, invalid: Invalid) -> ErrorResponse | None:
+        """Count ``invalid``; a malformed response to one of our requests fails that
+        request now. Returns the error reply JSON-RPC calls for, if any."""
+        self.invalid_received += 1
+        logger.debug("invalid message from peer: %s", invalid.error.message)
+        if invalid.reply:
+            return invalid.response()
         out = self.rpc.malformed_response_received(invalid)
         pending = self._pending.get(out.id) if out is not None else None
         if out is not None and pending is not None:
             why = f"malformed response to {out.method}: {invalid.error.message}"
             pending.settle(RemoteProtocolError(why))
+        return None
 
     async def _notification(self, note: Notification) -> None:
         method = note.method
