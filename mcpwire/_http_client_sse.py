@@ -178,11 +178,9 @@ class SSEConnection:
         item = m.parse(event.data, self.options.limits)
         items = item.items if type(item) is m.Batch else (item,)
         for one in items:
-            # A malformed answer to one of our requests goes on: the session fails it.
-            if type(one) is m.Invalid and one.answers is None:
-                logger.warning("%s: ignoring an invalid message: %s", self.url, one.error.message)
-            else:
-                await self.owner._deliver(one)
+            # Invalid ones too: the session answers or counts them, as on any transport,
+            # and a malformed answer fails the request it names.
+            await self.owner._deliver(one)
 
     async def send(self, message: Outbound) -> None:
         """POST one message (or batch) to the endpoint."""

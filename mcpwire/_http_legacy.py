@@ -288,7 +288,7 @@ class LegacyEndpoint:
         item: Response | ErrorResponse | Batch | Invalid,
     ) -> None:
         """A POSTed answer (or batch) for the session; a malformed answer reaches the
-        session too, which fails the request it names, and the client gets a 400."""
+        session too (which fails a request it names), and the client gets a 400."""
         session = await self._session_for(http, head)
         if session is None:
             return
@@ -325,8 +325,8 @@ class LegacyEndpoint:
                     invalid: Invalid = item  # type: ignore[assignment]
                     if invalid.reply:
                         replies.append(serialize(invalid.response()))
-                    elif invalid.answers is not None:
-                        await session.feed(invalid)  # fails the request it names
+                    else:
+                        await session.feed(invalid)  # a malformed answer: the session judges
                 elif cls is Request:
                     req: Request = item  # type: ignore[assignment]
                     problem = None

@@ -487,8 +487,8 @@ class HTTPServer:
             await self.legacy.other(http, head, item)  # type: ignore[arg-type]
         else:
             invalid: Invalid = item  # type: ignore[assignment]
-            if invalid.answers is not None and MCP_SESSION_ID in headers:
-                # A malformed answer to the session's own request: that request fails now.
+            if not invalid.reply and MCP_SESSION_ID in headers:
+                # A malformed answer (to a request of the session's, which fails now).
                 await self.legacy.other(http, head, invalid)
                 return
             await self.json_error(http, 400, invalid.id, invalid.error.code, invalid.error.message)
