@@ -71,12 +71,12 @@ from typing import TYPE_CHECKING, cast
 import anyio
 
 from ._asks import answer
-from ._errors import JSONRPCError, MCPWireError, RequestTimeout
+from ._errors import JSONRPCError, MCPWireError, RequestTimeout, error_from_object
 from ._handshake import declaring_tasks
 from ._types import CallToolResult, Task, poll_seconds
 from ._versions import LEGACY_TASKS_VERSION, at_least
 from .sansio._json import JSONObject, JSONValue, dig
-from .sansio._messages import ErrorCode, Response
+from .sansio._messages import Response
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -243,15 +243,7 @@ def _outcome(task: Task) -> JSONObject:
             raise MCPWireError(f"task {task.task_id} completed without a result")
         return task.result
     if task.status == "failed":
-        error = task.error or {}
-        code, message = error.get("code"), error.get("message")
-        raise JSONRPCError(
-            code
-            if isinstance(code, int) and not isinstance(code, bool)
-            else ErrorCode.INTERNAL_ERROR,
-            message if isinstance(message, str) else (task.status_message or "The task failed"),
-            error.get("data"),
-        )
+        raise error_from_object(task.error, task.status_message or "The task failed")
     raise TaskCancelled(task)
 
 

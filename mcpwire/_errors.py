@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .sansio._json import JSONValue
+    from .sansio._json import JSONObject, JSONValue
 
 __all__ = (
     "AuthorizationError",
@@ -32,10 +32,14 @@ __all__ = (
     "ProtocolError",
     "RemoteProtocolError",
     "RequestTimeout",
+    "error_from_object",
+    "error_object",
 )
 
-# JSON-RPC "Invalid Request"; duplicated here (not imported) to keep this module a leaf.
+# JSON-RPC "Invalid Request" and "Internal error"; duplicated here (not imported)
+# to keep this module a leaf.
 _INVALID_REQUEST = -32600
+_INTERNAL_ERROR = -32603
 
 
 class MCPWireError(Exception):
@@ -78,6 +82,29 @@ class JSONRPCError(MCPWireError):
         self.code = code
         self.message = message
         self.data = data
+
+
+def error_object(exc: JSONRPCError) -> JSONObject:
+    """The JSON-RPC error object (wire form) of ``exc``; ``data`` only when set."""
+    error: JSONObject = {"code": exc.code, "message": exc.message}
+    if exc.data is not None:
+        error["data"] = exc.data
+    return error
+
+
+def error_from_object(error: object, fallback: str) -> JSONRPCError:
+    """The ``JSONRPCError`` an error object (wire form, as stored) stands for.
+
+    A member of the wrong type does not hide the rest: a code that is no integer
+    (``true`` included) becomes -32603, a message that is no string ``fallback``.
+    """
+    fields = error if isinstance(error, dict) else {}
+    code, message = fields.get("code"), fields.get("message")
+    return JSONRPCError(
+        code if isinstance(code, int) and not isinstance(code, bool) else _INTERNAL_ERROR,
+        message if isinstance(message, str) else fallback,
+        fields.get("data"),
+    )
 
 
 class ConnectionClosed(MCPWireError):

@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Final
 import anyio
 
 from ._cursor import decode_cursor, encode_cursor
-from ._errors import JSONRPCError
+from ._errors import JSONRPCError, error_from_object
 from ._tasks import TaskStore, legacy_tasks
 from ._types import poll_seconds
 from .sansio._json import JSONObject, JSONValue, dig
@@ -348,11 +348,7 @@ async def task_result(
             run.close_stream(*stream)
     if task.result is not None:
         return _with_related(task.result, task.task_id)
-    error = task.error or {}
-    code, message = error.get("code"), error.get("message")
-    if isinstance(code, int) and isinstance(message, str):
-        raise JSONRPCError(code, message, error.get("data"))
-    raise JSONRPCError(ErrorCode.INTERNAL_ERROR, f"Task {task.task_id} was {task.status}")
+    raise error_from_object(task.error, f"Task {task.task_id} was {task.status}")
 
 
 def list_tasks(store: TaskStore, params: JSONObject, conn: object, page_size: int) -> JSONObject:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 import anyio
 
-from ._errors import JSONRPCError
+from ._errors import JSONRPCError, error_object
 from ._tasks import TERMINAL, TaskStore, TaskStoreFull, declares_tasks, missing_tasks_capability
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode
@@ -30,7 +30,6 @@ __all__ = (
     "TaskRun",
     "TaskStateError",
     "call_tool",
-    "error_object",
     "next_status",
     "tasks_cancel",
     "tasks_get",
@@ -241,14 +240,6 @@ class Task:
 # -- running a tools/call as a task ---------------------------------------------------------
 
 Invoke = Callable[["Context"], Awaitable[JSONObject]]
-
-
-def error_object(exc: JSONRPCError) -> JSONObject:
-    """A JSON-RPC error object (wire form) of ``exc``."""
-    error: JSONObject = {"code": exc.code, "message": exc.message}
-    if exc.data is not None:
-        error["data"] = exc.data
-    return error
 
 
 class TaskRun:

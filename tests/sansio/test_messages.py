@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import json_values, messages, requests
 
+from mcpwire._errors import JSONRPCError, error_from_object, error_object
 from mcpwire.sansio import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_MESSAGE_SIZE,
@@ -790,3 +791,42 @@ def test_error_codes_are_ints() -> None:
     for code in ErrorCode:
         assert isinstance(code, int)
         assert -32768 <= code <= -32000
+
+
+# --------------------------------------------------------------------------
+# JSONRPCError <-> error object (a task's stored error)
+
+
+@given(
+    code=st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    message=st.text(),
+    data=json_values,
+)
+def test_an_error_object_round_trips_through_jsonrpcerror(
+    code: int, message: str, data: Any
+) -> None:
+    exc = error_from_object(error_object(JSONRPCError(code, message, data)), "fallback")
+    assert (exc.code, exc.message, exc.data) == (code, message, data)
+
+
+@given(error=json_values)
+def test_any_stored_error_becomes_a_jsonrpcerror_with_an_int_code_and_a_str_message(
+    error: Any,
+) -> None:
+    exc = error_from_object(error, "fallback")
+    assert type(exc.code) is int
+    assert isinstance(exc.message, str)
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (None, (-32603, "fallback", None)),
+        ({"code": True, "message": "m"}, (-32603, "m", None)),
+        ({"code": 1.5, "message": 7, "data": [1]}, (-32603, "fallback", [1])),
+        ({"code": -32002, "message": "gone"}, (-32002, "gone", None)),
+    ],
+)
+def test_each_member_of_a_stored_error_falls_back_alone(error: Any, expected: Any) -> None:
+    exc = error_from_object(error, "fallback")
+    assert (exc.code, exc.message, exc.data) == expected
