@@ -18,7 +18,10 @@ environment values, URLs and headers (the places people put secrets):
 * ``${input:ID}``: VS Code's prompted inputs need an editor; the server that
   uses one is reported and left disabled rather than started with a hole in it.
 
-Anything else in ``${...}`` is an error, never passed through literally.
+With gemini-cli's dialect, bare ``$VAR`` is a variable too. Each reference is
+replaced in one pass, so a value that holds ``${...}`` or ``$NAME`` is used as
+it is, never expanded again. Anything else in ``${...}``, and a ``${`` that is
+never closed, is an error, never passed through literally.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ __all__ = ("Expander", "InputVariable", "json_path", "read_jsonc", "workspace_of
 
 #: Directories whose parent is the workspace a project config belongs to.
 _CONFIG_DIRS = frozenset({".vscode", ".cursor", ".roo", ".gemini", ".claude", ".kilocode"})
-_VAR = re.compile(r"\$\{([^}]*)\}")
-_BARE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+#: ``${...}``, or a ``${`` never closed (group 2: what follows it).
+_VAR = re.compile(r"\$\{([^}]*)\}|\$\{([^}]*)\Z")
+#: The same, and gemini-cli's bare ``$VAR`` (group 3).
+_VAR_OR_BARE = re.compile(r"\$\{([^}]*)\}|\$\{([^}]*)\Z|\$([A-Za-z_][A-Za-z0-9_]*)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 
@@ -59,6 +64,7 @@ def _strip_jsonc(text: str) -> str:
     i, n = 0, len(text)
     in_string = False
     pending_comma = -1  # index in ``out`` of a comma that may be trailing
+    last = ""  # the last character outside strings, comments and whitespace
     while i < n:
         c = text[i]
         if in_string:
@@ -85,9 +91,12 @@ def _strip_jsonc(text: str) -> str:
         if c in "]}" and pending_comma >= 0:
             out[pending_comma] = " "
         if c == ",":
-            pending_comma = len(out)
+            # Trailing only after a value: "[,]", "{,}" and "[1,,]" stay errors.
+            pending_comma = len(out) if last and last not in "[{,:" else -1
         elif not c.isspace():
             pending_comma = -1
+        if not c.isspace():
+            last = c
         if c == '"':
             in_string = True
         out.append(c)
@@ -156,10 +165,16 @@ class Expander:
         """Raises ``KeyError`` (message: the rule) or ``InputVariable``."""
         if "$" not in value:
             return value
-        if self.bare:
-            # $VAR first, leaving ${...} (which _BARE cannot match) for the main pass.
-            value = _BARE.sub(lambda m: self._lookup(m.group(1), m.group(0)), value)
-        return _VAR.sub(lambda m: self._one(m.group(1)), value)
+        # One pass: a variable's value is used as it is, never expanded again.
+        return (_VAR_OR_BARE if self.bare else _VAR).sub(self._match, value)
+
+    def _match(self, match: re.Match[str]) -> str:
+        which = match.lastindex  # the alternative that matched: one group each
+        if which == 1:
+            return self._one(match.group(1))
+        if which == 2:
+            raise KeyError(f"${{{match.group(2)}: the '${{' is never closed")
+        return self._lookup(match.group(3), match.group(0))
 
     def _one(self, body: str) -> str:
         if body.startswith("input:"):
