@@ -283,6 +283,9 @@ def load_config(
         msg = getattr(exc, "msg", str(exc))
         where = f"line {line} column {col}: " if line else ""
         raise ConfigError([ConfigIssue(file, "$", f"not valid JSON: {where}{msg}")]) from None
+    except RecursionError:
+        issue = ConfigIssue(file, "$", "not valid JSON: nested too deeply to read")
+        raise ConfigError([issue]) from None
     from ._hub_dialects import parse_config
 
     loaded = parse_config(data, file=file, dialect=dialect, environ=environ)

@@ -450,8 +450,15 @@ def _duration(doc: _Doc, value: object, path: str, unit: float) -> float | None:
             doc.error(path, f"must be a number or a duration like '30s' or '500ms', not {value!r}")
             return None
         seconds = float(match.group(1)) * _UNITS[match.group(2)]
-    elif isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        seconds = value * unit
+    elif (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and (isinstance(value, int) or math.isfinite(value))
+    ):
+        try:
+            seconds = value * unit
+        except OverflowError:  # an integer too large for a float: out of range
+            seconds = math.inf
     else:
         doc.error(path, f"must be a number of {'milliseconds' if unit < 1 else 'seconds'}")
         return None

@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+from strategies import json_values
 
 from mcpwire import (
     ConfigError,
@@ -319,3 +322,100 @@ def test_connection_key_ignores_policy_fields() -> None:
     c = ServerConfig(name="a", command="x", args=["--v2"])
     assert a.connection_key() == b.connection_key() != c.connection_key()
     assert a != b
+
+
+# -- any document: a config or a ConfigError, nothing else ---------------------------------------
+
+_KEYS = sorted(
+    {"type", "transportType", "command", "args", "env", "cwd", "url", "serverUrl", "httpUrl"}
+    | {"headers", "disabled", "timeout", "startupTimeout", "alwaysAllow", "autoApprove"}
+    | {"disabledTools", "watchPaths", "includeTools", "excludeTools", "oauth", "trust"}
+    | {"authProviderType", "autoConnect", "name", "envFile", "unknownKey"}
+)
+_OAUTH_KEYS = ["enabled", "clientId", "clientSecret", "scopes", "redirectUri", "callbackPort"]
+_odd_numbers = st.sampled_from(
+    [10**400, -(10**400), float("nan"), float("inf"), -0.0, 1e308, 2**63, 0.0005]
+)
+_plausible = st.one_of(
+    st.sampled_from(["node", "", " ", "stdio", "sse", "http", "30s", "1.5h", "99999ms"]),
+    st.sampled_from(["http://127.0.0.1:9/mcp", "https://x.example/mcp", "ftp://x", "${HOME}"]),
+    st.sampled_from(["$HOME", "${input:k}", "${", "${NOPE}", "${A:-b}", "a\nb", "x\x00y"]),
+    _odd_numbers,
+    st.lists(st.one_of(st.text(max_size=5), st.integers(), _odd_numbers), max_size=3),
+    st.dictionaries(
+        st.text(max_size=5), st.one_of(st.text(max_size=5), _odd_numbers, st.none()), max_size=3
+    ),
+)
+
+
+@st.composite
+def _entries(draw: st.DrawFn) -> dict[str, Any]:
+    values = st.one_of(_plausible, json_values)
+    entry = draw(st.dictionaries(st.sampled_from(_KEYS), values, max_size=8))
+    if draw(st.booleans()):
+        entry["oauth"] = draw(
+            st.one_of(values, st.dictionaries(st.sampled_from(_OAUTH_KEYS), values, max_size=4))
+        )
+    return entry
+
+
+@st.composite
+def _documents(draw: st.DrawFn) -> Any:
+    entries = st.one_of(_entries(), json_values)
+    shape = draw(st.sampled_from(["mcpServers", "servers", "connections", "any"]))
+    if shape == "connections":
+        return {"connections": draw(st.lists(entries, max_size=3))}
+    if shape == "any":
+        return draw(json_values)
+    return {shape: draw(st.dictionaries(st.text(max_size=6), entries, max_size=3))}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    document=_documents(),
+    dialect=st.sampled_from(["auto", "claude", "gemini", "vscode", "connections"]),
+)
+@example(document={"mcpServers": {"s": {"command": "x", "timeout": 10**400}}}, dialect="gemini")
+@example(document={"mcpServers": {"s": {"command": "x", "timeout": 2**1100}}}, dialect="claude")
+def test_any_document_is_a_config_or_a_config_error_naming_where(
+    document: Any, dialect: str
+) -> None:
+    try:
+        loaded = parse_config(document, file="<fuzz>", dialect=dialect, environ={"HOME": "/h"})
+    except ConfigError as exc:
+        refused: ConfigError | None = exc
+    else:
+        refused = None
+    if refused is not None:
+        assert refused.issues
+        for issue in refused.issues:
+            assert issue.file == "<fuzz>"
+            assert issue.path.startswith("$")
+            assert issue.message
+        return
+    for name, server in loaded.servers.items():
+        assert server.name == name
+        assert server.transport in ("stdio", "sse", "http")
+        assert 1.0 <= server.timeout <= 3600.0
+        assert server.startup_timeout is None or 1.0 <= server.startup_timeout <= 3600.0
+        json.dumps(server.to_json(redact=True), allow_nan=False)  # shown by the hub's CLI
+    for issue in loaded.warnings:
+        assert issue.path.startswith("$")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * 100_000, "nested too deeply"),
+        ('{"a": 1' + "0" * 5000 + "}", "not valid JSON"),
+        ('{"mcpServers": {"s": {"command": "x", "timeout": NaN}}}', "must be a number"),
+        ('{"mcpServers": {"s": {"command": "x", "timeout": -Infinity}}}', "must be a number"),
+        ('{"mcpServers": {"s": {"command": "x", "timeout": 1' + "0" * 400 + "}}}", "between"),
+    ],
+)
+def test_documents_past_what_json_can_hold_are_config_errors(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    (tmp_path / "c.json").write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        load_config(tmp_path / "c.json")
