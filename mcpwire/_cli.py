@@ -352,10 +352,14 @@ def _fail(
 
 
 def _json_args(text: str) -> JSONObject:
+    from .sansio import CodecError, loads
+
     try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"--args is not valid JSON: {exc}") from None
+        # The wire's own reader: NaN, Infinity, 1e999, integers past 64 bits and
+        # lone surrogates are refused here, not sent as something else.
+        value = loads(text)
+    except CodecError as exc:
+        raise UsageError(f"--args: {exc}") from None
     if not isinstance(value, dict):
         raise UsageError("--args must be a JSON object")
     return value

@@ -27,6 +27,7 @@ never closed, is an error, never passed through literally.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -127,8 +128,24 @@ def read_jsonc(text: str) -> tuple[object, list[str]]:
     if text.startswith("\ufeff"):
         text = text[1:]
     hook = _Duplicates()
-    value = json.loads(_strip_jsonc(text), object_pairs_hook=hook)
+    value = json.loads(
+        _strip_jsonc(text),
+        object_pairs_hook=hook,
+        parse_constant=_not_json,
+        parse_float=_finite,
+    )
     return value, hook.keys
+
+
+def _not_json(word: str) -> object:
+    raise ValueError(f"{word} is not a JSON value")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text} is out of range")
+    return value
 
 
 def workspace_of(file: str | os.PathLike[str] | None) -> Path:

@@ -142,7 +142,19 @@ def test_call_unknown_tool_exits_1_with_the_error() -> None:
     assert "nosuch" in error["message"]
 
 
-@pytest.mark.parametrize("bad", ["{not json", "[1, 2]", '"text"'])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "{not json",
+        "[1, 2]",
+        '"text"',
+        # Python's json reads these; none is JSON the wire could carry as written.
+        '{"message": NaN}',
+        '{"message": 1e999}',
+        '{"message": "x", "n": 18446744073709551616}',
+        "[" * 100_000,
+    ],
+)
 def test_call_bad_args_exits_2(bad: str) -> None:
     proc = mcpwire("call", "echo", "--args", bad, *EVERYTHING)
     assert proc.returncode == 2

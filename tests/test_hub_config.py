@@ -408,8 +408,9 @@ def test_any_document_is_a_config_or_a_config_error_naming_where(
     [
         ("[" * 100_000, "nested too deeply"),
         ('{"a": 1' + "0" * 5000 + "}", "not valid JSON"),
-        ('{"mcpServers": {"s": {"command": "x", "timeout": NaN}}}', "must be a number"),
-        ('{"mcpServers": {"s": {"command": "x", "timeout": -Infinity}}}', "must be a number"),
+        ('{"mcpServers": {"s": {"command": "x", "args": [NaN]}}}', "NaN is not a JSON value"),
+        ('{"mcpServers": {"s": {"timeout": -Infinity}}}', "-Infinity is not a JSON value"),
+        ('{"mcpServers": {"s": {"command": "x", "timeout": 1e999}}}', "1e999 is out of range"),
         ('{"mcpServers": {"s": {"command": "x", "timeout": 1' + "0" * 400 + "}}}", "between"),
     ],
 )
