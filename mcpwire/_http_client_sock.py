@@ -157,7 +157,18 @@ class StreamSocket:
         return event  # type: ignore[return-value]
 
     def reusable(self) -> bool:
-        return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
+        """Whether the exchange ended cleanly and nothing came after the response.
+
+        Bytes past a complete response (a body on a 204 or 304, a Content-Length
+        that fell short) answer no request: RFC 9112 §6.3 forbids reading them as
+        the next response, so the socket is not kept.
+        """
+        conn = self.h11
+        return (
+            conn.our_state is h11.DONE
+            and conn.their_state is h11.DONE
+            and conn.trailing_data == _NOTHING
+        )
 
     def looks_dead(self) -> bool:
         """True if an idle socket is readable: the peer closed it (or sent garbage)."""
