@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import codecs
 from dataclasses import dataclass
-from typing import NoReturn
 
 from .._errors import RemoteProtocolError
 
@@ -139,11 +138,12 @@ class SSEDecoder:
     ``max_event_size`` bytes of UTF-8. The line's field name counts, so a single
     ``data: `` line carries at most ``max_event_size - 6`` bytes of payload. A
     stream of many events, each within the limit, never trips it. When the limit
-    is exceeded ``SSEEventTooLarge`` is raised, events completed earlier in the
-    same chunk are dropped with it, and the decoder is broken for good: every
-    later ``feed`` or ``feed_eof`` raises ``SSEEventTooLarge`` again with the same
-    size and limit. Whether the limit trips does not depend on how the stream is
-    chunked, only how early it is noticed does.
+    is exceeded the decoder is broken for good. The ``feed`` that notices it
+    still returns the events its chunk completed before the oversized one (so an
+    answer that came first is delivered however the stream was chunked) or, when
+    there are none, raises ``SSEEventTooLarge``; every later ``feed`` or
+    ``feed_eof`` raises it, with the same size and limit. Whether the limit trips
+    does not depend on how the stream is chunked, only how early it is noticed does.
     """
 
     __slots__ = (
@@ -207,7 +207,8 @@ class SSEDecoder:
         """Consume the next chunk of the body; return the events it completed.
 
         Raises:
-            SSEEventTooLarge: the limit was exceeded, now or by an earlier call.
+            SSEEventTooLarge: the limit was exceeded by an earlier call, or now
+                with no event completed before it in this chunk.
             RuntimeError: called after ``feed_eof``.
         """
         if self._error is not None:
@@ -254,9 +255,15 @@ class SSEDecoder:
         self._event_type = ""
         self._block_retry = None
 
-    def _fail(self, size: int) -> NoReturn:
-        self._reset_buffers()  # release the memory now; the decoder is done
+    def _fail(self, size: int, events: list[SSEEvent]) -> list[SSEEvent]:
+        """The limit is exceeded: the decoder is done. Events the chunk completed
+        before the oversized one are still returned, in order, so that where the
+        chunk boundaries fell never decides what is delivered; the error is
+        raised now when there are none, else by the next ``feed``/``feed_eof``."""
+        self._reset_buffers()  # release the memory now
         self._error = SSEEventTooLarge(size, self._max)
+        if events:
+            return events
         raise SSEEventTooLarge(size, self._max)
 
     def _feed_text(self, text: str) -> list[SSEEvent]:
@@ -302,14 +309,14 @@ class SSEDecoder:
                 self._pending.clear()
                 self._pending_size = 0
             if self._data_size + size > self._max:
-                self._fail(self._data_size + size)
+                return self._fail(self._data_size + size, events)
             self._process_line(line, events)
         if pos < n:
             tail = text[pos:]
             self._pending.append(tail)
             self._pending_size += _utf8_len(tail)
             if self._data_size + self._pending_size > self._max:
-                self._fail(self._data_size + self._pending_size)
+                return self._fail(self._data_size + self._pending_size, events)
         return events
 
     def _process_line(self, line: str, events: list[SSEEvent]) -> None:

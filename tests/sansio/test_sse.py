@@ -361,11 +361,18 @@ def test_chunking_does_not_change_the_result(stream: bytes, data: st.DataObject)
 def test_chunking_does_not_change_whether_the_limit_trips(
     stream: bytes, data: st.DataObject, limit: int
 ) -> None:
-    def outcome(chunks: list[bytes]) -> tuple[list[SSEEvent], str, int | None] | None:
+    def outcome(chunks: list[bytes]) -> tuple[list[SSEEvent], bool]:
+        """The events delivered, and whether the limit tripped: the events an
+        oversized one follows are delivered before the error, however chunked."""
+        dec = SSEDecoder(max_event_size=limit)
+        events: list[SSEEvent] = []
         try:
-            return run(chunks, max_event_size=limit)
+            for chunk in chunks:
+                events += dec.feed(chunk)
+            events += dec.feed_eof()
         except SSEEventTooLarge:
-            return None
+            return events, True
+        return events, False
 
     expected = outcome([stream])
     assert outcome(bytewise(stream)) == expected
@@ -557,6 +564,19 @@ def test_error_state_is_sticky() -> None:
         dec.feed(b"")
     with pytest.raises(SSEEventTooLarge):
         dec.feed_eof()
+
+
+def test_an_event_before_an_oversized_one_in_the_same_chunk_is_delivered() -> None:
+    answer = b'data: {"id": 1}\n\n'
+    dec = SSEDecoder(max_event_size=64)
+    assert dec.feed(answer + b"data: " + b"x" * 100 + b"\n\n") == [E('{"id": 1}')]
+    with pytest.raises(SSEEventTooLarge):
+        dec.feed(b"data: more\n\n")
+    with pytest.raises(SSEEventTooLarge):
+        dec.feed_eof()
+    # With nothing completed first, the chunk that trips the limit raises.
+    with pytest.raises(SSEEventTooLarge):
+        SSEDecoder(max_event_size=64).feed(b"data: " + b"x" * 100)
 
 
 def test_invalid_limit() -> None:
