@@ -387,8 +387,10 @@ class HTTPClientTransport(EventStreams):
                 return False
             if body.strip() == b"null":
                 what = "a null body"
+            elif not body.strip():
+                what = "no response body"
             else:
-                what = f"a {kind} body" if kind and body.strip() else "no response body"
+                what = f"a {kind} body" if kind else "a body without a Content-Type"
             await self._final(
                 stream,
                 http_error(
