@@ -3,7 +3,8 @@
 Each request is recorded (``Seen``) and answered by a test-supplied async handler
 that returns a ``Reply``: a status, headers, and a body given as chunks, each written
 separately (``delay`` apart), optionally held open afterwards or cut off without a
-proper end. Keep-alive is supported, so tests can check connection reuse.
+proper end. Keep-alive is supported, so tests can check connection reuse. For
+malformed HTTP, a reply can instead be raw bytes written as they are (``raw``).
 """
 
 from __future__ import annotations
@@ -60,6 +61,12 @@ class Reply:
     close_after: bool = False
     #: Close the socket without any response at all.
     drop: bool = False
+    #: Bytes written as they are instead of a response framed by h11 (malformed HTTP
+    #: on purpose), one piece at a time (``delay`` apart), then ``hold``; afterwards
+    #: the socket closes, unless ``raw_keep`` says the pieces were one complete
+    #: response and the connection goes on to serve the next request.
+    raw: list[bytes] | None = None
+    raw_keep: bool = False
 
     @classmethod
     def json(
@@ -165,6 +172,22 @@ class RawServer:
                 reply = await self.handler(seen)
                 if reply.drop:
                     return
+                if reply.raw is not None:
+                    for piece in reply.raw:
+                        if reply.delay:
+                            await anyio.sleep(reply.delay)
+                        if piece:
+                            await stream.send(piece)
+                    if reply.hold is not None:
+                        await reply.hold.wait()
+                    if not reply.raw_keep:
+                        return
+                    # h11 saw no response: a fresh machine serves the next request.
+                    leftover = conn.trailing_data[0]
+                    conn = h11.Connection(h11.SERVER)
+                    if leftover:
+                        conn.receive_data(leftover)
+                    continue
                 await stream.send(
                     conn.send(h11.Response(status_code=reply.status, headers=reply.headers))
                 )
