@@ -539,6 +539,28 @@ async def test_a_malformed_answer_fails_the_request_with_its_defect(
         assert ("result" if "result" in answer else "error") in info.value.message
 
 
+async def test_the_modern_era_puts_no_client_response_on_the_wire(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """2026-07-28 has no server->client requests (MRTR replaces them), so a request
+    found in a response stream is not answered with a POST; the call goes on."""
+
+    async def handler(seen: Seen) -> Reply:
+        ping = {"jsonrpc": "2.0", "id": "srv-1", "method": "ping"}
+        return Reply.sse(event(ping) + event(result(rid(seen), TOOL_RESULT)))
+
+    async with (
+        raw_server(handler) as server,
+        Client.http(server.url, mode=MODERN, validate_output=False, request_timeout=20) as c,
+    ):
+        with anyio.fail_after(5):
+            assert (await c.call_tool("t", {})).content[0].text == "done"  # type: ignore[union-attr]
+            await c.call_tool("t", {})
+        # server/discover, then the two calls: requests only, no POSTed response.
+        assert server.methods() == ["server/discover", "tools/call", "tools/call"]
+    assert "its answer is not sent" in caplog.text
+
+
 async def test_size_limits() -> None:
     big = "x" * 5000
 
