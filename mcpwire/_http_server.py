@@ -491,7 +491,10 @@ class HTTPServer:
                 # A malformed answer (to a request of the session's, which fails now).
                 await self.legacy.other(http, head, invalid)
                 return
-            await self.json_error(http, 400, invalid.id, invalid.error.code, invalid.error.message)
+            # An error for a message JSON-RPC does not answer (a malformed response)
+            # names no id: it would read as the answer to the client's own request.
+            rid = invalid.id if invalid.reply else None
+            await self.json_error(http, 400, rid, invalid.error.code, invalid.error.message)
 
     async def json_error(
         self,
