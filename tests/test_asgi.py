@@ -39,7 +39,7 @@ import anyio
 import h11
 import orjson
 import pytest
-from test_http_server import (
+from http_raw import (
     ACCEPT,
     LEGACY,
     MODERN,

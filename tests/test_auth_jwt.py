@@ -24,11 +24,11 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from http_auth_as import JWT_KID, AuthServer, MemoryProvider
 from http_client.rawserver import Reply, Seen, as_metadata, raw_server
+from http_raw import client, init_body, running
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_http_auth import guarded_app
 from test_http_auth_interop import MemoryStorage, sdk_oauth_client
-from test_http_server import client, init_body, running
 
 from mcpwire import AccessToken, Client, JWKSError, JWTVerifier, ResourceServerAuth
 

@@ -17,9 +17,7 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from hypothesis import example, given
-from hypothesis import strategies as st
-from test_http_server import (
+from http_raw import (
     CAPS,
     LEGACY,
     Raw,
@@ -31,6 +29,8 @@ from test_http_server import (
     rpc,
     running,
 )
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from mcpwire import (
     AccessToken,

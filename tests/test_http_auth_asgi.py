@@ -11,9 +11,9 @@ import functools
 
 import anyio
 import pytest
+from http_raw import init_body
 from test_asgi import echo_call, lifespan, request
 from test_http_auth import TOKENS, auth_config, bearer, challenge, guarded_app, once
-from test_http_server import init_body
 
 from mcpwire import ResourceServerAuth, StaticTokenVerifier, asgi_app
 from mcpwire.examples.everything import server as everything

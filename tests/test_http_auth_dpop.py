@@ -26,10 +26,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from http_client.rawserver import Reply as RawReply
 from http_client.rawserver import Seen, approved, as_metadata, raw_server, registered
+from http_raw import Reply, client, modern, running
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
-from test_http_server import Reply, client, modern, running
 
 from mcpwire import (
     AccessToken,
@@ -696,7 +696,7 @@ async def test_the_client_takes_the_nonce_offered_on_success(anyio_backend: str)
 
 
 async def test_a_legacy_session_with_dpop_belongs_to_its_owner(anyio_backend: str) -> None:
-    from test_http_server import LEGACY, init_body, note, rpc
+    from http_raw import LEGACY, init_body, note, rpc
 
     holder = Holder()
     async with serving(holder) as served, client(served.port) as raw:

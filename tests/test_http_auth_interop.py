@@ -23,9 +23,9 @@ import anyio
 import orjson
 import pytest
 from http_auth_as import RS_CLIENT_ID, RS_CLIENT_SECRET, AuthServer
+from http_raw import client, init_body, running
 from mcp.server.auth.provider import AccessToken as SdkAccessToken
 from test_http_auth import guarded_app
-from test_http_server import client, init_body, running
 
 from mcpwire import (
     HTTPServer,

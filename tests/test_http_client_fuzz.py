@@ -282,7 +282,8 @@ SSE_ANSWERS = frozenset({"answer", "batch", "multiline"})
 SSE_ENDS = ("clean", "cut", "cut-mid-event", "hold")
 EOLS = ("\n", "\r\n", "\r")
 SPLITS = ("whole", "bytes", "halves", "lines", "slow")
-FRAMINGS = (
+#: Framings that deliver the answer intact.
+FRAMINGS_OK = (
     "chunked",
     "chunk-ext-trailer",
     "close-delimited",
@@ -292,33 +293,11 @@ FRAMINGS = (
     "close-after",
     "slow",
     "lf-only",
-    "gzip",
-    "cl-long",
-    "cl-short",
-    "bad-chunk",
-    "drop",
-    "garbage-head",
-    "cut-head",
-    "dup-cl",
-    "nul-header",
 )
 #: Framings whose answer never arrives as a response head: the exchange fails
 #: below HTTP (``ConnectionFailed``), which ends the transport.
-HEAD_FAILURES = frozenset({"drop", "garbage-head", "cut-head", "dup-cl", "nul-header"})
-#: Framings that deliver the answer intact.
-FRAMINGS_OK = frozenset(
-    {
-        "chunked",
-        "chunk-ext-trailer",
-        "close-delimited",
-        "http10",
-        "no-reason",
-        "conn-close",
-        "close-after",
-        "slow",
-        "lf-only",
-    }
-)
+HEAD_FAILURES = ("drop", "garbage-head", "cut-head", "dup-cl", "nul-header")
+FRAMINGS = (*FRAMINGS_OK, "gzip", "cl-long", "cl-short", "bad-chunk", *HEAD_FAILURES)
 SESSION_VALUES: tuple[bytes, ...] = (
     b"",
     b"a b",

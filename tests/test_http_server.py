@@ -1,9 +1,9 @@
 """The streamable-HTTP server transport (``Server.serve_http``), both protocol eras.
 
 Every network test talks to a server bound to 127.0.0.1 on a free port, with a raw
-HTTP/1.1 client written here on ``h11`` (``Raw``), so status codes, headers and SSE
-bytes are checked exactly as they go over the wire; nothing depends on mcpwire's own
-HTTP client. The sections:
+HTTP/1.1 client on ``h11`` (``Raw``, in ``http_raw.py``), so status codes, headers and
+SSE bytes are checked exactly as they go over the wire; nothing depends on mcpwire's
+own HTTP client. The sections:
 
 1. the sans-IO header helpers (``mcpwire.sansio._http``);
 2. one test per status-code rule of spec-notes sections 7.2-7.4 and design.md's
@@ -31,9 +31,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +40,25 @@ import anyio.abc
 import h11
 import orjson
 import pytest
+from http_raw import (
+    ACCEPT,
+    LEGACY,
+    MODERN,
+    PV,
+    Events,
+    Raw,
+    Reply,
+    client,
+    init_body,
+    initialize,
+    modern,
+    note,
+    rpc,
+    running,
+)
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from strategies import json_values
 
 from mcpwire import (
     Context,
@@ -73,212 +88,17 @@ from mcpwire.sansio import (
     routing_header_mismatch,
     split_host,
 )
+from mcpwire.sansio._xmcp import param_header_value
 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parent.parent
-MODERN = "2026-07-28"
-LEGACY = "2025-11-25"
-ACCEPT = "application/json, text/event-stream"
-PV = "io.modelcontextprotocol/protocolVersion"
-CAPS = "io.modelcontextprotocol/clientCapabilities"
 TIMEOUT = 15
 
 
 # =================================================================================================
-# A raw HTTP/1.1 client on h11
+# A probe app (the raw HTTP/1.1 client on h11 is in http_raw.py)
 # =================================================================================================
-
-
-@dataclass
-class Reply:
-    status: int
-    headers: dict[str, str]
-    body: bytes = b""
-
-    def json(self) -> Any:
-        return orjson.loads(self.body)
-
-    def events(self) -> list[SSEEvent]:
-        decoder = SSEDecoder()
-        events = decoder.feed(self.body)
-        decoder.feed_eof()
-        return events
-
-    def messages(self) -> list[dict[str, Any]]:
-        return [orjson.loads(e.data) for e in self.events() if e.data]
-
-
-class Raw:
-    """One keep-alive client connection; every call is one exchange (or part of one)."""
-
-    def __init__(self, stream: anyio.abc.SocketStream, port: int) -> None:
-        self.stream = stream
-        self.port = port
-        self.conn = h11.Connection(h11.CLIENT)
-
-    @classmethod
-    async def connect(cls, port: int) -> Raw:
-        return cls(await anyio.connect_tcp("127.0.0.1", port), port)
-
-    async def aclose(self) -> None:
-        await self.stream.aclose()
-
-    async def __aenter__(self) -> Raw:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    async def _event(self) -> Any:
-        while True:
-            event = self.conn.next_event()
-            if event is not h11.NEED_DATA:
-                return event
-            try:
-                data = await self.stream.receive()
-            except (anyio.EndOfStream, anyio.BrokenResourceError):
-                data = b""
-            self.conn.receive_data(data)
-
-    async def send(
-        self,
-        method: str = "POST",
-        body: object = None,
-        headers: dict[str, str | None] | None = None,
-        path: str = "/mcp",
-        extra: list[tuple[str, str]] | None = None,
-    ) -> None:
-        hdrs: dict[str, str | None] = {"host": f"127.0.0.1:{self.port}"}
-        if method == "POST":
-            hdrs.update({"content-type": "application/json", "accept": ACCEPT})
-        hdrs.update(headers or {})
-        payload = body if isinstance(body, bytes) else b"" if body is None else orjson.dumps(body)
-        if method == "POST" or payload:
-            hdrs.setdefault("content-length", str(len(payload)))
-        lines = [(k, v) for k, v in hdrs.items() if v is not None] + (extra or [])
-        await self.stream.send(
-            self.conn.send(h11.Request(method=method, target=path, headers=lines))
-        )
-        if payload:
-            await self.stream.send(self.conn.send(h11.Data(data=payload)))
-        await self.stream.send(self.conn.send(h11.EndOfMessage()))
-
-    async def head(self) -> Reply:
-        while True:
-            event = await self._event()
-            if isinstance(event, h11.Response):
-                headers = {k.decode().lower(): v.decode() for k, v in event.headers}
-                return Reply(event.status_code, headers)
-            if isinstance(event, h11.ConnectionClosed):
-                raise EOFError("the server closed the connection")
-
-    async def chunk(self) -> bytes | None:
-        event = await self._event()
-        if isinstance(event, h11.Data):
-            return bytes(event.data)
-        if isinstance(event, h11.EndOfMessage):
-            if self.conn.our_state is h11.DONE and self.conn.their_state is h11.DONE:
-                self.conn.start_next_cycle()
-            return None
-        raise EOFError(f"unexpected {event!r}")
-
-    async def rest(self, reply: Reply) -> Reply:
-        parts = []
-        while (part := await self.chunk()) is not None:
-            parts.append(part)
-        reply.body = b"".join(parts)
-        return reply
-
-    async def request(
-        self,
-        method: str = "POST",
-        body: object = None,
-        headers: dict[str, str | None] | None = None,
-        path: str = "/mcp",
-    ) -> Reply:
-        await self.send(method, body, headers, path)
-        return await self.rest(await self.head())
-
-    def sse(self) -> Events:
-        return Events(self)
-
-
-class Events:
-    """The SSE events of a response being read (a plain object: no async generator)."""
-
-    def __init__(self, raw: Raw) -> None:
-        self.raw = raw
-        self.decoder = SSEDecoder()
-        self.pending: list[SSEEvent] = []
-
-    async def next(self) -> SSEEvent | None:
-        """The next event, or None at the end of the response."""
-        while not self.pending:
-            part = await self.raw.chunk()
-            if part is None:
-                return None
-            self.pending.extend(self.decoder.feed(part))
-        return self.pending.pop(0)
-
-    async def rest(self) -> list[SSEEvent]:
-        out = []
-        while (event := await self.next()) is not None:
-            out.append(event)
-        return out
-
-
-def rpc(rid: int | str, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-    if params is not None:
-        out["params"] = params
-    return out
-
-
-def note(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if params is not None:
-        out["params"] = params
-    return out
-
-
-def modern(
-    rid: int | str, method: str, params: dict[str, Any] | None = None, **meta: Any
-) -> tuple[dict[str, Any], dict[str, str | None]]:
-    """A modern request and the headers a conforming client sends with it."""
-    p = dict(params or {})
-    p["_meta"] = {PV: MODERN, CAPS: {}, **meta}
-    headers: dict[str, str | None] = {"mcp-protocol-version": MODERN, "mcp-method": method}
-    key = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(method)
-    if key is not None and key in p:
-        headers["mcp-name"] = encode_header_value(p[key])
-    return rpc(rid, method, p), headers
-
-
-def init_body(version: str = LEGACY, rid: int = 1) -> dict[str, Any]:
-    return rpc(
-        rid,
-        "initialize",
-        {
-            "protocolVersion": version,
-            "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    )
-
-
-async def initialize(raw: Raw, version: str = LEGACY) -> str:
-    """A legacy session: initialize, then notifications/initialized; its id."""
-    reply = await raw.request(body=init_body(version))
-    assert reply.status == 200, reply
-    assert reply.json()["result"]["protocolVersion"] == version
-    sid = reply.headers["mcp-session-id"]
-    done = await raw.request(
-        body=note("notifications/initialized"),
-        headers={"mcp-session-id": sid, "mcp-protocol-version": version},
-    )
-    assert done.status == 202
-    return sid
 
 
 def probe_app(wrap: Callable[[Any], Any] = lambda fn: fn) -> tuple[Server, dict[str, int]]:
@@ -331,26 +151,6 @@ def probe_app(wrap: Callable[[Any], Any] = lambda fn: fn) -> tuple[Server, dict[
         return f"{region}:{count}:{flag}"
 
     return app, state
-
-
-@asynccontextmanager
-async def running(app: Server = everything, **options: Any) -> AsyncIterator[HTTPServer]:
-    http = HTTPServer(app, HTTPServerOptions(**options))
-    async with anyio.create_task_group() as tg:
-        await tg.start(http.serve, "127.0.0.1", 0)
-        try:
-            yield http
-        finally:
-            tg.cancel_scope.cancel()
-
-
-@asynccontextmanager
-async def client(port: int) -> AsyncIterator[Raw]:
-    raw = await Raw.connect(port)
-    try:
-        yield raw
-    finally:
-        await raw.aclose()
 
 
 # =================================================================================================
@@ -444,6 +244,16 @@ def test_header_value_round_trip(value: str) -> None:
     assert decode_header_value(encoded) == value
 
 
+@given(value=json_values, kind=st.sampled_from(["integer", "string", "boolean"]))
+def test_the_server_accepts_the_param_headers_our_client_sends(value: Any, kind: str) -> None:
+    """Whatever the argument, the headers our client derives from it (or leaves
+    out) pass the server's check: client and server follow one rule."""
+    schema = {"type": "object", "properties": {"p": {"type": kind, "x-mcp-header": "P"}}}
+    rendered = param_header_value(value)
+    headers = {} if rendered is None else {"mcp-param-p": encode_header_value(rendered)}
+    assert param_header_mismatch(schema, {"p": value}, headers) is None
+
+
 def test_routing_and_param_header_checks() -> None:
     params = {"name": "routed", "_meta": {PV: MODERN}}
     good = {"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "routed"}
@@ -471,6 +281,12 @@ def test_routing_and_param_header_checks() -> None:
     assert param_header_mismatch(schema, {"n": 42}, {"mcp-param-n": "42.0"}) is None
     assert param_header_mismatch(schema, {"n": 42}, {"mcp-param-n": "43"}) is not None
     assert param_header_mismatch(schema, {"n": 42}, {}) is not None
+    # No header can carry these (our client omits it): not demanded, and a
+    # header that is sent anyway must still match.
+    assert param_header_mismatch(schema, {"n": 2**60}, {}) is None
+    assert param_header_mismatch(schema, {"n": 3.5}, {}) is None
+    assert param_header_mismatch(schema, {"n": 2**60}, {"mcp-param-n": str(2**60)}) is None
+    assert param_header_mismatch(schema, {"n": 2**60}, {"mcp-param-n": "1"}) is not None
     assert param_header_mismatch(schema, {}, {"mcp-param-s": "x"}) is not None
     assert invalid_x_mcp_header({"properties": {"f": {"type": "number", "x-mcp-header": "F"}}})
     assert invalid_x_mcp_header({"items": {"x-mcp-header": "F", "type": "string"}})

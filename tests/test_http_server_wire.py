@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import socket
 import string
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
@@ -30,10 +29,11 @@ import anyio.abc
 import h11
 import orjson
 import pytest
+from http_raw import running as http_running
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpwire import HTTPServer, HTTPServerOptions, Server
+from mcpwire import HTTPServer, Server
 from mcpwire._http_wire import HTTPConnection, RequestHead
 
 pytestmark = pytest.mark.anyio
@@ -240,15 +240,8 @@ def _app() -> Server:
     return app
 
 
-@asynccontextmanager
-async def running(**options: Any) -> AsyncIterator[HTTPServer]:
-    http = HTTPServer(_app(), HTTPServerOptions(**options))
-    async with anyio.create_task_group() as tg:
-        await tg.start(http.serve, "127.0.0.1", 0)
-        try:
-            yield http
-        finally:
-            tg.cancel_scope.cancel()
+def running(**options: Any) -> AbstractAsyncContextManager[HTTPServer]:
+    return http_running(_app(), **options)
 
 
 def _call(rid: int, name: str, arguments: dict[str, Any]) -> bytes:

@@ -17,12 +17,12 @@ from typing import Any
 
 import anyio
 import pytest
+from http_raw import client as http_client
+from http_raw import rpc
+from http_raw import running as http_running
 from hypothesis import given
 from hypothesis import strategies as st
 from inproc import Gate, serving
-from test_http_server import client as http_client
-from test_http_server import rpc
-from test_http_server import running as http_running
 
 from mcpwire import Context, JSONRPCError, Server, Session, ToolError
 from mcpwire._task_runs import EVENTS, Task, TaskStateError, next_status
