@@ -522,6 +522,9 @@ async def test_invalid_bodies_get_their_json_rpc_error(anyio_backend: str) -> No
             (b'{"jsonrpc":"1.0","id":7,"method":"tools/list"}', -32600, 7),
             (b'{"jsonrpc":"2.0","id":8,"method":"tools/list","params":[1]}', -32602, 8),
             (b"42", -32600, None),
+            # A malformed response is not answered in JSON-RPC: the 400 names no id.
+            (b'{"jsonrpc":"2.0","id":5,"result":[1]}', -32600, None),
+            (b'{"jsonrpc":"1.0","id":6,"result":{}}', -32600, None),
         ]
         for payload, code, rid in cases:
             reply = await raw.request(body=payload, headers=headers)
