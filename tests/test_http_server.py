@@ -254,6 +254,19 @@ def test_the_server_accepts_the_param_headers_our_client_sends(value: Any, kind:
     assert param_header_mismatch(schema, {"p": value}, headers) is None
 
 
+@given(method=st.text(), name=st.text())
+def test_the_server_accepts_the_routing_headers_our_client_sends(method: str, name: str) -> None:
+    """Any method and tool name, written as our client writes them (escaped when
+    a header cannot carry them as they are), pass the server's check."""
+    params = {"name": name, "_meta": {PV: MODERN}}
+    headers = {
+        "mcp-protocol-version": MODERN,
+        "mcp-method": encode_header_value(method),
+        "mcp-name": encode_header_value(name),
+    }
+    assert routing_header_mismatch(method, params, headers) is None
+
+
 def test_routing_and_param_header_checks() -> None:
     params = {"name": "routed", "_meta": {PV: MODERN}}
     good = {"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "routed"}
