@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import anyio
 
 from ._http_client_base import (
+    ERROR_BODY_EXCERPT,
     HTTPClientOptions,
     HTTPTransportBase,
     backoff_delay,
@@ -301,10 +302,12 @@ class EventStreams(HTTPTransportBase):
                         continue
                     if status == 404 and self.session_id is not None:
                         logger.info("%s: the session ended; the GET stream stops", self.url)
+                        await drain(response)
                         return
                     if not 200 <= status < 300 or response.media_type != "text/event-stream":
                         # 405 is the spec's "no stream here"; other refusals mean the same.
                         logger.debug("%s: no standalone GET stream (HTTP %d)", self.url, status)
+                        await drain(response)  # a short refusal leaves the socket reusable
                         return
                     response.timeout = self.options.stream_idle_timeout
                     seen = stream.events
@@ -338,14 +341,19 @@ def _last_event_id(stream: Stream) -> list[tuple[str, str]]:
 
 
 async def drain(response: HTTPResponse) -> None:
-    """Read the end of a finished stream briefly, so that its socket can be reused.
+    """Read the rest of a body briefly, so that its socket can be reused.
 
-    One read: ``b""`` means the body has ended (the socket goes back to the
-    pool); anything else means the server keeps writing, and closing is the
-    answer to that too.
+    When the body ends within ``ERROR_BODY_EXCERPT`` bytes and ``_DRAIN``
+    seconds (the end of a finished stream, a short refusal), the socket goes
+    back to the pool; a server that keeps writing gets its socket closed.
     """
+    left = ERROR_BODY_EXCERPT
     with anyio.move_on_after(_DRAIN):
         try:
-            await response.read_chunk()
+            while left >= 0:
+                chunk = await response.read_chunk()
+                if not chunk:
+                    return
+                left -= len(chunk)
         except HTTPError:
             pass

@@ -889,6 +889,31 @@ async def test_keepalive_reuse_and_stale_sockets() -> None:
             assert (await c.call_tool("stale", {})).text == "done"
 
 
+@pytest.mark.parametrize(
+    "refusal",
+    [Reply.empty(405), Reply.text(405, "no standalone stream here"), Reply.empty(404)],
+    ids=["405-empty", "405-text", "404"],
+)
+async def test_a_refused_get_stream_leaves_its_socket_for_the_next_request(refusal: Reply) -> None:
+    async def get(seen: Seen) -> Reply:
+        return refusal
+
+    async def call(seen: Seen) -> Reply:
+        return Reply.json(result(rid(seen), TOOL_RESULT))
+
+    routes = {"tools/call": call}
+    async with raw_server(legacy(routes, get=get)) as server:
+        async with legacy_client(server.url) as c:
+            with anyio.fail_after(5):
+                while not any(s.method == "GET" for s in server.seen):
+                    await anyio.sleep(0.01)
+                await anyio.sleep(0.1)  # the refusal read and its socket pooled
+                await c.call_tool("t", {})
+        [refused] = [s for s in server.seen if s.method == "GET"]
+        later = [s for s in server.seen if s.rpc_method == "tools/call"]
+        assert later[0].connection == refused.connection
+
+
 async def test_connection_refused_is_connection_closed() -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
     with anyio.fail_after(5), pytest.raises(ConnectionClosed, match="cannot reach the MCP server"):
