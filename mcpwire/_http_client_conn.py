@@ -555,7 +555,7 @@ class HTTPClient:
             raise ConnectionFailed(
                 f"cannot connect to {url.authority}: timed out after {self.connect_timeout:g} s"
             ) from None
-        except (OSError, anyio.BrokenResourceError) as exc:
+        except (OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:  # EOS: mid-TLS
             raise ConnectionFailed(f"cannot connect to {url.authority}: {_describe(exc)}") from exc
         self.connections_opened += 1
         return StreamSocket(stream, url.origin, self.max_header_size)

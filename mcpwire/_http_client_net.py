@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 from urllib.parse import urljoin, urlsplit
 
+from anyio import EndOfStream
+
 if TYPE_CHECKING:
     import ssl
 
@@ -56,6 +58,8 @@ def describe(exc: BaseException) -> str:
             return cause.strerror or str(cause)  # getaddrinfo's own (negative) codes
         cause = cause.__cause__
         seen += 1
+    if isinstance(exc, EndOfStream):  # anyio's TLS wrapper, when the peer hangs up
+        return "the peer closed the connection"
     return str(exc) or type(exc).__name__
 
 

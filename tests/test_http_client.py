@@ -1200,6 +1200,24 @@ async def test_https(tmp_path: Path) -> None:
                 pass
 
 
+async def test_https_to_a_peer_that_hangs_up_is_connection_closed() -> None:
+    """A peer that closes during the TLS handshake (not an https server, or one
+    that refuses us) fails the connect with mcpwire's error, not anyio's."""
+
+    async def hang_up(stream: anyio.abc.SocketStream) -> None:
+        await stream.receive()  # the ClientHello read first: a clean close, not a reset
+        await stream.aclose()
+
+    async with await anyio.create_tcp_listener(local_host="127.0.0.1") as listener:
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(listener.serve, hang_up)
+            with pytest.raises(ConnectionClosed, match="the peer closed the connection"):
+                async with Client.http(f"https://127.0.0.1:{port}/mcp", mode=MODERN):
+                    pass
+            tg.cancel_scope.cancel()
+
+
 @pytest.mark.parametrize(
     "refusal",
     [
