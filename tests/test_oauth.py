@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import string
 
 import pytest
@@ -389,11 +390,36 @@ def test_token_response() -> None:
         (200, b'{"access_token": "t", "token_type": "DPoP"}', "token_type"),
         (200, b'{"access_token": "t", "token_type": "Bearer", "expires_in": -1}', "expires_in"),
         (200, b'{"access_token": "t", "token_type": "Bearer", "expires_in": true}', "expires_in"),
+        # Tokens are VSCHARs (RFC 6749 A.12, A.17): none of these could be sent.
+        (200, b'{"access_token": "a\\r\\nX-Injected: 1", "token_type": "Bearer"}', "access_token"),
+        (200, b'{"access_token": "caf\\u00e9", "token_type": "Bearer"}', "access_token"),
+        (200, b'{"access_token": "a\\u0000", "token_type": "Bearer"}', "access_token"),
+        (
+            200,
+            b'{"access_token": "t", "token_type": "Bearer", "refresh_token": "r\\n"}',
+            "refresh_token",
+        ),
     ],
 )
 def test_token_errors(status: int, body: bytes, words: str) -> None:
-    with pytest.raises(AuthorizationError, match=words):
+    with pytest.raises(AuthorizationError, match=words) as refused:
         o.parse_token_response(status, body)
+    assert "Injected" not in str(refused.value)  # a refused token is not quoted
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("/relative", "token_endpoint: not an absolute"),
+        ("ftp://x", "token_endpoint: not an absolute"),
+        ("http://[::1/x", "token_endpoint: not a valid URL"),
+    ],
+)
+def test_an_endpoint_that_is_no_url_is_named(url: str, words: str) -> None:
+    with pytest.raises(AuthorizationError, match=re.escape(words)):
+        o.check_tls(url, "token_endpoint")
+    with pytest.raises(AuthorizationError, match="protected resource metadata 'resource'"):
+        o.check_resource(url, "https://mcp.example/mcp")
 
 
 @given(st.integers(100, 599), st.binary(max_size=64))

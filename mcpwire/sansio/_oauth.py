@@ -155,7 +155,10 @@ def check_resource(resource: object, server_url: str) -> str:
     """
     if not isinstance(resource, str):
         raise AuthorizationError("protected resource metadata has no 'resource' string")
-    got = canonical_resource(resource)
+    try:
+        got = canonical_resource(resource)
+    except AuthorizationError as exc:
+        raise AuthorizationError(f"protected resource metadata 'resource': {exc}") from None
     want = canonical_resource(server_url)
     g_scheme, g_auth, g_path = _split(got)
     w_scheme, w_auth, w_path = _split(want)
@@ -267,7 +270,10 @@ def check_as_metadata(doc: JSONObject, issuer: str, *, require_pkce: bool = Fals
 
 def check_tls(url: str, what: str) -> None:
     """Refuse an endpoint that is neither https nor http on a loopback host."""
-    scheme, _, _ = _split(url)
+    try:
+        scheme, _, _ = _split(url)
+    except AuthorizationError as exc:
+        raise AuthorizationError(f"{what}: {exc}") from None
     if scheme != "https" and urlsplit(url).hostname not in ("localhost", "127.0.0.1", "::1"):
         raise AuthorizationError(f"{what} {url!r} is not an https URL")
 
@@ -348,6 +354,9 @@ class TokenResponse:
     scope: str | None = None
 
 
+_VSCHARS = re.compile(r"[\x20-\x7e]+")
+
+
 def parse_token_response(status: int, body: bytes, *, dpop: bool = False) -> TokenResponse:
     """Read a token endpoint's answer; an error response (RFC 6749 §5.2) or a
     malformed success raises ``AuthorizationError`` with the server's words.
@@ -373,10 +382,17 @@ def parse_token_response(status: int, body: bytes, *, dpop: bool = False) -> Tok
     if not isinstance(kind, str) or kind.lower() not in kinds:
         allowed = "Bearer or DPoP" if dpop else "only Bearer"
         raise AuthorizationError(f"unsupported token_type {kind!r} ({allowed})")
+    # RFC 6749 A.12, A.17: tokens are VSCHARs. Anything else could not travel in
+    # a header (CR, LF, NUL, non-ASCII), so the answer is refused, not stored;
+    # the token itself is not quoted in the error.
+    if not _VSCHARS.fullmatch(token):
+        raise AuthorizationError("the token response's access_token is not printable ASCII")
     expires = doc.get("expires_in")
     if expires is not None and (type(expires) is not int or expires < 0):
         raise AuthorizationError(f"expires_in is not a non-negative integer: {expires!r}")
     refresh = doc.get("refresh_token")
+    if isinstance(refresh, str) and not _VSCHARS.fullmatch(refresh):
+        raise AuthorizationError("the token response's refresh_token is not printable ASCII")
     scope = doc.get("scope")
     return TokenResponse(
         token,
