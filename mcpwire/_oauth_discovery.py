@@ -116,7 +116,12 @@ async def discover(
 async def _as_metadata(
     fetch: Fetch, issuer: str, timeout: float, *, legacy: bool, pkce: bool
 ) -> JSONObject | None:
-    urls = o.as_metadata_urls(issuer)
+    try:
+        urls = o.as_metadata_urls(issuer)
+    except AuthorizationError as exc:
+        raise AuthorizationError(
+            f"protected resource metadata 'authorization_servers': {exc}"
+        ) from None
     for url in urls[:1] if legacy else urls:
         doc = await get_json(fetch, url, "authorization server metadata", timeout)
         if doc is None:
