@@ -485,7 +485,12 @@ class OAuthClient:
         handler = self.redirect_handler
         assert handler is not None  # checked in __init__
         landed = await handler(endpoint + sep + urlencode(query))
-        answer = dict(parse_qsl(urlsplit(landed).query, keep_blank_values=True))
+        pairs = parse_qsl(urlsplit(landed).query, keep_blank_values=True)
+        answer = dict(pairs)
+        if len(answer) != len(pairs):  # which copy of state or iss would count?
+            raise AuthorizationError(
+                "the authorization response gives a parameter more than once (RFC 6749 §3.1)"
+            )
         if answer.get("state") != state:
             raise AuthorizationError("the authorization response's state does not match")
         if "error" in answer:

@@ -251,6 +251,26 @@ async def run_scripted(
     return None
 
 
+@pytest.mark.parametrize("twice", ["state", "code", "iss"])
+async def test_a_redirect_giving_a_parameter_twice_is_refused(twice: str) -> None:
+    """RFC 6749 §3.1: parameters MUST NOT be included more than once; which copy
+    of ``state`` counts would otherwise be the attacker's choice. No token request."""
+    follow = headless_redirect_handler()
+
+    async def doubled(url: str) -> str:
+        landed = await follow(url)
+        parts = urlsplit(landed)
+        pairs = parse_qsl(parts.query)
+        value = dict(pairs).get(twice, "x")
+        return parts._replace(query=urlencode([(twice, "forged"), *pairs, (twice, value)])).geturl()
+
+    scripted = Scripted()
+    auth = OAuthClient(redirect_handler=doubled, offline_access=False)
+    error = await run_scripted(scripted, call=False, auth=auth)
+    assert error is not None and "more than once" in error.message
+    assert not any(s.target.endswith("/token") for s in scripted.as_seen)
+
+
 async def test_scope_step_up() -> None:
     scripted = Scripted()
     scripted.needs = {"tools/list": ["mcp:basic"], "tools/call": ["mcp:write"]}
