@@ -33,6 +33,9 @@ class Seen:
     headers: dict[str, str]
     body: bytes
     connection: int
+    #: Every header field as sent, in order, names lowercased (``headers`` keeps
+    #: the last of each name).
+    fields: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def json(self) -> Any:
@@ -161,12 +164,14 @@ class RawServer:
                     elif isinstance(ev, h11.ConnectionClosed):
                         return
                 assert request is not None
+                fields = [(k.decode().lower(), v.decode()) for k, v in request.headers]
                 seen = Seen(
                     request.method.decode(),
                     request.target.decode(),
-                    {k.decode().lower(): v.decode() for k, v in request.headers},
+                    dict(fields),
                     body,
                     number,
+                    fields,
                 )
                 self.seen.append(seen)
                 reply = await self.handler(seen)
