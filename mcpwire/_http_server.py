@@ -78,6 +78,7 @@ from ._http_wire import (
     PeerGone,
     ReadTimeout,
     RequestHead,
+    declared_length,
 )
 from ._versions import (
     LEGACY_VERSIONS,
@@ -445,7 +446,7 @@ class HTTPServer:
         try:
             body = await http.read_body(
                 self.options.max_body_size,
-                int(length) if length is not None and length.isdigit() else None,
+                declared_length(length),
             )
         except BodyTooLarge:
             await http.respond_text(413, "Content Too Large", [("connection", "close")])

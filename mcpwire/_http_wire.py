@@ -66,6 +66,7 @@ __all__ = (
     "PeerGone",
     "ReadTimeout",
     "RequestHead",
+    "declared_length",
     "text_body",
 )
 
@@ -137,6 +138,16 @@ def text_body(
 ) -> tuple[list[tuple[str, str]], bytes]:
     """The headers and body of a short plain-text response (``respond_text``)."""
     return [("content-type", "text/plain; charset=utf-8"), *(headers or [])], (text + "\n").encode()
+
+
+def declared_length(value: str | None) -> int | None:
+    """A ``Content-Length`` value as a number, for refusing a body before it is
+    read; ``None`` when it is not ASCII digits (h11 refuses such a head, but an
+    ASGI host may pass it on: the body's own end then governs). Beyond 18
+    digits it is as good as infinite."""
+    if value is None or not value.isascii() or not value.isdigit():
+        return None
+    return int(value) if len(value) <= 18 else 10**18
 
 
 class HTTPConnection:
