@@ -33,7 +33,7 @@ import anyio
 from ._errors import ConnectionClosed
 from ._http_sessions import Inbox
 from ._http_streams import SSE_HEADERS, Frame, ResponseStream
-from ._http_wire import BodyTooLarge, HTTPExchange, ReadTimeout, RequestHead
+from ._http_wire import BodyTooLarge, HTTPExchange, ReadTimeout, RequestHead, declared_length
 from ._transport import Outbound
 from .sansio._http import accepts, is_json_media_type
 from .sansio._messages import Invalid, RequestId, parse, serialize_batch
@@ -69,6 +69,10 @@ class SSEServerTransport(Inbox):
         await self.stream.event(message)
 
     async def aclose(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End both directions now (no wait, so safe in a cancelled ``finally``)."""
         self._in.close()
         self._out.close()
 
@@ -122,6 +126,9 @@ class SSEEndpoint:
                 transport.end_input()
                 stream.detach()
         finally:
+            # Also when the head or the endpoint event could not be written (the
+            # client left at once): the server never ran to close it.
+            transport.close()
             self.connections.pop(session_id, None)
 
     async def post(self, http: HTTPExchange, head: RequestHead) -> None:
@@ -129,7 +136,7 @@ class SSEEndpoint:
         try:
             body = await http.read_body(
                 self.app.options.max_body_size,
-                int(length) if length is not None and length.isdigit() else None,
+                declared_length(length),
             )
         except BodyTooLarge:
             await http.respond_text(413, "Content Too Large", [("connection", "close")])
