@@ -106,6 +106,7 @@ from test_http_fuzz import (
 
 from mcpwire import ASGIApp, Context, HTTPServer, Server, asgi_app
 from mcpwire.sansio import Request, RequestId, SSEDecoder, parse
+from mcpwire.sansio._http import LOOPBACK_HOSTS, LOOPBACK_ORIGINS
 
 #: Seconds any one exchange may take before the test calls it hung.
 WAIT = 10.0
@@ -116,15 +117,8 @@ IDLE = 0.25
 #: follows the address in the scope's ``server``, natively the bound address.
 OPTIONS: dict[str, Any] = {
     "max_body_size": MAX_BODY,
-    "allowed_hosts": ("localhost", "127.0.0.1", "[::1]"),
-    "allowed_origins": (
-        "http://localhost",
-        "http://127.0.0.1",
-        "http://[::1]",
-        "https://localhost",
-        "https://127.0.0.1",
-        "https://[::1]",
-    ),
+    "allowed_hosts": LOOPBACK_HOSTS,
+    "allowed_origins": LOOPBACK_ORIGINS,
 }
 #: The ASGI-only app waits this long for a body the host stops delivering (408).
 ASGI_READ_TIMEOUT = 1.0

@@ -804,11 +804,14 @@ class Script:
     # -- the MCP server (protected resource) ----------------------------------------------
 
     async def resource(self, seen: Seen) -> Reply:
-        self.sequence.append(("rs", seen))
+        return self._guarded("rs", "resource server", self._resource, seen)
+
+    def _guarded(self, tag: str, who: str, answer: Callable[[Seen], Reply], seen: Seen) -> Reply:
+        self.sequence.append((tag, seen))
         try:
-            return self._resource(seen)
+            return answer(seen)
         except Exception:  # the test's own mistake: kept, and asserted on
-            self.violations.append("resource server failed:\n" + traceback.format_exc())
+            self.violations.append(f"{who} failed:\n" + traceback.format_exc())
             return Reply.empty(500)
 
     def _resource(self, seen: Seen) -> Reply:
@@ -942,12 +945,7 @@ class Script:
     # -- the authorization server -----------------------------------------------------------
 
     async def authorization(self, seen: Seen) -> Reply:
-        self.sequence.append(("as", seen))
-        try:
-            return self._authorization(seen)
-        except Exception:  # the test's own mistake: kept, and asserted on
-            self.violations.append("authorization server failed:\n" + traceback.format_exc())
-            return Reply.empty(500)
+        return self._guarded("as", "authorization server", self._authorization, seen)
 
     def _authorization(self, seen: Seen) -> Reply:
         target, _, query = seen.target.partition("?")
