@@ -206,14 +206,8 @@ class HTTPClientTransport(EventStreams):
             await self._send_request(message)  # type: ignore[arg-type]
         elif kind is m.Notification:
             await self._send_notification(message)  # type: ignore[arg-type]
-        elif self._init_request is None:
-            # No initialize was sent: the modern era, which has no server->client
-            # requests and so no client responses on the wire (MRTR replaces them).
-            logger.warning(
-                "%s: a 2026-07-28 server sent a request (id %r); its answer is not sent",
-                self.url,
-                message.id,  # type: ignore[union-attr]
-            )
+        elif self._init_request is None:  # 2026-07-28: no server requests, nothing to POST
+            logger.warning("%s: a 2026 server sent a request; its answer is not sent", self.url)
         else:
             await self._post_one_way(m.serialize(message), "a response")
 
