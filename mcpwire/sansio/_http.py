@@ -444,9 +444,8 @@ def routing_header_mismatch(
             f"protocol version {version!r}"
         )
     header = headers.get(MCP_METHOD)
-    # A method no header can carry as it is (non-ASCII, edge whitespace) comes
-    # escaped as Mcp-Name does; a method spelled like the escape is taken as is.
-    if header != method and decode_header_value(header) != method:
+    # Read as Mcp-Name is: a method no header can carry as it is comes escaped.
+    if decode_header_value(header) != method:
         return f"Mcp-Method header {header!r} does not match the request's method {method!r}"
     key = NAME_BEARING_METHODS.get(method)
     if key is not None:
