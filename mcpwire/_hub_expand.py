@@ -40,7 +40,7 @@ _CONFIG_DIRS = frozenset({".vscode", ".cursor", ".roo", ".gemini", ".claude", ".
 #: ``${...}``, or a ``${`` never closed (group 2: what follows it).
 _VAR = re.compile(r"\$\{([^}]*)\}|\$\{([^}]*)\Z")
 #: The same, and gemini-cli's bare ``$VAR`` (group 3).
-_VAR_OR_BARE = re.compile(r"\$\{([^}]*)\}|\$\{([^}]*)\Z|\$([A-Za-z_][A-Za-z0-9_]*)")
+_VAR_OR_BARE = re.compile(_VAR.pattern + r"|\$([A-Za-z_][A-Za-z0-9_]*)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 
