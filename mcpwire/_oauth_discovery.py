@@ -87,6 +87,11 @@ async def discover(
     ``pkce``: the authorization server must list S256 (the authorization code
     grant), except a 2025-03-26 one, which did not yet have to.
     """
+    if resource_metadata and o.origin_of(server_url)[0] == "https":
+        # A server reached over TLS cannot send the client to plaintext metadata:
+        # whoever could rewrite that document would choose the authorization
+        # server, and with it the page where the user signs in.
+        o.check_tls(resource_metadata, "the challenge's resource_metadata")
     prm: JSONObject | None = None
     for url in o.prm_urls(server_url, resource_metadata):
         prm = await get_json(fetch, url, "protected resource metadata", timeout)
@@ -116,12 +121,19 @@ async def discover(
 async def _as_metadata(
     fetch: Fetch, issuer: str, timeout: float, *, legacy: bool, pkce: bool
 ) -> JSONObject | None:
+    # RFC 8414 §2: an issuer is an https URL (or, as everywhere here, http on a
+    # loopback host). Its metadata names the endpoints the user's credentials go
+    # to, so it is not fetched over plaintext to be checked afterwards.
+    what = (
+        "the MCP server's origin"
+        if legacy
+        else "protected resource metadata 'authorization_servers'"
+    )
     try:
         urls = o.as_metadata_urls(issuer)
+        o.check_tls(issuer, "issuer")
     except AuthorizationError as exc:
-        raise AuthorizationError(
-            f"protected resource metadata 'authorization_servers': {exc}"
-        ) from None
+        raise AuthorizationError(f"{what}: {exc}") from None
     for url in urls[:1] if legacy else urls:
         doc = await get_json(fetch, url, "authorization server metadata", timeout)
         if doc is None:

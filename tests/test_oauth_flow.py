@@ -17,6 +17,7 @@ Everything runs on both anyio backends.
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
@@ -31,6 +32,7 @@ from http_client.rawserver import (
     raw_server,
     registered,
     result,
+    self_signed,
 )
 
 from mcpwire import (
@@ -310,6 +312,11 @@ async def test_step_up_is_not_repeated_for_scopes_already_asked_for() -> None:
         (lambda s: s.metadata.update(code_challenge_methods_supported=["plain"]), "S256"),
         (lambda s: s.metadata.pop("code_challenge_methods_supported"), "S256"),
         (lambda s: s.metadata.update(token_endpoint="http://auth.example/token"), "https"),
+        # RFC 8414 §2: an issuer is an https URL; its metadata is not fetched in plaintext.
+        (
+            lambda s: s.prm.update(authorization_servers=["http://auth.invalid"]),
+            "issuer 'http://auth.invalid' is not an https URL",
+        ),
     ],
 )
 async def test_refused_documents(change: Any, words: str) -> None:
@@ -325,6 +332,30 @@ async def test_refused_documents(change: Any, words: str) -> None:
     assert error is not None
     assert words in str(error)
     assert scripted.authorizations == []
+
+
+async def test_no_plaintext_metadata_for_a_resource_reached_over_tls(tmp_path: Path) -> None:
+    """A server reached over https that names ``http`` resource metadata in its
+    challenge is refused before that document is fetched: whoever could rewrite
+    it would choose the authorization server the user signs in to."""
+    server_tls, trusting = self_signed(tmp_path)
+    seen: list[str] = []
+
+    async def resource(request: Seen) -> Reply:
+        seen.append(f"{request.method} {request.target}")
+        challenge = (
+            'Bearer resource_metadata="http://rs.invalid/.well-known/oauth-protected-resource"'
+        )
+        return Reply.json({"error": "invalid_token"}, 401, [("WWW-Authenticate", challenge)])
+
+    auth = OAuthClient(redirect_handler=headless_redirect_handler(), offline_access=False)
+    async with raw_server(resource, tls=server_tls) as rs:
+        with anyio.fail_after(20), pytest.raises(JSONRPCError) as caught:
+            async with Client.http(rs.url, auth=auth, mode="legacy", verify=trusting):
+                pass
+    assert "the challenge's resource_metadata 'http://rs.invalid/" in str(caught.value)
+    assert "is not an https URL" in str(caught.value)
+    assert seen == ["POST /mcp"]
 
 
 _AUTH_METHODS = [
