@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ._cli_oauth import add_oauth_arguments, oauth_client, wants_oauth
+from ._cli_output import say, show
 from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ def run(argv: list[str]) -> int:
         sys.stderr.close()
         return EXIT_OK
     except UsageError as exc:
-        print(f"mcpwire: {exc}", file=sys.stderr)
+        say(f"mcpwire: {exc}")
         return EXIT_USAGE
 
 
@@ -190,7 +191,7 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
 
     async def on_note(method: str, params: JSONObject) -> None:
         if method == "notifications/message" and not args.json:
-            print(f"[{params.get('level')}] {params.get('data')}", file=sys.stderr)
+            say(f"[{params.get('level')}] {params.get('data')}")
         notes.append(method)
 
     if not args.timeout > 0:
@@ -317,13 +318,13 @@ async def _client_command(args: argparse.Namespace, command: list[str]) -> int:
         url, rest = _split_target(args, command, wanted)
         client = _make_client(args, url, command)
     except UsageError as exc:
-        print(f"mcpwire: {exc}", file=sys.stderr)
+        say(f"mcpwire: {exc}")
         return EXIT_USAGE
     try:
         async with client:
             return await handler(client, args, rest)
     except UsageError as exc:
-        print(f"mcpwire: {exc}", file=sys.stderr)
+        say(f"mcpwire: {exc}")
         return EXIT_USAGE
     except JSONRPCError as exc:
         _fail(args, "server error", exc.code, exc.message, exc.data)
@@ -348,7 +349,7 @@ def _fail(
         print(json.dumps({"error": err}))
     else:
         prefix = f"[{code}] " if code is not None else ""
-        print(f"mcpwire: {kind}: {prefix}{message}", file=sys.stderr)
+        say(f"mcpwire: {kind}: {prefix}{message}")
 
 
 def _json_args(text: str) -> JSONObject:
@@ -366,13 +367,13 @@ def _json_args(text: str) -> JSONObject:
 
 
 async def _inspect(client: Client, args: argparse.Namespace, rest: list[str]) -> int:
-    from ._cli_output import inspect_report, render_inspect
+    from ._cli_output import inspect_report, render_inspect, visible
 
     report = await inspect_report(client)
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
-        print(render_inspect(report))
+        print(visible(render_inspect(report)))
     return EXIT_OK
 
 
@@ -390,9 +391,9 @@ async def _call(client: Client, args: argparse.Namespace, rest: list[str]) -> in
     else:
         text = render_content(result.content)
         if result.is_error:
-            print(f"mcpwire: tool {rest[0]!r} reported an error:\n{text}", file=sys.stderr)
+            say(f"mcpwire: tool {rest[0]!r} reported an error:\n{text}")
         else:
-            print(text)
+            show(text)
     return EXIT_SERVER_ERROR if result.is_error else EXIT_OK
 
 
@@ -403,10 +404,10 @@ async def _read(client: Client, args: argparse.Namespace, rest: list[str]) -> in
         return EXIT_OK
     for item in contents:
         if item.text is not None:
-            print(item.text)
+            show(item.text)
         else:
             size = len(item.blob or "") * 3 // 4
-            print(
+            show(
                 f"[binary {item.mime_type or 'application/octet-stream'}, ~{size} bytes, "
                 f"{item.uri}]"
             )
@@ -423,12 +424,12 @@ async def _prompt(client: Client, args: argparse.Namespace, rest: list[str]) -> 
         print(json.dumps(result.raw, indent=2, ensure_ascii=False))
         return EXIT_OK
     if result.description:
-        print(f"# {result.description}\n")
+        show(f"# {result.description}\n")
     for message in result.messages:
         content = message.get("content")
         blocks = content if isinstance(content, list) else [content]
-        print(f"{message.get('role')}:")
-        print(render_content([Content.from_json(b) for b in blocks]))
+        show(f"{message.get('role')}:")
+        show(render_content([Content.from_json(b) for b in blocks]))
         print()
     return EXIT_OK
 

@@ -17,7 +17,58 @@ if TYPE_CHECKING:
     from ._types import Content
     from .sansio._json import JSONObject, JSONValue
 
-__all__ = ("ProgressLine", "inspect_report", "load_app", "render_content", "render_inspect")
+__all__ = (
+    "ProgressLine",
+    "inspect_report",
+    "load_app",
+    "render_content",
+    "render_inspect",
+    "say",
+    "show",
+    "visible",
+)
+
+# Text a server chose reaches a person's terminal here: tool descriptions,
+# instructions, error messages, log data, progress messages. A terminal obeys
+# control characters (ESC starts sequences that move the cursor, erase lines,
+# retitle the window or write the clipboard; CR returns to the line start) and
+# reorders text around bidirectional overrides, so a hostile server could hide
+# or rewrite what the user reads. Such characters are shown as escapes instead.
+_BIDI_CONTROLS = (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
+
+
+def _escapes(*, lines: bool) -> dict[int, str]:
+    table = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
+    table.update({c: f"\\u{c:04x}" for c in _BIDI_CONTROLS})
+    if lines:
+        del table[0x0A], table[0x09]  # line feed and tab lay text out, nothing more
+    return table
+
+
+_MULTI_LINE = _escapes(lines=True)
+_ONE_LINE = _escapes(lines=False)
+
+
+def visible(text: str, *, lines: bool = True) -> str:
+    """``text`` with every C0 and C1 control character (and DEL, and the
+    bidirectional embedding, override and isolate controls) written as a
+    backslash escape, so that it displays as what it is. ``lines``: line feeds
+    and tabs are kept (a CR LF pair counts as a line feed); otherwise they are
+    escaped too, for text that must stay on one line."""
+    if lines:
+        return text.replace("\r\n", "\n").translate(_MULTI_LINE)
+    return text.translate(_ONE_LINE)
+
+
+def say(text: str) -> None:
+    """A diagnostic on stderr, which is a person's terminal: always made visible."""
+    print(visible(text), file=sys.stderr)
+
+
+def show(text: str) -> None:
+    """Content the user asked for on stdout: as it is, unless stdout is a terminal
+    (a file or a pipe gets the server's exact text)."""
+    print(visible(text) if sys.stdout.isatty() else text)
 
 
 async def inspect_report(client: Client) -> JSONObject:
@@ -165,7 +216,7 @@ class ProgressLine:
         else:
             text = f"[{progress:g}]"
         if message:
-            text += f" {message}"
+            text += f" {visible(message, lines=False)}"
         sys.stderr.write("\r\x1b[2K" + text[:200])
         sys.stderr.flush()
         self.shown = True

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 EVERYTHING = ["--", sys.executable, "-m", "mcpwire.examples.everything"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -531,3 +533,131 @@ def test_call_reference_server(reference_runs: dict[str, subprocess.CompletedPro
     proc = reference_runs["call-legacy"]
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "hi ref\n"
+
+
+# -- what a hostile server cannot do to the terminal ----------------------------------------
+
+HOSTILE = textwrap.dedent(
+    """
+    from mcpwire import Context, Server, ToolError
+
+    server = Server("evil\\x1b]0;pwned\\x07", "1\\x9b31m", instructions="use me\\x1b[2K\\rnot")
+
+
+    @server.tool(description="harmless\\x1b[8m hidden\\u202e txet")
+    async def paint(ctx: Context) -> str:
+        await ctx.warning("log \\x1b[1A\\x1b[2K up")
+        return "colour \\x1b[31mred\\x1b[0m\\r\\nline"
+
+
+    @server.tool()
+    def fail() -> str:
+        raise ToolError("failed \\x1b[2J cleared")
+    """
+)
+
+#: What a terminal would act on: C0 controls but line feed, DEL, C1, bidi controls.
+ACTIVE = {chr(c) for c in (*range(0x0A), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0))} | {
+    "\u202a",
+    "\u202b",
+    "\u202c",
+    "\u202d",
+    "\u202e",
+    "\u2066",
+    "\u2067",
+    "\u2068",
+    "\u2069",
+}
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> list[str]:
+    path = tmp_path / "hostile.py"
+    path.write_text(HOSTILE)
+    return ["--", sys.executable, "-m", "mcpwire", "serve", f"{path}:server"]
+
+
+def test_server_text_reaches_the_terminal_as_escapes(hostile: list[str]) -> None:
+    """A server's names, descriptions, instructions, log messages and errors cannot
+    move the cursor, erase, retitle the window or reorder what the user reads in
+    the human output: every control character shows as an escape."""
+    proc = mcpwire("inspect", *hostile)
+    assert proc.returncode == 0, proc.stderr
+    assert not ACTIVE & set(proc.stdout), repr(proc.stdout)
+    assert "evil\\x1b]0;pwned\\x07 1\\x9b31m" in proc.stdout
+    assert "instructions: use me\\x1b[2K\\x0dnot" in proc.stdout
+    assert "harmless\\x1b[8m hidden\\u202e txet" in proc.stdout
+
+    proc = mcpwire("call", "paint", *hostile)
+    assert proc.returncode == 0, proc.stderr
+    assert "[warning] log \\x1b[1A\\x1b[2K up" in proc.stderr
+    assert not ACTIVE & set(proc.stderr), repr(proc.stderr)
+    # stdout is a pipe here: the content is the server's exact text.
+    raw = subprocess.run(
+        [sys.executable, "-m", "mcpwire", "call", "paint", *hostile],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        timeout=RUN_TIMEOUT,
+    )
+    assert raw.stdout == b"colour \x1b[31mred\x1b[0m\r\nline\n"
+
+    proc = mcpwire("call", "fail", *hostile)
+    assert proc.returncode == 1
+    assert "failed \\x1b[2J cleared" in proc.stderr
+    assert not ACTIVE & set(proc.stderr), repr(proc.stderr)
+
+
+def test_content_on_a_terminal_is_escaped(hostile: list[str]) -> None:
+    """Content goes out as it is to a file or a pipe, but not to a terminal."""
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "mcpwire", "call", "paint", *hostile],
+            stdout=follower,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            timeout=RUN_TIMEOUT,
+        )
+        os.close(follower)
+        follower = -1
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal's other side is closed
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        os.close(leader)
+        if follower >= 0:
+            os.close(follower)
+    assert proc.returncode == 0, proc.stderr
+    # The terminal driver turns each line feed into CR LF on output.
+    assert out.decode().replace("\r\n", "\n") == "colour \\x1b[31mred\\x1b[0m\nline\n"
+
+
+def escaped(text: str, kept: set[str]) -> str:
+    """The expected rendering, character by character."""
+    out = []
+    for c in text:
+        if c in kept or c not in ACTIVE | {"\n"}:
+            out.append(c)
+        else:
+            out.append(f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+    return "".join(out)
+
+
+@given(st.text(alphabet=st.characters(codec="utf-8")))
+def test_visible_escapes_exactly_the_controls(text: str) -> None:
+    from mcpwire._cli_output import visible
+
+    assert visible(text, lines=False) == escaped(text, set())
+    assert visible(text) == escaped(text.replace("\r\n", "\n"), {"\n", "\t"})
+    for lines in (True, False):
+        shown = visible(text, lines=lines)
+        assert not (ACTIVE - {"\t"} if lines else ACTIVE | {"\n"}) & set(shown)
