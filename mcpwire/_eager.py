@@ -53,6 +53,8 @@ def serve_eagerly(session: Session, request: Request) -> bool:
     approve = session.serve_inline
     if approve is None or session._closed is not None or not approve(request):
         return False
+    if session.inflow.congested():
+        return False  # the reader holds it until the peer takes our output (_inflow)
     if not session.rpc.request_received(request):
         return False  # an id in use: the reader answers it (and finds it in use again)
     step = session._reply(request, RequestContext(session, request, session._no_cancel))

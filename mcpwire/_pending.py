@@ -26,6 +26,7 @@ the hard cap, on by as long as the flow took.
 from __future__ import annotations
 
 import contextvars
+import logging
 import math
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from ._session import ProgressCallback
 
 __all__ = ("Pending", "deadline_held")
+
+logger = logging.getLogger("mcpwire")
 
 #: The request whose send this task is running (the general way only).
 _SENDING: contextvars.ContextVar[Pending | None] = contextvars.ContextVar(
@@ -143,6 +146,23 @@ class Pending:
             assert self._loop is not None
             self._timer.cancel()
             self._timer = self._loop.call_at(deadline, _release, self._future)
+
+    async def progress(self, params: JSONObject) -> None:
+        """A ``notifications/progress`` for this request: ``extend`` and tell ``on_progress``."""
+        self.extend()
+        if self.on_progress is None:
+            return
+        progress = params.get("progress")
+        total = params.get("total")
+        message = params.get("message")
+        try:
+            await self.on_progress(
+                float(progress) if isinstance(progress, (int, float)) else 0.0,
+                float(total) if isinstance(total, (int, float)) else None,
+                message if isinstance(message, str) else None,
+            )
+        except Exception:
+            logger.exception("progress callback failed")
 
 
 @contextmanager

@@ -58,6 +58,7 @@ from ._errors import (
     RemoteProtocolError,
     RequestTimeout,
 )
+from ._inflow import Inflow
 from ._loops import running_asyncio_loop
 from ._pending import Pending
 from ._replies import serve_batch, writable
@@ -178,6 +179,7 @@ class Session:
         self._start_send: Callable[..., Awaitable[None] | None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._dispatching = False  # the reader is part-way through a message
+        self.inflow = Inflow(transport)
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -393,6 +395,8 @@ class Session:
                 while True:
                     item = await self.transport.receive()
                     self._dispatching = True
+                    if self.inflow.congested():
+                        await self.inflow.hold(item)
                     await self._dispatch(item)
                     self._dispatching = False
         except anyio.EndOfStream:
@@ -427,8 +431,11 @@ class Session:
             if inline:
                 await self._serve(req, None)
                 return
+            if not self.inflow.admit(req):
+                await self.inflow.park(req)  # started by a handler as it finishes
+                return
             assert self._tg is not None
-            self._tg.start_soon(self._serve, req, None)
+            self._tg.start_soon(self._handler, req)
         elif cls is Response or cls is ErrorResponse:
             self._resolve(item)  # type: ignore[arg-type]
         elif cls is Notification:
@@ -500,28 +507,20 @@ class Session:
             rid = self.rpc.progress_received(note.params)
             pending = self._pending.get(rid) if rid is not None else None
             if pending is not None:
-                await self._progress(pending, note.params or {})
+                await pending.progress(note.params or {})
                 return
         try:
             await self.on_notification(note)
         except Exception:
             logger.exception("notification handler failed for %s", method)
 
-    async def _progress(self, pending: Pending, params: JSONObject) -> None:
-        pending.extend()
-        if pending.on_progress is None:
-            return
-        progress = params.get("progress")
-        total = params.get("total")
-        message = params.get("message")
-        try:
-            await pending.on_progress(
-                float(progress) if isinstance(progress, (int, float)) else 0.0,
-                float(total) if isinstance(total, (int, float)) else None,
-                message if isinstance(message, str) else None,
-            )
-        except Exception:
-            logger.exception("progress callback failed")
+    async def _handler(self, request: Request | None) -> None:
+        """A handler task (see ``_inflow``): serves its request, then parked ones."""
+        while request is not None:
+            try:
+                await self._serve(request, None)
+            finally:
+                request = self.inflow.finished()
 
     async def _serve(
         self, request: Request, collect: list[Message] | None, *, scoped: bool = True

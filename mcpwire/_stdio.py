@@ -37,6 +37,13 @@ __all__ = ("StdioServerTransport",)
 
 #: Parsed messages queued for the session before reading pauses.
 _READY_LIMIT = 256
+#: Frames the peer has not yet taken (written in part, or waiting their turn)
+#: past which the session stops taking new messages that would add more: bytes
+#: and frames. A peer that writes without reading its input would otherwise make
+#: us answer into memory without end; this way our reading stops, the pipe
+#: fills, and its writes block until it reads.
+MAX_UNSENT_BYTES = 4 * 1024 * 1024
+MAX_UNSENT_FRAMES = 1024
 #: Non-protocol stdout lines kept for diagnostics.
 _NON_JSON_KEEP = 20
 
@@ -121,6 +128,10 @@ class _Sender:
         # A semaphore, not a lock: the rest of a partial write may be finished by
         # whichever task awaits it, not only the one that started the frame.
         self._lock = anyio.Semaphore(1)
+        #: Frames not yet fully written, and their bytes (see ``MAX_UNSENT_BYTES``).
+        self.unsent_frames = 0
+        self.unsent_bytes = 0
+        self._drained: anyio.Event | None = None
 
     def start_send(self, message: Outbound) -> Awaitable[None] | None:
         """Write ``message`` now if the pipe takes it whole (None); else what finishes it.
@@ -128,30 +139,59 @@ class _Sender:
         Frames never interleave: while a send is unfinished (the lock taken), a
         message waits its turn whole; a partial write takes the lock for its rest.
         The uncontended case, a pipe with room, has no scheduling point at all.
+        The frame counts as unsent from here until the awaitable finishes.
         """
         data = m.serialize_line(message)
         if self._lock.value == 0:
+            self._count(len(data))
             return self._send_data(data)
         rest = self.writer.write_now(data)
         if rest is None:
             return None
         self._lock.acquire_nowait()  # free: nothing ran since the check above
-        return self._finish(rest)
+        self._count(len(data))
+        return self._finish(rest, len(data))
 
     async def send(self, message: Outbound) -> None:
         rest = self.start_send(message)
         if rest is not None:
             await rest
 
-    async def _send_data(self, data: bytes) -> None:
-        async with self._lock:
-            await self.writer.write_all(data)
+    def congested(self) -> bool:
+        """Whether more is unsent than ``MAX_UNSENT_BYTES`` or ``MAX_UNSENT_FRAMES``."""
+        return self.unsent_frames > MAX_UNSENT_FRAMES or self.unsent_bytes > MAX_UNSENT_BYTES
 
-    async def _finish(self, rest: memoryview) -> None:
+    async def wait_uncongested(self) -> None:
+        while self.congested():
+            if self._drained is None:
+                self._drained = anyio.Event()
+            await self._drained.wait()
+
+    def _count(self, size: int) -> None:
+        self.unsent_frames += 1
+        self.unsent_bytes += size
+
+    def _sent(self, size: int) -> None:
+        self.unsent_frames -= 1
+        self.unsent_bytes -= size
+        drained = self._drained
+        if drained is not None and not self.congested():
+            self._drained = None
+            drained.set()
+
+    async def _send_data(self, data: bytes) -> None:
+        try:
+            async with self._lock:
+                await self.writer.write_all(data)
+        finally:
+            self._sent(len(data))
+
+    async def _finish(self, rest: memoryview, size: int) -> None:
         try:
             await self.writer.write_all(rest)
         finally:
             self._lock.release()
+            self._sent(size)
 
 
 class _Ends:
@@ -171,6 +211,14 @@ class _Ends:
 
     def set_fast_path(self, fast: Callable[[m.Incoming], bool]) -> None:
         self._framed.fast_path = fast
+
+    def congested(self) -> bool:
+        """More is waiting to be written than the peer has taken (see ``MAX_UNSENT_BYTES``):
+        the session takes no new message that would add to it until ``wait_uncongested``."""
+        return self._sender.congested()
+
+    async def wait_uncongested(self) -> None:
+        await self._sender.wait_uncongested()
 
     async def receive(self) -> m.Incoming:
         return await self._framed.receive()

@@ -79,7 +79,8 @@ class Peer:
 
 
 @asynccontextmanager
-async def serving(server: Server) -> AsyncIterator[Peer]:
+async def serving(server: Server, init: dict[str, Any] | None = None) -> AsyncIterator[Peer]:
+    """``init``: the ``initialize`` request to send instead of ``INIT``."""
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     os.set_blocking(in_w, False)
@@ -97,7 +98,7 @@ async def serving(server: Server) -> AsyncIterator[Peer]:
 
         tg.start_soon(serve)
         try:
-            await peer.send(INIT)
+            await peer.send(INIT if init is None else init)
             assert "result" in await peer.read()
             await peer.send(INITIALIZED)
             yield peer
