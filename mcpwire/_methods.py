@@ -444,14 +444,29 @@ async def _run_reader(call: Call, fn: Callable[..., object], kwargs: dict[str, o
         raise JSONRPCError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
 
 
+#: Subscriptions one connection may hold, and the longest URI one may name: a
+#: client cannot make the server keep more than about 8 MiB for it this way.
+MAX_SUBSCRIPTIONS = 1000
+MAX_SUBSCRIBED_URI = 8192
+
+
 async def _subscribe(call: Call) -> JSONObject:
     uri = call.params.get("uri")
     if not isinstance(uri, str):
         raise invalid_params("uri must be a string")
+    subscriptions = call.conn.subscriptions
     if call.request.method == "resources/subscribe":
-        call.conn.subscriptions.add(uri)
+        if uri not in subscriptions:
+            if len(uri) > MAX_SUBSCRIBED_URI:
+                raise invalid_params(f"uri is longer than {MAX_SUBSCRIBED_URI} characters")
+            if len(subscriptions) >= MAX_SUBSCRIPTIONS:
+                raise invalid_params(
+                    f"this connection already holds {MAX_SUBSCRIPTIONS} subscriptions, "
+                    "the most it may: unsubscribe from one first"
+                )
+        subscriptions.add(uri)
     else:
-        call.conn.subscriptions.discard(uri)
+        subscriptions.discard(uri)
     return {}
 
 

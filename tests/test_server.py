@@ -749,6 +749,28 @@ async def test_subscribe_and_updated_only_for_subscribed_uri() -> None:
         assert len(inbox.of("notifications/resources/updated")) == 1
 
 
+async def test_subscriptions_per_connection_are_bounded() -> None:
+    """A client cannot make the server hold subscriptions without end: at most
+    ``MAX_SUBSCRIPTIONS`` per connection, each URI at most ``MAX_SUBSCRIBED_URI``
+    long; subscribing again to a held URI, or after an unsubscribe, still works."""
+    from mcpwire._methods import MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS
+
+    server = build_server()
+    async with serving(server) as (session, _):
+        await initialize(session)
+        for n in range(MAX_SUBSCRIPTIONS):
+            assert await session.request("resources/subscribe", {"uri": f"mem://{n}"}) == {}
+        err = await error_of(session, "resources/subscribe", {"uri": "mem://one-more"})
+        assert err.code == -32602 and f"{MAX_SUBSCRIPTIONS} subscriptions" in err.message
+        assert await session.request("resources/subscribe", {"uri": "mem://0"}) == {}
+        assert await session.request("resources/unsubscribe", {"uri": "mem://0"}) == {}
+        assert await session.request("resources/subscribe", {"uri": "mem://one-more"}) == {}
+        assert await session.request("resources/unsubscribe", {"uri": "mem://1"}) == {}
+        long = "mem://" + "x" * MAX_SUBSCRIBED_URI
+        err = await error_of(session, "resources/subscribe", {"uri": long})
+        assert err.code == -32602 and "longer than" in err.message
+
+
 async def test_list_changed_notifications() -> None:
     server = build_server()
     async with serving(server) as (session, inbox):
