@@ -23,7 +23,6 @@ and dropped when a list-changed or updated notification names them.
 
 from __future__ import annotations
 
-import time
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -40,8 +39,9 @@ import anyio.abc
 
 from . import _schema
 from ._asks import answer, run_rounds
+from ._client_cache import ResultCache
 from ._client_tasks import TaskMethods, await_task, legacy_task_wanted, legacy_tool_task
-from ._errors import JSONRPCError, MCPWireError
+from ._errors import JSONRPCError, MCPWireError, RemoteProtocolError
 from ._handshake import (
     DEFAULT_PROBE_TIMEOUT,
     capabilities,
@@ -83,6 +83,8 @@ NotificationCallback = Callable[[str, JSONObject], Awaitable[None]]
 DEFAULT_MAX_INPUT_ROUNDS = 10
 #: What ``Client.stdio`` passes on to ``StdioClientTransport``.
 _STDIO_OPTIONS = frozenset({"limits", "stderr_log", "shutdown_timeout"})
+#: Pages a list method follows before it gives up on a server whose cursors never end.
+MAX_PAGES = 1000
 _CACHEABLE = frozenset(
     {"tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
 )
@@ -176,7 +178,7 @@ class Client(TaskMethods):
         self._task_polls: dict[str, anyio.Event] = {}
         self._task_store: TaskStore | None = None  # tasks the server asked of us
         self._envelopes: dict[tuple[object, ...], JSONObject] = {}
-        self._cache: dict[tuple[str, str], tuple[float, JSONObject]] = {}
+        self._cache = ResultCache()
         self._subscriptions: dict[RequestId, ListenState] = {}
 
     @classmethod
@@ -361,15 +363,13 @@ class Client(TaskMethods):
         self, method: str, key: str, params: JSONObject, use_cache: bool
     ) -> JSONObject:
         cacheable = self.era == "modern" and self.use_cache and method in _CACHEABLE
-        if cacheable and use_cache:
-            hit = self._cache.get((method, key))
-            if hit is not None and hit[0] > time.monotonic():
-                return hit[1]
+        if cacheable and use_cache and (hit := self._cache.get(method, key)) is not None:
+            return hit
         result, rounds = await run_rounds(self, method, params)
         ttl = result.get("ttlMs")
         # Results of multi-round retries are never cached (caching.mdx).
         if cacheable and rounds == 0 and isinstance(ttl, (int, float)) and ttl > 0:
-            self._cache[(method, key)] = (time.monotonic() + ttl / 1000.0, result)
+            self._cache.put(method, key, ttl, result)
         return result
 
     async def _pages(
@@ -378,6 +378,8 @@ class Client(TaskMethods):
         cursor: str | None = None
         seen: set[str] = set()
         while True:
+            if len(seen) >= MAX_PAGES:
+                raise RemoteProtocolError(f"{method}: more than {MAX_PAGES} pages")
             params: JSONObject = {"cursor": cursor} if cursor is not None else {}
             result = await self._cached(method, f"{cursor_kind}:{cursor}", params, use_cache)
             items = result.get(key)
@@ -580,11 +582,10 @@ class Client(TaskMethods):
     async def _on_notification(self, note: Notification) -> None:
         params = note.params or {}
         for method in _INVALIDATES.get(note.method, ()):
-            for key in [k for k in self._cache if k[0] == method]:
-                del self._cache[key]
+            self._cache.forget(method)
         if note.method == "notifications/resources/updated":
             uri = params.get("uri")
-            self._cache.pop(("resources/read", uri if isinstance(uri, str) else ""), None)
+            self._cache.forget("resources/read", uri if isinstance(uri, str) else "")
         meta = params.get("_meta")
         sub = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
         state = self._subscriptions.get(sub) if isinstance(sub, (str, int)) else None

@@ -1434,3 +1434,25 @@ async def test_a_larger_max_body_size_admits_the_message_too() -> None:
         ) as c:
             with pytest.raises(JSONRPCError, match="exceeds the limit of 1048576 bytes"):
                 await c.call_tool("t", {})
+
+
+async def test_a_server_whose_cursors_never_end_is_given_up_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``list_tools`` follows ``nextCursor`` until the server stops giving one, a
+    cursor repeats, or ``MAX_PAGES`` pages came: a server that makes a new cursor
+    for every page must not hold the caller (and its memory) forever."""
+    import mcpwire._client
+
+    monkeypatch.setattr(mcpwire._client, "MAX_PAGES", 25)
+
+    async def tools_list(seen: Seen) -> Reply:
+        n = int(seen.json.get("params", {}).get("cursor") or 0)
+        page = {"tools": [{"name": f"t{n}", "inputSchema": {"type": "object"}}]}
+        return Reply.json(result(rid(seen), {**page, "nextCursor": str(n + 1)}))
+
+    async with raw_server(legacy({"tools/list": tools_list})) as server:
+        async with legacy_client(server.url) as c:
+            with anyio.fail_after(10), pytest.raises(RemoteProtocolError, match="25 pages"):
+                await c.list_tools()
+        assert len([s for s in server.seen if s.rpc_method == "tools/list"]) == 25
