@@ -6,6 +6,8 @@ A ``Session`` owns one transport and one task group. A single reader task
 takes ``Incoming`` items from the transport and dispatches them:
 
 * requests start a handler task each (so a slow tool never blocks a ping),
+  at most ``MAX_HANDLERS`` at once (``_inflow``: how a peer that floods us,
+  or does not read what we answer, is held back without losing anything),
   inside its own cancel scope so that ``notifications/cancelled`` can stop it;
   when a handler was cancelled its response is suppressed, as the cancellation
   clause asks;
