@@ -25,6 +25,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ._cli_output import say, visible
 from ._hub_render import SNIPPET_CLIENTS
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def main(args: argparse.Namespace, command: list[str]) -> int:
                 + " is in the current directory)"
             )
     except _Usage as exc:
-        print(f"mcpwire hub: {exc}", file=sys.stderr)
+        say(f"mcpwire hub: {exc}")
         return EXIT_USAGE
     import anyio
 
@@ -183,7 +184,7 @@ async def _run(args: argparse.Namespace, configs: list[str]) -> int:
         )
         async with hub:
             for issue in hub.warnings:
-                print(f"mcpwire hub: warning: {issue}", file=sys.stderr)
+                say(f"mcpwire hub: warning: {issue}")
             try:
                 await hub.wait_ready(timeout=args.timeout + 5.0)
             except TimeoutError:
@@ -197,7 +198,7 @@ async def _run(args: argparse.Namespace, configs: list[str]) -> int:
         if args.json:
             issues = [{"file": i.file, "path": i.path, "message": i.message} for i in exc.issues]
             print(json.dumps({"error": {"kind": "config error", "issues": issues}}))
-        print(f"mcpwire hub: config error: {exc}", file=sys.stderr)
+        say(f"mcpwire hub: config error: {exc}")
         return EXIT_USAGE
 
 
@@ -206,7 +207,8 @@ def authorization_prompt(browser: bool) -> Callable[[str, str], None]:
     stdout being the report), and opens it in their browser if asked."""
 
     def show(server: str, url: str) -> None:
-        print(f"mcpwire: {server} needs authorization; open this URL:\n  {url}", file=sys.stderr)
+        # The URL is built from the authorization server's metadata: shown, not obeyed.
+        say(f"mcpwire: {server} needs authorization; open this URL:\n  {visible(url, lines=False)}")
         if browser:
             import webbrowser
 

@@ -111,6 +111,22 @@ def _one_line(text: str | None, width: int) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
+def _cells(
+    name: str, state: str, transport: str, tools: str, error: str
+) -> tuple[str, str, str, str, str]:
+    # A server's error text (its stderr tail) reaches the terminal here: its
+    # control characters are shown as escapes (see ``_cli_output.visible``).
+    from ._cli_output import visible
+
+    return (
+        visible(name, lines=False),
+        state,
+        visible(transport, lines=False),
+        tools,
+        visible(error, lines=False),
+    )
+
+
 def status_table(statuses: Sequence[ServerStatus]) -> str:
     """The status of each server as an aligned text table."""
     header = ("SERVER", "STATE", "TRANSPORT", "TOOLS", "LAST ERROR")
@@ -122,7 +138,7 @@ def status_table(statuses: Sequence[ServerStatus]) -> str:
         elif s.state is ServerState.READY and s.restarts == 0:
             error = None
         rows.append(
-            (s.name, s.state.value, s.transport, str(s.tools), _one_line(error, _ERROR_WIDTH))
+            _cells(s.name, s.state.value, s.transport, str(s.tools), _one_line(error, _ERROR_WIDTH))
         )
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     lines = []

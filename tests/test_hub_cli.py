@@ -83,6 +83,32 @@ def test_human_table() -> None:
     assert rows["archive"][1] == "disabled" and "disabled in config" in proc.stdout
 
 
+def test_server_text_in_the_table_cannot_drive_the_terminal() -> None:
+    """The LAST ERROR column can carry what a server said (an error message from
+    it): its control characters print as escapes, so it cannot erase the table,
+    move the cursor or retitle the window."""
+    from types import SimpleNamespace
+
+    from mcpwire._hub_events import ServerState
+    from mcpwire._hub_render import status_table
+
+    said = "tools/list: [-32603] boom \x1b]0;pwned\x07 \x1b[2K\r\u202egone"
+    status = SimpleNamespace(
+        name="evil\x1b[8m",
+        state=ServerState.FAILED,
+        transport="stdio",
+        tools=0,
+        last_error=said,
+        reason="",
+        restarts=1,
+    )
+    table = status_table([status])  # type: ignore[list-item]
+    assert not {"\x1b", "\x07", "\r", "\u202e"} & set(table)
+    assert "evil\\x1b[8m" in table
+    # (Whitespace, CR among it, is folded to one space to keep the row on one line.)
+    assert "boom \\x1b]0;pwned\\x07 \\x1b[2K \\u202egone" in table
+
+
 def test_exit_codes_all_ready_and_none_connected(tmp_path: Path) -> None:
     script, _ = write_scripts(tmp_path)
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
