@@ -12,8 +12,10 @@ the inherited environment, so giving ``env`` never drops ``PATH``.
   buffer (never left to fill the pipe and wedge the server), optionally
   mirrored to a file; it is never treated as an error, but its tail is
   attached to every ``ConnectionClosed``.
-* When stdout ends, the exit status is collected (briefly waited for) so the
-  error names it.
+* When stdout ends, or a write finds the child's stdin closed, the exit status
+  and the rest of stderr are collected (briefly waited for) so the error names
+  them: the exit code or signal, or that the child, still running, closed its
+  stdout or stopped reading its stdin.
 * ``aclose()`` shuts down in the order the lifecycle clause gives: close the
   server's stdin, wait, SIGTERM the group, wait, SIGKILL the group; then it
   sweeps the group once more so grandchildren are not left behind.
@@ -28,8 +30,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from typing import IO
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import IO, TYPE_CHECKING
 
 import anyio
 
@@ -38,6 +40,10 @@ from ._fdio import FDReader, FDWriter
 from ._stdio import _Ends, _Framed, _Sender
 from .sansio import _messages as m
 from .sansio._codec import DEFAULT_LIMITS, Limits
+from .sansio._messages import RequestId
+
+if TYPE_CHECKING:
+    from ._transport import Outbound
 
 __all__ = (
     "STDERR_TAIL_BYTES",
@@ -51,6 +57,8 @@ STDERR_TAIL_BYTES = 16 * 1024
 DEFAULT_SHUTDOWN_TIMEOUT = 2.0
 #: Seconds to wait for an exit status once the child's stdout has ended.
 _EXIT_STATUS_WAIT = 0.1
+#: Seconds a failed write waits for the reader to reach the end of stdout.
+_STDOUT_END_WAIT = 0.25
 #: Seconds grandchildren get between SIGTERM and SIGKILL once the server is gone.
 _SWEEP_GRACE = 0.2
 
@@ -193,6 +201,12 @@ class StdioClientTransport(_Ends):
         self._closed_locally = False
         self._closed = False
         self._stopped: anyio.Event | None = None
+        #: The reader has taken everything up to the end of stdout (and its event,
+        #: made when a failed write first waits for it).
+        self._stdout_ended = False
+        self._stdout_end: anyio.Event | None = None
+        #: The task that reads (``receive``): one, for the transport's whole life.
+        self._reader_task: int | None = None
 
     @property
     def pid(self) -> int:
@@ -200,11 +214,62 @@ class StdioClientTransport(_Ends):
         return pid
 
     async def receive(self) -> m.Incoming:
+        if self._reader_task is None:
+            self._reader_task = anyio.get_current_task().id
         try:
             return await self._framed.receive()
         except anyio.EndOfStream:
             await self._collect_exit_status()
+            self._stdout_ended = True
+            if self._stdout_end is not None:
+                self._stdout_end.set()
             raise
+
+    async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
+        try:
+            await self._sender.send(message)
+        except anyio.BrokenResourceError:
+            await self._write_failed()
+            raise
+
+    def start_send(
+        self, message: Outbound, *, related: RequestId | None = None
+    ) -> Awaitable[None] | None:
+        try:
+            rest = self._sender.start_send(message)
+        except anyio.BrokenResourceError:
+            return self._send_failed(None)
+        return None if rest is None else self._send_failed(rest)
+
+    async def _send_failed(self, rest: Awaitable[None] | None) -> None:
+        try:
+            if rest is None:
+                raise anyio.BrokenResourceError
+            await rest
+        except anyio.BrokenResourceError:
+            await self._write_failed()
+            raise
+
+    async def _write_failed(self) -> None:
+        """A write found the child's stdin closed: let the failure through only once
+        what the child wrote before is read and its exit status and last stderr
+        lines are in. The session ends the moment a send fails, with the error
+        ``close_error()`` gives, so failing at once would lose answers still in
+        the stdout pipe (a child that answers, then exits, while another request
+        is being written) and name no exit status; a dead peer's error says why
+        (design.md, "Behaviour on bad input"). A child that only closed its stdin
+        keeps stdout open: that wait is bounded by ``_STDOUT_END_WAIT``. The
+        reader's own writes (its replies to invalid input) fail at once: the
+        reader cannot read on while it waits, and it reports the end itself.
+        """
+        if anyio.get_current_task().id == self._reader_task:
+            return
+        if not self._stdout_ended:
+            if self._stdout_end is None:
+                self._stdout_end = anyio.Event()
+            with anyio.move_on_after(_STDOUT_END_WAIT):
+                await self._stdout_end.wait()
+        await self._collect_exit_status()
 
     async def _collect_exit_status(self) -> None:
         deadline = time.monotonic() + _EXIT_STATUS_WAIT
@@ -219,6 +284,9 @@ class StdioClientTransport(_Ends):
         code = self.process.poll()
         if self._closed_locally:
             reason = f"MCP server {name!r} connection was closed"
+        elif code is None and not self._framed._eof:
+            # A write failed while stdout is still open: the child closed its stdin.
+            reason = f"MCP server {name!r} stopped reading its stdin (pid {self.pid} still running)"
         elif code is None:
             reason = f"MCP server {name!r} closed its stdout (pid {self.pid} still running)"
         elif code < 0:

@@ -22,7 +22,9 @@ Each line yields one item:
 * ``NonJSONLine`` (only with ``tolerant=True``): a line whose first
   non-blank byte cannot start a JSON-RPC message (``{`` or ``[``). Clients use
   this for servers that print banners or debug text to stdout; the line is kept
-  for diagnostics instead of being fed to the parser.
+  for diagnostics instead of being fed to the parser. A UTF-8 byte order mark
+  before a message is dropped in this mode (RFC 8259 section 8.1 lets a
+  parser ignore one), so the message after it is not taken for text.
 
 At end of input, ``feed_eof()`` returns a final unterminated line, if any, as
 if it had been terminated: peers that exit without a final newline lose no
@@ -49,6 +51,7 @@ __all__ = (
 DEFAULT_MAX_LINE = 16 * 1024 * 1024
 
 _WHITESPACE = b" \t\r\n\f\v"
+_BOM = b"\xef\xbb\xbf"
 
 #: How much of an oversized line ``LineTooLong.head`` keeps.
 HEAD_BYTES = 512
@@ -188,21 +191,38 @@ class NDJSONReader:
                 head += part[: self._head_size - len(head)]
                 if len(head) >= self._head_size:
                     break
-            out.append(LineTooLong(self.max_line, bytes(head)))
+            out.append(self._too_long(bytes(head)))
             self._parts.clear()
             self._held = 0
             self._discarding = True
+
+    def _too_long(self, head: bytes) -> LineTooLong:
+        if self.tolerant:
+            # As in ``_emit``: past a byte order mark, the head can still name the id.
+            stripped = head.lstrip(_WHITESPACE)
+            if stripped.startswith(_BOM):
+                head = stripped[len(_BOM) :]
+        return LineTooLong(self.max_line, head)
 
     def _emit(self, line: bytes, out: list[NDJSONItem]) -> None:
         if line.endswith(b"\r"):
             line = line[:-1]
         if len(line) > self.max_line:
-            out.append(LineTooLong(self.max_line, line[: self._head_size]))
+            out.append(self._too_long(line[: self._head_size]))
             return
         stripped = line.lstrip(_WHITESPACE)
         if not stripped:
             return
         if self.tolerant and stripped[0] not in b"{[":
+            if stripped.startswith(_BOM):
+                # RFC 8259 section 8.1: a parser MAY ignore a byte order mark, and
+                # some runtimes (.NET consoles, PowerShell) put one before their
+                # first output; taken for text, the message after it would be
+                # lost and its caller left waiting for the request timeout.
+                body = stripped[len(_BOM) :].lstrip(_WHITESPACE)
+                if body[:1] in (b"{", b"["):
+                    out.append(body)
+                    return
             out.append(NonJSONLine(line))
             return
         out.append(line)
