@@ -529,13 +529,13 @@ class HTTPClient:
         try:
             with anyio.fail_after(self.connect_timeout):
                 if loop is not None:
-                    # Plain TCP on asyncio: the protocol-based stream (see
-                    # _aio_stream); happy eyeballs as anyio does it.
+                    # Plain TCP on asyncio (see _aio_stream); happy eyeballs for a name only:
+                    # 3.11's race can leak its winner when cancelled, and an IP has no race.
                     _, fast = await loop.create_connection(
                         lambda: AsyncioStream(loop),
                         url.host,
                         url.port,
-                        happy_eyeballs_delay=0.25,
+                        happy_eyeballs_delay=None if url.literal else 0.25,
                     )
                     self.connections_opened += 1
                     return ProtocolSocket(fast, url.origin, self.max_header_size)

@@ -13,6 +13,7 @@ when there are some, looking through the exceptions anyio wraps them in.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
@@ -104,6 +105,15 @@ class URL:
     @property
     def origin(self) -> tuple[str, str, int]:
         return (self.scheme, self.host, self.port)
+
+    @property
+    def literal(self) -> bool:
+        """The host is an IP address (one address: nothing to race for)."""
+        try:
+            ipaddress.ip_address(self.host)
+        except ValueError:
+            return False
+        return True
 
     @property
     def authority(self) -> str:

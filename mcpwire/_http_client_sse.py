@@ -19,6 +19,13 @@ internal address can be overridden with ``message_url``, resolved the same way
 and given the endpoint's query (which carries the server's session id) when
 it has none of its own.
 
+Every wait is bounded by ``timeout`` as a whole, not only read by read: opening
+the stream up to its endpoint event, and each POST up to its answer's head and
+the first ``ERROR_BODY_EXCERPT`` bytes of its body (a 2xx head is acceptance,
+however its body goes on). Messages that come before the endpoint event are
+kept for after it, at most ``MAX_EARLY_EVENTS`` and ``max_event_size``
+characters of them; beyond that the server is refused.
+
 The session lives as long as the GET stream: when that ends or breaks the
 transport ends with it (every pending request fails with the reason), since
 the protocol has no way to resume a stream or a session.
@@ -37,6 +44,7 @@ import anyio
 
 from ._http_client_base import (
     ERROR_BODY_EXCERPT,
+    INBOX_SIZE,
     HTTPClientOptions,
     HTTPTransportBase,
     excerpt,
@@ -63,6 +71,12 @@ __all__ = ("SSEClientTransport", "SSEConnection")
 
 logger = logging.getLogger("mcpwire.http")
 
+#: Messages kept while waiting for the ``endpoint`` event (see ``connect``);
+#: together they may also not exceed ``max_event_size`` characters.
+MAX_EARLY_EVENTS = INBOX_SIZE
+#: Responses POSTed in the background at once (see ``SSEConnection.send``).
+MAX_REPLIES_IN_FLIGHT = 16
+
 
 class SSEConnection:
     """One HTTP+SSE session, delivering into ``owner``'s inbox (see the module docstring)."""
@@ -76,6 +90,7 @@ class SSEConnection:
         self.options = options
         #: Where messages are POSTed, once the server has said.
         self.endpoint: URL | None = None
+        self._replies = anyio.Semaphore(MAX_REPLIES_IN_FLIGHT)
 
     async def connect(self) -> None:
         """Open the event stream and wait for the ``endpoint`` event.
@@ -89,56 +104,84 @@ class SSEConnection:
                 "(use Client.http, or 'async with' the transport)"
             )
         headers = [("Accept", "text/event-stream"), *self.options.headers]
-        response = await self.http.request("GET", self.url, headers, timeout=self.options.timeout)
+        timeout = self.options.timeout
+        response: HTTPResponse | None = None
         started = False
         try:
-            if not 200 <= response.status < 300:
-                body = await response.read_body(ERROR_BODY_EXCERPT, truncate=True)
-                raise HTTPError(f"GET {self.url}: HTTP {response.status} {excerpt(body)}".rstrip())
-            if response.media_type != "text/event-stream":
-                raise HTTPError(
-                    f"GET {self.url}: expected text/event-stream, got {response.media_type!r}"
-                )
-            decoder = SSEDecoder(max_event_size=self.options.max_event_size)
-            early: list[SSEEvent] = []
             try:
-                with anyio.fail_after(self.options.timeout):
-                    while self.endpoint is None:
-                        events = await next_events(response, decoder)
-                        if events is None:
-                            raise HTTPError(
-                                f"{self.url}: the stream ended before an endpoint event"
-                            )
-                        for event in events:
-                            if self.endpoint is None and event.event == "endpoint":
-                                self.endpoint = self._resolve(event.data)
-                            else:
-                                early.append(event)
+                # One deadline for the head and the endpoint event together: each
+                # read has its own too, but a server that trickles comments (or
+                # 1xx heads) would otherwise keep the caller waiting for ever.
+                with anyio.fail_after(timeout):
+                    response = await self.http.request("GET", self.url, headers, timeout=timeout)
+                    decoder, early = await self._await_endpoint(response)
             except TimeoutError:
-                raise HTTPError(
-                    f"{self.url}: no endpoint event within {self.options.timeout:g} s"
-                ) from None
+                raise HTTPError(f"{self.url}: no endpoint event within {timeout:g} s") from None
             except SSEEventTooLarge as exc:
                 raise HTTPError(f"{self.url}: {exc}") from None
             response.timeout = None  # the stream may be quiet for as long as it likes
             logger.info("%s: HTTP+SSE session, posting to %s", self.url, self.endpoint)
+            stream = response
             started = self.owner._spawn(
-                "HTTP+SSE stream", lambda: self._read(response, decoder, early)
+                "HTTP+SSE stream", lambda: self._read(stream, decoder, early)
             )
             if not started:
                 raise HTTPError(f"{self.url}: the transport is closed")
         finally:
-            if not started:
-                await response.aclose()
+            if not started and response is not None:
+                with anyio.CancelScope(shield=True):
+                    await response.aclose()
 
-    def _resolve(self, data: str) -> URL:
+    async def _await_endpoint(self, response: HTTPResponse) -> tuple[SSEDecoder, list[SSEEvent]]:
+        """Check the head, read up to the ``endpoint`` event and resolve it; the
+        decoder, and the events to handle before reading on."""
+        if not 200 <= response.status < 300:
+            body = await response.read_body(ERROR_BODY_EXCERPT, truncate=True)
+            raise HTTPError(f"GET {self.url}: HTTP {response.status} {excerpt(body)}".rstrip())
+        if response.media_type != "text/event-stream":
+            raise HTTPError(
+                f"GET {self.url}: expected text/event-stream, got {response.media_type!r}"
+            )
+        decoder = SSEDecoder(max_event_size=self.options.max_event_size)
+        early: list[SSEEvent] = []
+        held = 0
+        while self.endpoint is None:
+            events = await next_events(response, decoder)
+            if events is None:
+                raise HTTPError(f"{self.url}: the stream ended before an endpoint event")
+            for event in events:
+                if self.endpoint is not None:
+                    early.append(event)  # after it in the same chunk: in order
+                elif event.event == "endpoint":
+                    # RFC 3986 §5.1.3: the base of a representation retrieved
+                    # through redirects is the last URI used.
+                    self.endpoint = self._resolve(event.data, response.url)
+                elif event.event == "message" and event.data:
+                    # The server MUST send the endpoint first. Messages before it
+                    # are kept for later, within the bounds of one event.
+                    early.append(event)
+                    held += len(event.data)
+                    if len(early) > MAX_EARLY_EVENTS or held > self.options.max_event_size:
+                        raise HTTPError(
+                            f"{self.url}: more than {MAX_EARLY_EVENTS} messages or "
+                            f"{self.options.max_event_size} characters before the "
+                            "endpoint event, which the server must send first"
+                        )
+        return decoder, early
+
+    def _resolve(self, data: str, base: URL) -> URL:
+        reference = data.strip()
         try:
-            announced = self.url.join(data.strip())
+            # Checked here, since resolving silently drops tabs and line ends
+            # (two ``data:`` lines would run together into another URL).
+            if not reference.isprintable():
+                raise ValueError("whitespace or control characters")
+            announced = base.join(reference)
         except ValueError as exc:
             raise HTTPError(f"{self.url}: unusable endpoint event {data!r}: {exc}") from None
         override = self.options.message_url
         if override is not None:
-            target = self.url.join(override)
+            target = base.join(override)
             if "?" not in target.target and "?" in announced.target:
                 target = URL.parse(target.raw + "?" + announced.target.split("?", 1)[1])
             return target
@@ -183,32 +226,71 @@ class SSEConnection:
             await self.owner._deliver(one)
 
     async def send(self, message: Outbound) -> None:
-        """POST one message (or batch) to the endpoint."""
+        """POST one message (or batch) to the endpoint.
+
+        A response (our answer to the server, or the error that answers what it
+        sent malformed) is POSTed in the background when a slot is free: nobody
+        waits for it, and the session sends some from its reader task, which a
+        server that stalls the POST would otherwise hold up, and every answer
+        queued behind it (the answers to our requests come on the event stream).
+        """
+        kind = type(message)
+        if (kind is m.Response or kind is m.ErrorResponse) and self._reply_slot():
+            if self.owner._spawn("HTTP+SSE reply", lambda: self._post_reply(message)):
+                return
+            self._replies.release()
+        await self._post(message)
+
+    def _reply_slot(self) -> bool:
+        try:
+            self._replies.acquire_nowait()
+        except anyio.WouldBlock:
+            return False  # as many in flight as allowed: this one waits its turn
+        return True
+
+    async def _post_reply(self, message: Outbound) -> None:
+        try:
+            await self._post(message)
+        except anyio.BrokenResourceError:
+            pass  # the transport failed (``_fail`` says why to whoever waits)
+        finally:
+            self._replies.release()
+
+    async def _post(self, message: Outbound) -> None:
         assert self.endpoint is not None
         body = m.serialize_batch(message) if isinstance(message, list) else m.serialize(message)
         headers = [("Content-Type", "application/json"), *self.options.headers]
+        timeout = self.options.timeout
         failure: HTTPError | None = None
         problem = ""
         status: int | None = None
         text = b""
         with self.owner._exchange():
-            try:
-                response = await self.http.request(
-                    "POST", self.endpoint, headers, body, timeout=self.options.timeout
-                )
-            except (RedirectRefused, ReadTimeout, InvalidRequest) as exc:
-                problem = str(exc)
-            except ConnectionFailed as exc:
-                failure = exc
-            else:
+            # ``timeout`` bounds the whole exchange, not only each read: a server
+            # that sends 1xx heads or drips a body for ever must not hold the
+            # message (or, for a notification, its sender) any longer.
+            deadline = anyio.current_time() + timeout
+            response: HTTPResponse | None = None
+            with anyio.CancelScope(deadline=deadline) as scope:
+                try:
+                    response = await self.http.request(
+                        "POST", self.endpoint, headers, body, timeout=timeout
+                    )
+                except (RedirectRefused, ReadTimeout, InvalidRequest) as exc:
+                    problem = str(exc)
+                except ConnectionFailed as exc:
+                    failure = exc
+            if scope.cancelled_caught:
+                problem = f"no answer within {timeout:g} s"
+            if response is not None:
                 async with response:
-                    try:
-                        text = await response.read_body(ERROR_BODY_EXCERPT, truncate=True)
-                    except HTTPError:
-                        text = b""
-                    if 200 <= response.status < 300:
-                        return
                     status = response.status
+                    parts: list[bytes] = []
+                    with anyio.CancelScope(deadline=deadline):
+                        await _read_excerpt(response, parts)
+                    text = b"".join(parts)[:ERROR_BODY_EXCERPT]
+                    if 200 <= status < 300:
+                        return  # accepted, whatever the body
                     problem = f"HTTP {status} {response.reason} {excerpt(text)}".rstrip()
         if failure is not None:
             raise self.owner._fail(f"cannot reach the MCP server at {self.endpoint}: {failure}")
@@ -233,6 +315,21 @@ class SSEConnection:
                 body=text,
             )
         )
+
+
+async def _read_excerpt(response: HTTPResponse, parts: list[bytes]) -> None:
+    """Read the body into ``parts`` up to ``ERROR_BODY_EXCERPT`` bytes (what was
+    read stays there if the caller's deadline cuts this short)."""
+    size = 0
+    try:
+        while size < ERROR_BODY_EXCERPT:
+            chunk = await response.read_chunk()
+            if not chunk:
+                return
+            parts.append(chunk)
+            size += len(chunk)
+    except HTTPError:
+        pass
 
 
 class SSEClientTransport(HTTPTransportBase):

@@ -125,6 +125,9 @@ class RawServer:
         self.handler = handler
         self.seen: list[Seen] = []
         self.connections = 0
+        #: Connections open right now (the server's side of each closes once the
+        #: client has closed its own, or the script is done with it).
+        self.open = 0
         self.port = 0
         self.scheme = "http"
 
@@ -137,6 +140,7 @@ class RawServer:
 
     async def _serve_one(self, stream: anyio.abc.ByteStream) -> None:
         self.connections += 1
+        self.open += 1
         number = self.connections
         raw = stream.extra(anyio.abc.SocketAttribute.raw_socket)
         raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -218,6 +222,7 @@ class RawServer:
         finally:
             if reply is not None and reply.feed is not None:
                 reply.feed.close()  # type: ignore[attr-defined]
+            self.open -= 1
             await anyio.aclose_forcefully(stream)
 
 
