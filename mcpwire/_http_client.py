@@ -446,10 +446,12 @@ class HTTPClientTransport(EventStreams):
     async def _post_one_way(self, body: bytes, what: str) -> bool:
         """POST a notification or response; True when the server accepted it."""
         failure: HTTPError | None = None
-        with self._exchange():
+        timeout = self.options.timeout
+        # One deadline for the whole exchange: 1xx heads or a dripped body cannot hold it.
+        with self._exchange(), anyio.move_on_after(timeout) as scope:
             try:
                 response = await self.http.request(
-                    "POST", self.url, self._headers(None), body, timeout=self.options.timeout
+                    "POST", self.url, self._headers(None), body, timeout=timeout
                 )
             except (RedirectRefused, ReadTimeout, InvalidRequest) as exc:
                 logger.warning("%s: %s was not delivered: %s", self.url, what, exc)
@@ -472,6 +474,8 @@ class HTTPClientTransport(EventStreams):
                         text.decode("utf-8", "replace")[:200],
                     )
                     return False
+        if scope.cancelled_caught:
+            logger.warning("%s: %s was not delivered in %g s", self.url, what, timeout)
         if failure is not None:
             raise self._fail(f"cannot reach the MCP server at {self.url}: {failure}") from None
         return False

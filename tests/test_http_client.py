@@ -1456,3 +1456,19 @@ async def test_a_server_whose_cursors_never_end_is_given_up_on(
             with anyio.fail_after(10), pytest.raises(RemoteProtocolError, match="25 pages"):
                 await c.list_tools()
         assert len([s for s in server.seen if s.rpc_method == "tools/list"]) == 25
+
+
+@pytest.mark.parametrize("stall", ["drip", "1xx"])
+async def test_a_notification_post_the_server_stalls_is_bounded_as_a_whole(stall: str) -> None:
+    """``timeout`` bounds a one-way POST's whole exchange, not only each read: a
+    server that drips the answer's body, or sends 1xx heads without end, does not
+    hold the sender (here ``notifications/initialized``, so the connect) longer."""
+    if stall == "drip":
+        pieces = [b"HTTP/1.1 202 Accepted\r\nContent-Length: 4000\r\n\r\n"] + [b"x"] * 4000
+    else:
+        pieces = [b"HTTP/1.1 102 Processing\r\n\r\n"] * 4000
+    ack = Reply(raw=pieces, delay=0.05)
+    async with raw_server(legacy({}, ack=ack)) as server:
+        with anyio.fail_after(20):  # the stall would last 100 s and more
+            async with legacy_client(server.url, timeout=1.0):
+                pass
