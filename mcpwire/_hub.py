@@ -527,6 +527,9 @@ class Hub:
                 else:
                     updated.append(name)
                     self._discovered(sup)
+            # statuses() and server_names follow the config's order, also for a
+            # server added in place of another (a rename keeps its place).
+            self._sups = {name: self._sups[name] for name in new}
             self._configs = new
             self._watcher.set_paths(self._watched())
             event = ConfigReloaded(

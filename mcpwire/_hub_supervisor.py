@@ -108,7 +108,8 @@ class Supervisor:
         self.reason = ""
         #: Why this server can never run under this hub (a name it cannot expose).
         self.invalid: str | None = None
-        #: Attempts that ended, ready or not, and those that did not reach ready.
+        #: Attempts that settled (reached ready, or failed; one cut short by a
+        #: restart or stop did not), and those that did not reach ready.
         self.settled = 0
         self.failures = 0
         self.done = anyio.Event()
@@ -400,10 +401,11 @@ class Supervisor:
     def _outcome(
         self, error: BaseException | None, lost: ConnectionClosed | None, startup: float
     ) -> tuple[_Outcome, str | None, str]:
+        if self._restart_requested or self._stopping:
+            # Cut short, not settled: restart() waits for the attempt after this one.
+            return _Outcome.RESTART, None, ""
         if not self._ready:
             self.settled += 1
-        if self._restart_requested or self._stopping:
-            return _Outcome.RESTART, None, ""
         stderr = getattr(self._spawned, "stderr", None)
         tail: str = stderr.text() if stderr is not None else ""
         if isinstance(error, ConnectionClosed) and error.stderr_tail:
