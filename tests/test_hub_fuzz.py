@@ -75,6 +75,7 @@ import anyio.abc
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
+from test_hub_support import alive
 
 from mcpwire import (
     ConfigError,
@@ -336,22 +337,6 @@ class Run:
         if spec is None or spec.timeout is None:
             return 60.0
         return float(spec.timeout[:-1])
-
-
-def alive(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie counts as dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("State:"):
-                    return "Z" not in line.split()[1]
-    except OSError:
-        return False
-    return True
 
 
 def describe(hub: Hub) -> str:

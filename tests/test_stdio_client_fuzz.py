@@ -71,6 +71,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from stdio_hostile_child import result_for
+from test_stdio import pid_gone
 
 from mcpwire import (
     CallToolResult,
@@ -593,20 +594,6 @@ async def check_gone(run: Run) -> None:
         while "hostile: last words" not in transport.stderr.text():
             assert time.monotonic() < deadline, transport.stderr.text()
             await anyio.sleep(0.01)
-
-
-def pid_gone(pid: int) -> bool:
-    """True if ``pid`` no longer runs (absent, or a zombie nobody has reaped yet)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return True
-    state = next((ln for ln in status.splitlines() if ln.startswith("State:")), "")
-    return "Z" in state.split(":", 1)[1] if state else True
 
 
 def check_record(run: Run) -> None:
