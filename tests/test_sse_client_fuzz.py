@@ -94,8 +94,9 @@ VERSION = "2024-11-05"
 #: Far above how long any answer takes here: a call still waiting at FAST has hung.
 REQUEST_TIMEOUT = 30.0
 FAST = 10.0
-#: The transport's ``timeout``: each POST exchange, and opening the event stream.
-IO_TIMEOUT = 0.5
+#: The transport's ``timeout``: each POST exchange, and opening the event stream. Generous
+#: enough for a loaded CI machine, where a healthy open has taken over 0.5 s.
+IO_TIMEOUT = 2.0
 #: The client's ``max_event_size``: small, so that an oversized event stays cheap.
 MAX_EVENT = 2048
 HOSTILE_CODE = -32001
