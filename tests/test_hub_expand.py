@@ -123,6 +123,8 @@ def _templates(draw: st.DrawFn, bare: bool) -> tuple[str, str, dict[str, str]]:
     """(template, what it expands to, environment)."""
     environ = draw(st.dictionaries(_names, _values, max_size=4))
     template, expected = "", ""
+    name_chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
+    after_bare = False  # the template ends with a bare reference: no name character next
     for _ in range(draw(st.integers(0, 5))):
         literal = draw(_literals)
         kinds = ["literal", "default"] + (["var", "env"] if environ else [])
@@ -130,8 +132,12 @@ def _templates(draw: st.DrawFn, bare: bool) -> tuple[str, str, dict[str, str]]:
             kinds.append("bare")
         kind = draw(st.sampled_from(kinds))
         if kind == "literal":
+            if after_bare:
+                literal = literal.lstrip(name_chars)
+                after_bare = not literal
             template, expected = template + literal, expected + literal
             continue
+        after_bare = False
         if kind == "default":
             name, default = draw(_names), draw(_defaults)
             template += f"${{{name}:-{default}}}"
@@ -141,9 +147,8 @@ def _templates(draw: st.DrawFn, bare: bool) -> tuple[str, str, dict[str, str]]:
             template += {"var": f"${{{name}}}", "env": f"${{env:{name}}}", "bare": f"${name}"}[kind]
             expected += environ[name]
             if kind == "bare":  # what follows must not lengthen the name
-                literal = literal.lstrip(
-                    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
-                )
+                literal = literal.lstrip(name_chars)
+                after_bare = not literal
         template, expected = template + literal, expected + literal
     return template, expected, environ
 
@@ -161,6 +166,7 @@ def test_each_reference_is_replaced_once_by_its_value(
 @example(case=("$A", "${B}", {"A": "${B}", "B": "x"}))
 @example(case=("$A-${B}", "$B-x", {"A": "$B", "B": "x"}))
 @example(case=("$A", "${input:secret}", {"A": "${input:secret}"}))
+@example(case=("$A-0", "-0", {"A": ""}))
 def test_bare_references_are_replaced_once_too(case: tuple[str, str, dict[str, str]]) -> None:
     template, expected, environ = case
     assert Expander(environ, Path("/w"), bare=True).expand(template) == expected
