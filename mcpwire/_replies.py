@@ -1,5 +1,5 @@
 """Replies the session sends: a batch's, gathered into one array, and a fallback
-for replies the codec refuses.
+for replies the codec refuses, and the refusal of a batch the version does not allow.
 
 JSON-RPC 2.0 answers a batch with one array holding a response per request in
 it (notifications get none); ``initialize`` may not travel in a batch
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ._errors import RemoteProtocolError
 from .sansio._messages import (
     Batch,
     ErrorCode,
@@ -34,7 +35,7 @@ from .sansio._messages import (
 if TYPE_CHECKING:
     from ._session import Session
 
-__all__ = ("serve_batch", "writable")
+__all__ = ("refuse_batch", "serve_batch", "writable")
 
 
 async def serve_batch(session: Session, batch: Batch) -> None:
@@ -71,6 +72,35 @@ async def serve_batch(session: Session, batch: Batch) -> None:
                 await session._dispatch(item)
     if replies:
         await session._send_quietly(replies)
+
+
+async def refuse_batch(session: Session, batch: Batch) -> None:
+    """Answer a batch the negotiated version does not allow: one -32600, id null.
+
+    Each of our requests that the batch answers fails now with
+    ``RemoteProtocolError``: its answer was sent but may not be taken, and no
+    other is due, so waiting on would only turn the peer's mistake into a
+    timeout.
+    """
+    session.invalid_received += 1
+    await session._send_quietly(
+        error_response(
+            None,
+            ErrorCode.INVALID_REQUEST,
+            "JSON-RPC batches are not supported by the negotiated protocol version "
+            "(only 2025-03-26 allows them)",
+        )
+    )
+    for item in batch.items:
+        if type(item) is Response or type(item) is ErrorResponse:
+            out = session.rpc.response_received(item)
+            pending = session._pending.get(out.id) if out is not None else None
+            if out is not None and pending is not None:
+                why = (
+                    f"the peer answered {out.method} inside a JSON-RPC batch, which the "
+                    "negotiated protocol version does not allow"
+                )
+                pending.settle(RemoteProtocolError(why))
 
 
 def writable(message: Message | list[Message], exc: Exception) -> Message | list[Message]:

@@ -63,7 +63,7 @@ from ._errors import (
 from ._inflow import Inflow
 from ._loops import running_asyncio_loop
 from ._pending import Pending
-from ._replies import serve_batch, writable
+from ._replies import refuse_batch, serve_batch, writable
 from ._request_context import RequestContext
 from .sansio._json import JSONObject
 from .sansio._messages import (
@@ -449,15 +449,7 @@ class Session:
         elif cls is Batch:
             batch: Batch = item  # type: ignore[assignment]
             if not self.allow_batches:
-                self.invalid_received += 1
-                await self._send_quietly(
-                    error_response(
-                        None,
-                        ErrorCode.INVALID_REQUEST,
-                        "JSON-RPC batches are not supported by the negotiated protocol version "
-                        "(only 2025-03-26 allows them)",
-                    )
-                )
+                await refuse_batch(self, batch)
                 return
             assert self._tg is not None
             self._tg.start_soon(serve_batch, self, batch)

@@ -949,6 +949,35 @@ async def test_batch_refused_by_default_over_memory_pair() -> None:
         assert reply.id is None and reply.error.code == -32600
 
 
+async def test_an_answer_inside_a_refused_batch_fails_its_request_at_once(wire: bool) -> None:
+    """Batches are refused outside 2025-03-26, answers inside them too: the request
+    they answer fails at once with the reason, not at its timeout."""
+    async with facing_raw(wire=wire) as (session, raw):
+        outcome: list[BaseException | JSONObject] = []
+
+        async def call() -> None:
+            try:
+                outcome.append(await session.request("echo", timeout=30))
+            except Exception as exc:
+                outcome.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            request = await receive(raw)
+            assert type(request) is Request
+            with anyio.fail_after(WAIT):
+                await raw.send([Response(request.id, {"echo": None}), Notification("n")])
+                refusal = await receive(raw)
+        assert type(refusal) is ErrorResponse
+        assert refusal.id is None and refusal.error.code == -32600
+        assert len(outcome) == 1 and isinstance(outcome[0], mcpwire.RemoteProtocolError)
+        assert "answered echo inside a JSON-RPC batch" in str(outcome[0])
+        assert not session.closed
+        # An answer to an id not in flight changes nothing; the session serves on.
+        await raw.send([Response(999, {})])
+        assert (await receive(raw)).error.code == -32600  # type: ignore[union-attr]
+
+
 async def test_batch_reply_over_the_wire() -> None:
     async with facing_raw(wire=True, on_request=echo_server) as (server, raw):
         server.allow_batches = True
