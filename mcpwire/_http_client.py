@@ -198,9 +198,6 @@ class HTTPClientTransport(EventStreams):
         if self._sse is not None:
             await self._sse.send(message)
             return
-        if isinstance(message, list):
-            await self._post_one_way(m.serialize_batch(message), "a batch")
-            return
         kind = type(message)
         if kind is m.Request:
             await self._send_request(message)  # type: ignore[arg-type]
@@ -208,8 +205,10 @@ class HTTPClientTransport(EventStreams):
             await self._send_notification(message)  # type: ignore[arg-type]
         elif self._init_request is None:  # 2026-07-28: no server requests, nothing to POST
             logger.warning("%s: a 2026 server sent a request; its answer is not sent", self.url)
-        else:
-            await self._post_one_way(m.serialize(message), "a response")
+        else:  # our answers to the server, off the reader's path (``_reply_in_background``)
+            body = m.serialize_batch(message) if kind is list else m.serialize(message)  # type: ignore[arg-type]
+            if not self._reply_in_background("HTTP reply", lambda: self._post_one_way(body)):
+                await self._post_one_way(body)
 
     def _headers(
         self, request: m.Request | None, *, accept: str = ACCEPT_BOTH
@@ -443,7 +442,7 @@ class HTTPClientTransport(EventStreams):
         if ok and note.method == "notifications/initialized":
             await self._start_get_stream()
 
-    async def _post_one_way(self, body: bytes, what: str) -> bool:
+    async def _post_one_way(self, body: bytes, what: str = "a response") -> bool:
         """POST a notification or response; True when the server accepted it."""
         failure: HTTPError | None = None
         timeout = self.options.timeout

@@ -84,6 +84,8 @@ logger = logging.getLogger("mcpwire.http")
 INBOX_SIZE = 256
 #: Bytes of an error response's body kept for the error message.
 ERROR_BODY_EXCERPT = 2048
+#: Responses to the server POSTed in the background at once (``_reply_in_background``).
+MAX_REPLIES_IN_FLIGHT = 16
 #: Ceiling for the exponential reconnection backoff, in seconds.
 MAX_BACKOFF = 30.0
 
@@ -269,6 +271,7 @@ class HTTPTransportBase:
         self._background: set[anyio.CancelScope] = set()
         self._inflight: set[anyio.CancelScope] = set()
         self._fast: Callable[[m.Incoming], bool] | None = None
+        self._replies = anyio.Semaphore(MAX_REPLIES_IN_FLIGHT)
 
     # -- wiring ------------------------------------------------------------------
 
@@ -380,6 +383,33 @@ class HTTPTransportBase:
 
         self._tg.start_soon(run, name=f"mcpwire {name}")
         return True
+
+    def _reply_in_background(self, name: str, post: Callable[[], Awaitable[object]]) -> bool:
+        """POST a response in the background when a slot is free; False: send it yourself.
+
+        Nobody waits for our answer to the server (or for the error that answers
+        what it sent malformed), and the session sends some from its reader
+        task: a server that stalls that POST would otherwise hold up the reader,
+        and every answer queued behind it. At most ``MAX_REPLIES_IN_FLIGHT`` run
+        at once; past that the sender posts itself, which is the back-pressure.
+        """
+        try:
+            self._replies.acquire_nowait()
+        except anyio.WouldBlock:
+            return False
+
+        async def run() -> None:
+            try:
+                await post()
+            except anyio.BrokenResourceError:
+                pass  # the transport failed (``_fail`` says why to whoever waits)
+            finally:
+                self._replies.release()
+
+        if self._spawn(name, run):
+            return True
+        self._replies.release()
+        return False
 
     def _close_inbox(self) -> None:
         self._closed = True

@@ -74,8 +74,6 @@ logger = logging.getLogger("mcpwire.http")
 #: Messages kept while waiting for the ``endpoint`` event (see ``connect``);
 #: together they may also not exceed ``max_event_size`` characters.
 MAX_EARLY_EVENTS = INBOX_SIZE
-#: Responses POSTed in the background at once (see ``SSEConnection.send``).
-MAX_REPLIES_IN_FLIGHT = 16
 
 
 class SSEConnection:
@@ -90,7 +88,6 @@ class SSEConnection:
         self.options = options
         #: Where messages are POSTed, once the server has said.
         self.endpoint: URL | None = None
-        self._replies = anyio.Semaphore(MAX_REPLIES_IN_FLIGHT)
 
     async def connect(self) -> None:
         """Open the event stream and wait for the ``endpoint`` event.
@@ -229,32 +226,16 @@ class SSEConnection:
         """POST one message (or batch) to the endpoint.
 
         A response (our answer to the server, or the error that answers what it
-        sent malformed) is POSTed in the background when a slot is free: nobody
-        waits for it, and the session sends some from its reader task, which a
-        server that stalls the POST would otherwise hold up, and every answer
-        queued behind it (the answers to our requests come on the event stream).
+        sent malformed) is POSTed in the background when a slot is free
+        (``_reply_in_background``): the answers to our requests come on the
+        event stream, which must not wait behind it.
         """
         kind = type(message)
-        if (kind is m.Response or kind is m.ErrorResponse) and self._reply_slot():
-            if self.owner._spawn("HTTP+SSE reply", lambda: self._post_reply(message)):
-                return
-            self._replies.release()
+        if (kind is m.Response or kind is m.ErrorResponse) and self.owner._reply_in_background(
+            "HTTP+SSE reply", lambda: self._post(message)
+        ):
+            return
         await self._post(message)
-
-    def _reply_slot(self) -> bool:
-        try:
-            self._replies.acquire_nowait()
-        except anyio.WouldBlock:
-            return False  # as many in flight as allowed: this one waits its turn
-        return True
-
-    async def _post_reply(self, message: Outbound) -> None:
-        try:
-            await self._post(message)
-        except anyio.BrokenResourceError:
-            pass  # the transport failed (``_fail`` says why to whoever waits)
-        finally:
-            self._replies.release()
 
     async def _post(self, message: Outbound) -> None:
         assert self.endpoint is not None

@@ -828,6 +828,78 @@ async def test_legacy_headers_cancellation_and_delete() -> None:
         assert server.seen[-1].method == "DELETE"
 
 
+DECLINED = {"action": "decline"}
+
+
+async def test_a_stalled_reply_post_holds_up_no_answer() -> None:
+    """Legacy era: the client's answer to a server message is a POST of its own, and
+    the session sends some from its reader task (here: refusing a duplicate id).
+    A server that never answers that POST must not hold up the answer to the
+    client's request, which arrives on the request's event stream meanwhile (not
+    after the transport's whole ``timeout``)."""
+    stalled = anyio.Event()
+    release = anyio.Event()
+    streams: list[Any] = []
+
+    async def decline(params: dict[str, Any]) -> dict[str, Any]:
+        with anyio.fail_after(5):
+            await stalled.wait()  # the duplicate arrives while this one is served
+        return DECLINED
+
+    async with anyio.create_task_group() as tg:
+
+        async def tools_call(seen: Seen) -> Reply:
+            send, receive = anyio.create_memory_object_stream[bytes](8)
+            streams.append(receive)
+            # The same id twice while the first is served: the session refuses the
+            # second from its reader task.
+            ask = {"message": "?", "requestedSchema": {"type": "object", "properties": {}}}
+            elicit = event(
+                {"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": ask}
+            )
+            send.send_nowait((elicit + elicit).encode())
+
+            async def answer_once_stalled() -> None:
+                with anyio.fail_after(5):
+                    await stalled.wait()
+                send.send_nowait(event(result(rid(seen), TOOL_RESULT)).encode())
+                send.close()
+
+            tg.start_soon(answer_once_stalled)
+            return Reply.sse(feed=receive)
+
+        scripted = legacy({"tools/call": tools_call})
+
+        async def handler(seen: Seen) -> Reply:
+            if seen.method == "POST" and seen.rpc_method is None and "error" in seen.json:
+                stalled.set()  # the refusal: never answered
+                return Reply(raw=[], hold=release)
+            return await scripted(seen)
+
+        try:
+            async with (
+                raw_server(handler) as server,
+                legacy_client(server.url, timeout=20, elicitation=decline) as c,
+            ):
+                with anyio.fail_after(2):
+                    assert (await c.call_tool("t", {})).text == "done"
+
+                def replies() -> list[Any]:
+                    posts = [s.json for s in server.seen if s.method == "POST"]
+                    return sorted((p for p in posts if "method" not in p), key=str)
+
+                with anyio.fail_after(5):  # the answer to e1 may still be on its way
+                    while len(replies()) < 2:
+                        await anyio.sleep(0.01)
+                refusal, answer = replies()
+                assert answer == {"jsonrpc": "2.0", "id": "e1", "result": DECLINED}
+                assert refusal["error"]["code"] == -32600
+        finally:
+            release.set()
+            for stream in streams:
+                stream.close()
+
+
 async def test_session_expiry_reinitializes_except_for_cursors() -> None:
     sessions = iter(["s1", "s2", "s3"])
     current = {"id": next(sessions)}
