@@ -51,6 +51,7 @@ from ._http_client_conn import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_KEEPALIVE,
     DEFAULT_MAX_REDIRECTS,
+    URL,
     HTTPClient,
     HTTPResponse,
     Verify,
@@ -214,6 +215,30 @@ class HTTPClientOptions:
     limits: Limits = DEFAULT_LIMITS
     auth: OAuthClient | None = None
 
+    def __post_init__(self) -> None:
+        """Refuse nonsensical settings now, not at the first exchange that uses them."""
+        for name in ("timeout", "connect_timeout", "reconnect_delay", "stream_idle_timeout"):
+            value = getattr(self, name)
+            if value is None and name == "stream_idle_timeout":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+        for name, least in _LEAST.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"{name} must be an integer of at least {least}, not {value!r}")
+        if self.message_url is not None:
+            if not isinstance(self.message_url, str):
+                raise TypeError(f"message_url must be a string, not {self.message_url!r}")
+            try:
+                # Resolving drops tabs and line ends silently: refuse them first.
+                if not self.message_url.isprintable():
+                    raise ValueError("whitespace or control characters")
+                # A relative reference resolves against the event stream's URL later.
+                URL.parse("http://mcp.invalid/sse").join(self.message_url)
+            except ValueError as exc:
+                raise ValueError(f"unusable message_url {self.message_url!r}: {exc}") from None
+
     def client(self) -> HTTPClient:
         from ._version import __version__
 
@@ -234,6 +259,15 @@ class HTTPClientOptions:
 
 
 OPTION_NAMES = frozenset(f.name for f in fields(HTTPClientOptions))
+#: The least value of each integer option.
+_LEAST = {
+    "max_body_size": 1,
+    "max_event_size": 1,
+    "max_connections": 1,
+    "max_keepalive": 0,
+    "max_redirects": 0,
+    "reconnect_attempts": 0,
+}
 
 
 def make_options(

@@ -20,6 +20,7 @@ Everything runs on both anyio backends (``anyio_backend`` in ``conftest.py``).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -826,6 +827,54 @@ async def test_legacy_headers_cancellation_and_delete() -> None:
         cancel = next(s for s in server.seen if s.rpc_method == "notifications/cancelled")
         assert cancel.json["params"]["requestId"] == 3
         assert server.seen[-1].method == "DELETE"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("timeout", 0, "timeout must be a positive number of seconds, not 0"),
+        ("connect_timeout", -1.0, "connect_timeout must be a positive number of seconds"),
+        ("reconnect_delay", float("nan"), "reconnect_delay must be a positive number"),
+        ("stream_idle_timeout", "5", "stream_idle_timeout must be a positive number"),
+        ("timeout", True, "timeout must be a positive number of seconds, not True"),
+        ("max_body_size", 0, "max_body_size must be an integer of at least 1, not 0"),
+        ("max_event_size", 1.5, "max_event_size must be an integer of at least 1"),
+        ("max_connections", 0, "max_connections must be an integer of at least 1"),
+        ("max_keepalive", -1, "max_keepalive must be an integer of at least 0"),
+        ("max_redirects", None, "max_redirects must be an integer of at least 0"),
+        ("reconnect_attempts", -2, "reconnect_attempts must be an integer of at least 0"),
+        ("message_url", "ftp://host/m", "unusable message_url 'ftp://host/m': only http://"),
+        ("message_url", "/m\nx", "unusable message_url '/m\\nx': whitespace or control"),
+        ("message_url", "https://u:p@host/m", "unusable message_url 'https://u:p@host/m': cred"),
+        ("message_url", "http://host:99999/m", "unusable message_url 'http://host:99999/m': the"),
+        ("message_url", b"/m", "message_url must be a string"),
+    ],
+)
+def test_http_options_are_checked_when_the_client_is_made(
+    option: str, value: Any, error: str
+) -> None:
+    """A setting that cannot work is refused by ``Client.http`` at once, naming it,
+    not by the first exchange that uses it (or, for ``message_url``, only once
+    an HTTP+SSE server has announced its endpoint)."""
+    with pytest.raises((ValueError, TypeError), match="^" + re.escape(error)):
+        Client.http("http://127.0.0.1:9/mcp", **{option: value})
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("timeout", 0.001),
+        ("stream_idle_timeout", None),
+        ("max_keepalive", 0),
+        ("max_redirects", 0),
+        ("reconnect_attempts", 0),
+        ("message_url", "messages?session=1"),
+        ("message_url", "/other/path"),
+        ("message_url", "https://public.example/mcp/messages"),
+    ],
+)
+def test_http_options_at_their_edges_are_accepted(option: str, value: Any) -> None:
+    Client.http("http://127.0.0.1:9/mcp", **{option: value})
 
 
 DECLINED = {"action": "decline"}
