@@ -105,7 +105,7 @@ class _Framed:
                 # Rare, so loaded on first use (a smaller idle server).
                 from .sansio._oversized import oversized
 
-                parsed = oversized(item.head, item.limit)
+                parsed = oversized(item.head, item.limit, item.tail)
             else:
                 assert type(item) is NonJSONLine
                 self.non_json_count += 1

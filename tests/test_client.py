@@ -884,6 +884,48 @@ async def test_stdio_passes_limits_and_an_oversized_reply_fails_its_call(tmp_pat
             assert result.text == text
 
 
+TYPESCRIPT_ORDER_SERVER = textwrap.dedent(
+    """
+    import json
+    import sys
+
+    # Writes results the way the TypeScript SDK does: {result, jsonrpc, id}, the id last.
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message or "method" not in message:
+            continue
+        if message["method"] == "initialize":
+            result = {
+                "protocolVersion": message["params"]["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "id-last", "version": "0"},
+            }
+        elif message["method"] == "tools/call":
+            text = message["params"]["arguments"]["text"]
+            result = {"content": [{"type": "text", "text": text}]}
+        elif message["method"] == "tools/list":
+            result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+        else:
+            result = {}
+        print(json.dumps({"result": result, "jsonrpc": "2.0", "id": message["id"]}), flush=True)
+    """
+)
+
+
+async def test_an_oversized_reply_with_its_id_last_fails_its_call_at_once(tmp_path: Path) -> None:
+    """Its first bytes do not name the call it answers; its last ones do, so the
+    call still fails at once, not at its timeout, and the connection serves on."""
+    script = tmp_path / "id_last.py"
+    script.write_text(TYPESCRIPT_ORDER_SERVER)
+    with anyio.fail_after(WAIT):
+        async with Client.stdio(
+            sys.executable, [str(script)], mode="legacy", limits=Limits(max_size=1 << 16)
+        ) as client:
+            with pytest.raises(JSONRPCError, match="exceeds the message size limit of 65536"):
+                await client.call_tool("echo", {"text": "x" * 100_000}, timeout=WAIT * 4)
+            assert (await client.call_tool("echo", {"text": "fits"})).text == "fits"
+
+
 DYING_SERVER = textwrap.dedent(
     """
     import os

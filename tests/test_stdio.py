@@ -295,13 +295,27 @@ BAD_INPUT: list[tuple[str, bytes, int | None, Any]] = [
     ("params-array", b'{"jsonrpc":"2.0","id":5,"method":"echo","params":[1]}', -32602, 5),
     ("unknown-method", b'{"jsonrpc":"2.0","id":7,"method":"nope"}', -32601, 7),
     ("unknown-method-string-id", b'{"jsonrpc":"2.0","id":"7","method":"nope"}', -32601, "7"),
-    # The id of an oversized request is read from its first bytes (JSON-RPC 2.0
-    # §5: echo the id when it can be determined): its caller fails at once.
+    # The id of an oversized request is read from its first or last bytes (JSON-RPC
+    # 2.0 §5: echo the id when it can be determined): its caller fails at once.
     ("oversized-line", _big(2000), -32600, 9),
     (
         "oversized-id-last",
         b'{"jsonrpc":"2.0","method":"echo","params":{"x":"' + b"y" * 2000 + b'"},"id":9}',
         -32600,
+        9,
+    ),
+    (
+        # The order the TypeScript SDK writes a request in.
+        "oversized-typescript-order",
+        b'{"method":"echo","params":{"x":"' + b"y" * 2000 + b'"},"jsonrpc":"2.0","id":"ts-1"}',
+        -32600,
+        "ts-1",
+    ),
+    (
+        # A method and no id on either side of the params: a notification, never answered.
+        "oversized-notification",
+        b'{"jsonrpc":"2.0","method":"notifications/x","params":{"x":"' + b"y" * 2000 + b'"}}',
+        None,
         None,
     ),
     (

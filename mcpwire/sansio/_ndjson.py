@@ -18,7 +18,11 @@ Each line yields one item:
 * ``LineTooLong``: a line exceeded ``max_line`` bytes. The reader drops that
   line's bytes as they arrive (never buffering more than the limit), reports it
   once, and resumes at the next line end. Framing never resynchronises *inside*
-  a line, so no fragment of an oversized message is ever parsed as a message;
+  a line, so no fragment of an oversized message is ever parsed as a message.
+  The report keeps the line's first bytes and, unless those already name the
+  envelope's ``id`` (then it is made at once), its last bytes, and is made at
+  the line's end: serializers that write ``id`` after ``params`` or
+  ``result`` (the TypeScript SDK does) leave it only there (``_oversized``);
 * ``NonJSONLine`` (only with ``tolerant=True``): a line whose first
   non-blank byte cannot start a JSON-RPC message (``{`` or ``[``). Clients use
   this for servers that print banners or debug text to stdout; the line is kept
@@ -53,24 +57,28 @@ DEFAULT_MAX_LINE = 16 * 1024 * 1024
 _WHITESPACE = b" \t\r\n\f\v"
 _BOM = b"\xef\xbb\xbf"
 
-#: How much of an oversized line ``LineTooLong.head`` keeps.
+#: How much of an oversized line ``LineTooLong.head`` and ``.tail`` keep.
 HEAD_BYTES = 512
+TAIL_BYTES = 512
 
 
 class LineTooLong(Record):
     """A line longer than the limit was discarded.
 
-    ``head`` keeps its first ``HEAD_BYTES`` bytes, from which
+    ``head`` keeps its first ``HEAD_BYTES`` bytes and ``tail`` its last
+    ``TAIL_BYTES`` (empty when the head names the envelope's id), from which
     ``sansio.oversized()`` recovers the envelope's id, so the request it
     carried (or the call it answered) can fail at once instead of waiting.
     """
 
     limit: int
     head: bytes
+    tail: bytes
 
-    def __init__(self, limit: int, head: bytes = b"") -> None:
+    def __init__(self, limit: int, head: bytes = b"", tail: bytes = b"") -> None:
         _set_limit(self, limit)
         _set_head(self, head)
+        _set_tail(self, tail)
 
     @property
     def message(self) -> str:
@@ -86,7 +94,7 @@ class NonJSONLine(Record):
         _set_line(self, line)
 
 
-_set_limit, _set_head = setters(LineTooLong)
+_set_limit, _set_head, _set_tail = setters(LineTooLong)
 (_set_line,) = setters(NonJSONLine)
 
 
@@ -108,6 +116,9 @@ class NDJSONReader:
         "_head_size",
         "_held",
         "_parts",
+        "_report_head",
+        "_tail",
+        "_tail_size",
         "max_line",
         "tolerant",
     )
@@ -120,12 +131,17 @@ class NDJSONReader:
         # Every oversized line has more than max_line bytes when it is caught,
         # however it was split, so its head is the same for any chunking.
         self._head_size = min(HEAD_BYTES, max_line)
+        self._tail_size = min(TAIL_BYTES, max_line)
         # The pieces of the incomplete line, each without a line end, kept as
         # they came: a line arriving in many chunks is copied once, when it is
         # complete (b"".join), however many chunks it took.
         self._parts: list[bytes] = []
         self._held = 0
         self._discarding = False
+        #: While discarding: the head, when the report waits for the line's end
+        #: (the head does not name the id), and the last bytes seen so far.
+        self._report_head: bytes | None = None
+        self._tail = b""
         self._eof = False
 
     @property
@@ -149,6 +165,9 @@ class NDJSONReader:
                 return out
             if self._discarding:
                 self._discarding = False
+                if self._report_head is not None:
+                    self._keep_tail(chunk[:end])
+                    self._report(out)
             else:
                 self._parts.append(chunk[:end])
                 line = b"".join(self._parts)
@@ -174,6 +193,8 @@ class NDJSONReader:
             self._eof = True
             if self._parts and not self._discarding:
                 self._emit(b"".join(self._parts), out)
+            elif self._report_head is not None:
+                self._report(out)  # the end of input ends the discarded line
             self._parts.clear()
             self._held = 0
             self._discarding = False
@@ -182,6 +203,8 @@ class NDJSONReader:
     def _hold(self, piece: bytes, out: list[NDJSONItem]) -> None:
         """Keep ``piece`` (no line end in it) as part of the incomplete line."""
         if self._discarding:
+            if self._report_head is not None:
+                self._keep_tail(piece)
             return
         self._parts.append(piece)
         self._held += len(piece)
@@ -191,24 +214,46 @@ class NDJSONReader:
                 head += part[: self._head_size - len(head)]
                 if len(head) >= self._head_size:
                     break
-            out.append(self._too_long(bytes(head)))
+            found = self._head_of(bytes(head))
+            if _names_id(found):
+                out.append(LineTooLong(self.max_line, found))
+            else:
+                self._report_head = found
+                self._tail = b""
+                for part in self._parts:
+                    self._keep_tail(part)
             self._parts.clear()
             self._held = 0
             self._discarding = True
 
-    def _too_long(self, head: bytes) -> LineTooLong:
+    def _keep_tail(self, piece: bytes) -> None:
+        """Keep the last bytes of the discarded line (one more: a '\r' before its end)."""
+        keep = self._tail_size + 1
+        self._tail = piece[-keep:] if len(piece) >= keep else (self._tail + piece)[-keep:]
+
+    def _report(self, out: list[NDJSONItem]) -> None:
+        """Report the discarded line, now that its end (and so its tail) is known."""
+        assert self._report_head is not None
+        tail = self._tail[:-1] if self._tail.endswith(b"\r") else self._tail
+        out.append(LineTooLong(self.max_line, self._report_head, tail[-self._tail_size :]))
+        self._report_head = None
+        self._tail = b""
+
+    def _head_of(self, head: bytes) -> bytes:
         if self.tolerant:
             # As in ``_emit``: past a byte order mark, the head can still name the id.
             stripped = head.lstrip(_WHITESPACE)
             if stripped.startswith(_BOM):
                 head = stripped[len(_BOM) :]
-        return LineTooLong(self.max_line, head)
+        return head
 
     def _emit(self, line: bytes, out: list[NDJSONItem]) -> None:
         if line.endswith(b"\r"):
             line = line[:-1]
         if len(line) > self.max_line:
-            out.append(self._too_long(line[: self._head_size]))
+            head = self._head_of(line[: self._head_size])
+            tail = b"" if _names_id(head) else line[-self._tail_size :]
+            out.append(LineTooLong(self.max_line, head, tail))
             return
         stripped = line.lstrip(_WHITESPACE)
         if not stripped:
@@ -226,6 +271,14 @@ class NDJSONReader:
             out.append(NonJSONLine(line))
             return
         out.append(line)
+
+
+def _names_id(head: bytes) -> bool:
+    """Whether ``head`` shows the envelope's ``id`` (the report need not wait)."""
+    # Loaded on first use: oversized lines are rare (a smaller idle process).
+    from ._oversized import names_id
+
+    return names_id(head)
 
 
 def frame(payload: bytes) -> bytes:

@@ -23,14 +23,18 @@ from mcpwire.sansio import (
     NonJSONLine,
     frame,
 )
-from mcpwire.sansio._ndjson import HEAD_BYTES
+from mcpwire.sansio._ndjson import HEAD_BYTES, TAIL_BYTES
+from mcpwire.sansio._oversized import names_id
 
 WS = b" \t\r\n\f\v"
 
 
 def too_long(line: bytes, max_line: int) -> LineTooLong:
-    """The item for an oversized line: the limit and the line's first bytes."""
-    return LineTooLong(max_line, line[: min(HEAD_BYTES, max_line)])
+    """The item for an oversized line: the limit, the line's first bytes, and its
+    last ones unless the first name the envelope's id."""
+    head = line[: min(HEAD_BYTES, max_line)]
+    tail = b"" if names_id(head) else line[-min(TAIL_BYTES, max_line) :]
+    return LineTooLong(max_line, head, tail)
 
 
 def model(raw_lines: list[bytes], *, max_line: int, tolerant: bool) -> list[NDJSONItem]:
@@ -151,8 +155,9 @@ def test_oversized_lines_are_reported_once_and_framing_resumes(
 
 def test_oversized_line_then_good_line_every_split() -> None:
     good = b'{"jsonrpc":"2.0","method":"m"}'
-    data = b"{" + b"a" * 99 + b"\n" + good + b"\n"
-    expected = [too_long(data, 50), good]
+    line = b"{" + b"a" * 99
+    data = line + b"\n" + good + b"\n"
+    expected = [too_long(line, 50), good]
     for i in range(len(data) + 1):
         for j in range(i, len(data) + 1, 7):
             chunks = [data[:i], data[i:j], data[j:]]
@@ -171,7 +176,7 @@ def test_line_exactly_at_the_limit() -> None:
     # At EOF, unterminated.
     assert run([line], max_line=10)[0] == [line]
     assert run([over], max_line=10)[0] == [too_long(over, 10)]
-    assert run(byte_by_byte(over + b"zzzz"), max_line=10)[0] == [too_long(over, 10)]
+    assert run(byte_by_byte(over + b"zzzz"), max_line=10)[0] == [too_long(over + b"zzzz", 10)]
 
 
 def test_line_too_long_message_names_the_limit() -> None:
@@ -248,11 +253,41 @@ def test_feed_after_feed_eof_raises() -> None:
         reader.feed(b"")
 
 
-def test_feed_eof_while_discarding_reports_nothing_more() -> None:
+def test_an_oversized_line_ended_by_end_of_input_is_reported_there() -> None:
     reader = NDJSONReader(max_line=4)
-    assert reader.feed(b"{xxxxxxxx") == [LineTooLong(4, b"{xxx")]
-    assert reader.feed(b"xxxx") == []
+    assert reader.feed(b"{xxxxxxxx") == []  # its head names no id: the tail may
+    assert reader.feed(b"xxyz\r") == []
+    assert reader.feed_eof() == [LineTooLong(4, b"{xxx", b"xxyz")]
     assert reader.feed_eof() == []
+
+
+def test_an_oversized_line_whose_head_names_the_id_is_reported_at_once() -> None:
+    """The report does not wait for the rest of a huge (or never-ending) line when
+    its first bytes already say which request it was."""
+    reader = NDJSONReader(max_line=30)
+    head = b'{"jsonrpc":"2.0","id":5,"method":"m","params":{"x":"'
+    assert reader.feed(head) == [LineTooLong(30, head[:30])]
+    assert reader.feed(b"y" * 10_000) == []
+    assert reader.feed(b'"}}\n{}\n') == [b"{}"]
+    assert reader.feed_eof() == []
+
+
+@given(
+    pieces=st.lists(st.binary(min_size=1, max_size=300), min_size=1, max_size=8),
+    max_line=st.integers(min_value=2, max_value=700),  # 2: "{}" fits
+    points=st.lists(st.integers(min_value=0, max_value=3000), max_size=8),
+    crlf=st.booleans(),
+)
+def test_the_tail_of_an_oversized_line_is_its_last_bytes_for_any_chunking(
+    pieces: list[bytes], max_line: int, points: list[int], crlf: bool
+) -> None:
+    line = b"{" + b"".join(pieces).replace(b"\n", b".").rstrip(b"\r") + b"z" * 700
+    data = line + (b"\r\n" if crlf else b"\n") + b"{}\n"
+    expected = [too_long(line, max_line), b"{}"]
+    for chunks in ([data], byte_by_byte(data), split(data, sorted(points))):
+        items, high = run(chunks, max_line=max_line)
+        assert items == expected
+        assert high <= max_line + 1
 
 
 def test_empty_feeds_are_harmless() -> None:

@@ -1,14 +1,19 @@
-"""Oversized messages: what their first bytes tell (``sansio.oversized``).
+"""Oversized messages: what their first and last bytes tell (``sansio.oversized``).
 
-Properties: for every message and every place its bytes could be cut, the
-id read from the head is either the message's own top-level id or nothing
-(never an id from inside ``params``/``result``, never a different one); with
-the whole envelope in the head the id and the kind are always recovered;
-and the framing gives every oversized line the same head however the line
-was split.
+Properties: for every message, written with its members in any order, and
+every place its bytes could be cut at either end, the id read is either the
+message's own top-level id or nothing (never an id from inside
+``params``/``result``, never a different one), and only a notification is
+taken for one; with the whole envelope in the head, or every member after
+the params or result in the tail, the id and the kind are always recovered;
+and the framing gives every oversized line the same head and tail however
+the line was split.
 """
 
 from __future__ import annotations
+
+import itertools
+from typing import Any
 
 import orjson
 from hypothesis import given
@@ -28,7 +33,7 @@ from mcpwire.sansio import (
     oversized,
     serialize,
 )
-from mcpwire.sansio._ndjson import HEAD_BYTES
+from mcpwire.sansio._ndjson import HEAD_BYTES, TAIL_BYTES
 
 messages = st.one_of(requests, notifications, responses, error_responses)
 
@@ -114,3 +119,87 @@ def test_the_head_of_an_oversized_line_does_not_depend_on_chunking(
     (item,) = whole
     assert isinstance(item, LineTooLong)
     assert item.head == line[: min(HEAD_BYTES, limit)]
+    assert item.tail in (b"", line[-min(TAIL_BYTES, limit) :])
+
+
+def in_order(message: Message, order: int) -> bytes:
+    """``message`` serialized with its top-level members in permutation ``order``."""
+    members = list(orjson.loads(serialize(message)).items())
+    orders = list(itertools.permutations(members))
+    return orjson.dumps(dict(orders[order % len(orders)]))
+
+
+def check_item(item: Invalid | ErrorResponse, message: Message) -> None:
+    """What ``oversized`` says is never wrong about ``message``."""
+    if isinstance(item, ErrorResponse):
+        assert isinstance(message, (Response, ErrorResponse))
+        assert item.id == true_id(message) and type(item.id) is type(true_id(message))
+    elif not item.reply:
+        assert isinstance(message, Notification)
+        assert item.method == message.method and item.id is None
+    else:
+        assert item.id is None or (isinstance(message, Request) and item.id == message.id)
+        assert item.id is None or type(item.id) is type(message.id)
+
+
+@given(
+    message=messages,
+    order=st.integers(min_value=0, max_value=23),
+    head=st.integers(min_value=0, max_value=3000),
+    tail=st.integers(min_value=0, max_value=3000),
+)
+def test_what_either_end_shows_is_always_the_messages_own(
+    message: Message, order: int, head: int, tail: int
+) -> None:
+    data = in_order(message, order)
+    check_item(oversized(data[:head], 100, data[len(data) - tail :] if tail else b""), message)
+
+
+def typescript_order(message: Message) -> bytes:
+    """How the TypeScript SDK writes a request (``{...request, jsonrpc, id}``) or a
+    result (``{result, jsonrpc, id}``): the id last."""
+    value: dict[str, Any] = orjson.loads(serialize(message))
+    first = {k: v for k, v in value.items() if k not in ("jsonrpc", "id")}
+    return orjson.dumps({**first, "jsonrpc": "2.0", "id": value["id"]})
+
+
+@given(
+    message=st.one_of(requests, responses),
+    pad=st.integers(min_value=0, max_value=3000),
+)
+def test_an_id_written_after_the_params_or_result_is_read_from_the_tail(
+    message: Request | Response, pad: int
+) -> None:
+    big: Message
+    if isinstance(message, Request):
+        big = Request(message.id, message.method, {"pad": "y" * pad, **(message.params or {})})
+    else:
+        big = Response(message.id, {"pad": "y" * pad, **message.result})
+    data = typescript_order(big)
+    suffix = orjson.dumps({"jsonrpc": "2.0", "id": message.id})
+    if len(suffix) > TAIL_BYTES:
+        return  # an id too long for the tail: nothing to promise
+    item = oversized(data[:HEAD_BYTES], 1000, data[-TAIL_BYTES:])
+    if isinstance(message, Response):
+        assert isinstance(item, ErrorResponse) and item.id == message.id
+        assert type(item.id) is type(message.id)
+    elif len(orjson.dumps({"method": message.method})) < HEAD_BYTES - 12:
+        assert isinstance(item, Invalid) and item.reply
+        assert item.id == message.id and type(item.id) is type(message.id)
+        assert item.method == message.method
+
+
+@given(
+    message=notifications,
+    order=st.integers(min_value=0, max_value=5),
+    pad=st.integers(min_value=HEAD_BYTES, max_value=3000),
+)
+def test_an_oversized_notification_is_not_answered(
+    message: Notification, order: int, pad: int
+) -> None:
+    big = Notification(message.method, {"pad": "y" * pad, **(message.params or {})})
+    data = in_order(big, order)
+    item = oversized(data[:HEAD_BYTES], 1000, data[-TAIL_BYTES:])
+    check_item(item, big)
+    if data.find(b'"params"') < HEAD_BYTES - 20:  # the head reaches the params
+        assert isinstance(item, Invalid) and not item.reply
