@@ -103,7 +103,8 @@ def request_head(scope: Scope) -> RequestHead:
     """The ``RequestHead`` of an ASGI ``http`` scope, its path relative to ``root_path``."""
     path: str = scope.get("path") or "/"
     root: str = scope.get("root_path") or ""
-    if root and path.startswith(root):
+    root = root.rstrip("/")
+    if root and (path == root or path.startswith(root + "/")):  # "/api" is not under "/ap"
         path = path[len(root) :] or "/"
     query = bytes(scope.get("query_string") or b"").decode("latin-1")
     headers = [(bytes(name), bytes(value)) for name, value in scope.get("headers") or ()]

@@ -125,11 +125,25 @@ class RequestHead:
         """The head of an h11 request; ``items``: its ``headers.raw_items()``."""
         target = event.target.decode("latin-1")
         path, _, query = target.partition("?")
+        if path[:1] != "/" or "%" in path:
+            path = _normal_path(path)
         # The names as received (a list, quicker to walk than h11's view of
         # them); made lower case above, as h11 does.
         if items is None:
             items = event.headers.raw_items()
         return cls(event.method.decode("ascii", "replace"), path, query, items)
+
+
+def _normal_path(path: str) -> str:
+    """The path of an absolute-form target, which a server MUST accept (RFC 9112
+    section 3.2.2), with percent-encoded octets decoded: they compare as what
+    they encode (RFC 3986 section 6.2.2.2), and ASGI hosts decode ``path``
+    before the app sees it, so both servers route alike."""
+    from urllib.parse import unquote, urlsplit  # rare: not loaded by every server
+
+    if path[:1] != "/":
+        path = urlsplit(path).path or "/"
+    return unquote(path) if "%" in path else path
 
 
 def _acceptable(accept: str | None) -> tuple[bool, bool]:

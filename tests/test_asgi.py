@@ -421,6 +421,11 @@ async def test_paths_heads_and_other_scopes(anyio_backend: str) -> None:
     assert ex.status == 200
     ex = await request(app, body=body, headers=headers, path="/elsewhere")
     assert ex.status == 404
+    # Mounted at "/ap", "/api/mcp" is not "/i/mcp" under it: only whole segments match.
+    for root, path, status in [("/ap", "/api/mcp", 404), ("/api/", "/api/mcp", 200)]:
+        ex = await request(app, body=body, headers=headers, path=path, root_path=root)
+        assert ex.status == status, (root, path)
+    assert request_head({"path": "/api", "root_path": "/api"}).path == "/"
     ex = await request(app, body=body, headers={**headers, "x-big": "y" * 2000})
     assert ex.status == 431
     ex = await request(app, "PUT", headers=headers)

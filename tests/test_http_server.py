@@ -550,6 +550,21 @@ async def test_invalid_bodies_get_their_json_rpc_error(anyio_backend: str) -> No
         assert (await raw.request(body=body, headers=headers)).status == 200
 
 
+async def test_targets_route_as_asgi_hosts_route_them(anyio_backend: str) -> None:
+    """Percent-encoded octets compare as what they encode (RFC 3986 section
+    6.2.2.2), and the absolute form is accepted (RFC 9112 section 3.2.2): the
+    native server routes a target as an ASGI host would hand it to the app."""
+    async with running() as http:
+        body, headers = modern(1, "tools/list")
+        absolute = f"http://127.0.0.1:{http.port}/mcp"
+        for path, status in [("/m%63p", 200), (absolute, 200), ("/mcp%2F", 404), ("*", 404)]:
+            async with client(http.port or 0) as raw:
+                reply = await raw.request(body=body, headers=headers, path=path)
+            assert reply.status == status, (path, reply.body)
+            if status == 200:
+                assert "tools" in reply.json()["result"]
+
+
 async def test_modern_header_rules_32020_32022_and_404(anyio_backend: str) -> None:
     app, _ = probe_app()
     async with running(app) as http, client(http.port or 0) as raw:
