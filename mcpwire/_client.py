@@ -228,8 +228,8 @@ class Client(TaskMethods):
         ``connect_timeout``, ``verify``, ``message_url``, ...). Nothing
         connects until the client is entered.
         """
-        from ._http_client import check_http_options, open_http_transport
-        from ._http_client_base import OPTION_NAMES
+        from ._http_client import open_http_transport
+        from ._http_client_base import OPTION_NAMES, check_http_options
         from ._http_client_headers import header_list
 
         pairs = header_list(headers)

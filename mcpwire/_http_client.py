@@ -24,8 +24,11 @@ error in the body (400/404 with JSON) is delivered as the answer to the
 request that was sent, whatever id the body names (servers use ``null`` when
 they rejected the request before reading its id); any other failure becomes a
 synthesized error naming the status and quoting the body (-32600 for 4xx,
--32603 otherwise). A server that cannot be reached at all ends the transport
-(``ConnectionClosed``: every pending request fails at once).
+-32603 otherwise). A request that cannot reach the server (refused, reset,
+closed before an answer) fails with ``ConnectionClosed``, and only that
+request: the next one tries again, so a server that restarts does not end the
+client (pain point #9; a legacy session it lost is replaced on its 404). A
+notification or response that cannot reach it is logged.
 
 Eras are learned from the traffic, not configured:
 
@@ -62,6 +65,7 @@ from typing import Any, Literal
 
 import anyio
 
+from ._errors import ConnectionClosed
 from ._http_client_base import (
     ERROR_BODY_EXCERPT,
     http_error,
@@ -93,7 +97,7 @@ from ._transport import Outbound
 from .sansio import _messages as m
 from .sansio._messages import ErrorCode, RequestId
 
-__all__ = ("HTTPClientTransport", "check_http_options", "open_http_transport")
+__all__ = ("HTTPClientTransport", "open_http_transport")
 
 logger = logging.getLogger("mcpwire.http")
 
@@ -323,7 +327,7 @@ class HTTPClientTransport(EventStreams):
             with self._exchange():
                 outcome = await self._post_request(request, stream, headers, scoped=True)
         if isinstance(outcome, HTTPError):
-            raise self._fail(f"cannot reach the MCP server at {self.url}: {outcome}") from None
+            raise ConnectionClosed(f"cannot reach the MCP server at {self.url}: {outcome}")
         return outcome
 
     async def _post_request(
@@ -444,7 +448,6 @@ class HTTPClientTransport(EventStreams):
 
     async def _post_one_way(self, body: bytes, what: str = "a response") -> bool:
         """POST a notification or response; True when the server accepted it."""
-        failure: HTTPError | None = None
         timeout = self.options.timeout
         # One deadline for the whole exchange: 1xx heads or a dripped body cannot hold it.
         with self._exchange(), anyio.move_on_after(timeout) as scope:
@@ -452,11 +455,9 @@ class HTTPClientTransport(EventStreams):
                 response = await self.http.request(
                     "POST", self.url, self._headers(None), body, timeout=timeout
                 )
-            except (RedirectRefused, ReadTimeout, InvalidRequest) as exc:
+            except (RedirectRefused, ReadTimeout, InvalidRequest, ConnectionFailed) as exc:
                 logger.warning("%s: %s was not delivered: %s", self.url, what, exc)
                 return False
-            except ConnectionFailed as exc:
-                failure = exc
             else:
                 async with response:
                     try:
@@ -475,8 +476,6 @@ class HTTPClientTransport(EventStreams):
                     return False
         if scope.cancelled_caught:
             logger.warning("%s: %s was not delivered in %g s", self.url, what, timeout)
-        if failure is not None:
-            raise self._fail(f"cannot reach the MCP server at {self.url}: {failure}") from None
         return False
 
     # -- session recovery -------------------------------------------------------------
@@ -494,8 +493,12 @@ class HTTPClientTransport(EventStreams):
             self.session_id = None
             replay = m.Request(f"mcpwire-reinit-{self._reinits}", "initialize", init.params)
             stream = Stream(replay.id, capture=[])
-            await self._request_exchange(replay, stream, self._headers(replay))
-            answer = stream.capture[0] if stream.capture else None
+            try:
+                await self._request_exchange(replay, stream, self._headers(replay))
+            finally:
+                answer = stream.capture[0] if stream.capture else None
+                if type(answer) is not m.Response:  # the next request's 404 tries again
+                    self.session_id = expired
             if type(answer) is not m.Response:
                 logger.warning("%s: re-initialization failed: %r", self.url, answer)
                 return False
@@ -582,17 +585,3 @@ def open_http_transport(
         options.pop("tool_headers", None)
         return SSEClientTransport(url, headers=headers, **options)
     return HTTPClientTransport(url, transport=transport, headers=headers, **options)
-
-
-def check_http_options(
-    url: str,
-    transport: str,
-    headers: Mapping[str, str] | Iterable[tuple[str, str]] | None,
-    **options: Any,
-) -> None:
-    """Raise ``ValueError``/``TypeError`` for what ``open_http_transport`` would reject."""
-    URL.parse(url)
-    if transport not in ("auto", "streamable", "sse"):
-        raise ValueError(f"transport must be 'auto', 'streamable' or 'sse', not {transport!r}")
-    options.pop("tool_headers", None)
-    make_options(headers, **options)

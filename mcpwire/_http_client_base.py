@@ -67,10 +67,12 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ERROR_BODY_EXCERPT",
+    "MAX_REPLIES_IN_FLIGHT",
     "OPTION_NAMES",
     "HTTPClientOptions",
     "HTTPTransportBase",
     "backoff_delay",
+    "check_http_options",
     "excerpt",
     "http_error",
     "jsonrpc_error",
@@ -482,3 +484,17 @@ class _Exchange:
         scope = self._scope
         self._owner._inflight.discard(scope)
         return scope.__exit__(exc_type, exc, tb)
+
+
+def check_http_options(
+    url: str,
+    transport: str,
+    headers: Mapping[str, str] | Iterable[tuple[str, str]] | None,
+    **options: Any,
+) -> None:
+    """Raise ``ValueError``/``TypeError`` for what ``open_http_transport`` would reject."""
+    URL.parse(url)
+    if transport not in ("auto", "streamable", "sse"):
+        raise ValueError(f"transport must be 'auto', 'streamable' or 'sse', not {transport!r}")
+    options.pop("tool_headers", None)
+    make_options(headers, **options)

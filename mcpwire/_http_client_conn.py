@@ -112,7 +112,6 @@ _REQUEST_CACHE_SIZE = 64
 _END = h11.EndOfMessage()
 
 _Socket = StreamSocket
-
 Headers = Sequence[tuple[str, str]]
 
 
@@ -442,10 +441,8 @@ class HTTPClient:
             try:
                 # Head and body in one write: one system call, one segment
                 # for a small request (and no Nagle delay between the two).
-                if body:
-                    event = await sock.exchange((request, h11.Data(data=body), _END), timeout)
-                else:
-                    event = await sock.exchange((request, _END), timeout)
+                parts = (request, h11.Data(data=body), _END) if body else (request, _END)
+                event = await sock.exchange(parts, timeout)
                 while type(event) is h11.InformationalResponse:
                     event = await sock.next_event(timeout)
             except NETWORK_ERRORS as exc:
@@ -453,8 +450,10 @@ class HTTPClient:
                 if aborts != self._aborts:
                     raise aborted() from exc
                 if reused and attempt == 0 and not sock.bytes_in:
-                    # A kept-alive socket the server had already closed: one more
-                    # try on a fresh socket (see the module docstring).
+                    # A kept-alive socket the server had closed: one more try on a fresh
+                    # socket (module docstring). The other idle ones are as old: dropped.
+                    for stale in self._idle.pop(url.origin, ()):
+                        await stale.close()
                     continue
                 raise ConnectionFailed(f"{method} {url}: {_describe(exc)}") from exc
             except BaseException:

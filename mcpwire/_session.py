@@ -344,6 +344,9 @@ class Session:
                 await pending.send_and_wait(rest, started + limit)
             if pending.value is None:
                 raise RequestTimeout(method, limit)
+        except ConnectionClosed:
+            self.rpc.abandon(request.id)  # it could not be sent: nothing to cancel
+            raise
         finally:
             del self._pending[request.id]
             if pending.value is None:

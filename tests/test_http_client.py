@@ -1035,6 +1035,45 @@ async def test_a_refused_get_stream_leaves_its_socket_for_the_next_request(refus
         assert later[0].connection == refused.connection
 
 
+RESTARTABLE = """
+import sys
+
+from mcpwire.examples.everything import server
+
+server.run("http", port=int(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["legacy", MODERN])
+async def test_a_server_restart_fails_only_the_calls_made_while_it_is_down(
+    mode: str, tmp_path: Path
+) -> None:
+    """Pain point #9: a call made while the server is down fails at once with
+    ``ConnectionClosed``; the client is not ended by it, and once the server is
+    back the same client serves on (legacy: a new session, after the 404 that
+    says the old one is gone)."""
+    script = tmp_path / "restartable.py"
+    script.write_text(RESTARTABLE)
+    child = ChildServer(script, [], tmp_path)
+    child.start()
+    try:
+        with anyio.fail_after(30):
+            async with Client.http(child.url, mode=mode, reconnect_delay=0.5) as c:
+                assert (await c.call_tool("echo", {"message": "a"})).text == "a"
+                child.stop()
+                for _ in range(2):
+                    # Kept-alive sockets are stale now: the one retry goes out on a fresh one.
+                    with pytest.raises(ConnectionClosed) as info:
+                        await c.call_tool("echo", {"message": "down"})
+                    assert info.match(f"cannot reach the MCP server at {child.url}: ")
+                    assert info.match("cannot connect to 127.0.0.1:.*: Connection refused")
+                assert not c.session.closed
+                child.start()
+                assert (await c.call_tool("echo", {"message": "b"})).text == "b"
+    finally:
+        child.stop()
+
+
 async def test_connection_refused_is_connection_closed() -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
     with anyio.fail_after(5), pytest.raises(ConnectionClosed, match="cannot reach the MCP server"):
