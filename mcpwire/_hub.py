@@ -421,7 +421,8 @@ class Hub:
             ToolCallRefused: the server or tool is disabled or filtered out, or
                 the approval hook said no.
             HubError: unknown name, or the server cannot be reached.
-            ConnectionClosed: the server died during the call (exit status, stderr tail).
+            ConnectionClosed: the server died during the call (exit status, stderr
+                tail), or an HTTP server could not be reached (the next call tries again).
             RequestTimeout: no answer within ``timeout`` (default: the server's).
         """
         self._check_open()
