@@ -219,9 +219,13 @@ class NDJSONReader:
                 out.append(LineTooLong(self.max_line, found))
             else:
                 self._report_head = found
+                tail = b""
+                for part in reversed(self._parts):  # the last bytes held so far
+                    tail = part + tail
+                    if len(tail) > self._tail_size:
+                        break
                 self._tail = b""
-                for part in self._parts:
-                    self._keep_tail(part)
+                self._keep_tail(tail)
             self._parts.clear()
             self._held = 0
             self._discarding = True
