@@ -1,5 +1,5 @@
-"""Replies the session sends: a batch's, gathered into one array, and a fallback
-for replies the codec refuses, and the refusal of a batch the version does not allow.
+"""Replies the session sends: a batch's, gathered into one array; the refusal of a
+batch the negotiated version does not allow; a fallback for replies the codec refuses.
 
 JSON-RPC 2.0 answers a batch with one array holding a response per request in
 it (notifications get none); ``initialize`` may not travel in a batch
