@@ -197,6 +197,8 @@ def test_an_id_written_after_the_params_or_result_is_read_from_the_tail(
 def test_an_oversized_notification_is_not_answered(
     message: Notification, order: int, pad: int
 ) -> None:
+    """Pain point #15: an error reply to a notification (id null) is itself a
+    spec violation, and some clients drop the connection on one."""
     big = Notification(message.method, {"pad": "y" * pad, **(message.params or {})})
     data = in_order(big, order)
     item = oversized(data[:HEAD_BYTES], 1000, data[-TAIL_BYTES:])
