@@ -422,7 +422,8 @@ class Hub:
                 the approval hook said no.
             HubError: unknown name, or the server cannot be reached.
             ConnectionClosed: the server died during the call (exit status, stderr
-                tail), or an HTTP server could not be reached (the next call tries again).
+                tail), or an HTTP server could not be reached; either way it is
+                reconnected (with backoff) as after a crash.
             RequestTimeout: no answer within ``timeout`` (default: the server's).
         """
         self._check_open()
@@ -441,9 +442,10 @@ class Hub:
             approved = await approve(server, tool, args)
             if not approved:
                 raise ToolCallRefused(f"the call of {name!r} was not approved")
-        client = await sup.connection()
-        return await client.call_tool(
-            tool, args, timeout=timeout or config.timeout, on_progress=on_progress
+        return await sup.call(
+            lambda client: client.call_tool(
+                tool, args, timeout=timeout or config.timeout, on_progress=on_progress
+            )
         )
 
     async def read_resource(self, uri: str, *, server: str | None = None) -> list[ResourceContents]:
@@ -456,8 +458,7 @@ class Hub:
                 raise HubError(f"say which server to read {uri!r} from ({why})")
             server = owners[0]
         self.status(server)
-        client = await self._sups[server].connection()
-        return await client.read_resource(uri)
+        return await self._sups[server].call(lambda client: client.read_resource(uri))
 
     async def get_prompt(
         self, name: str, arguments: dict[str, str] | None = None
@@ -465,8 +466,9 @@ class Hub:
         """Get a prompt by its exposed name."""
         self._check_open()
         route = self._registry.route_prompt(name)
-        client = await self._sups[route[0]].connection()
-        return await client.get_prompt(route[1], arguments)
+        return await self._sups[route[0]].call(
+            lambda client: client.get_prompt(route[1], arguments)
+        )
 
     # -- what supervisors report -------------------------------------------------------
 

@@ -42,11 +42,10 @@ from __future__ import annotations
 import collections
 import logging
 import math
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.abc
@@ -57,9 +56,7 @@ from ._hub_connect import NoTransport, make_client
 from ._hub_errors import HubError, ToolCallRefused
 from ._hub_events import ServerState
 from ._hub_status import Discovery, ErrorEntry, ServerStatus
-
-if sys.version_info < (3, 11):  # pragma: no cover
-    from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]
+from ._session import unwrap_group
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -69,6 +66,7 @@ if TYPE_CHECKING:
 
 __all__ = ("Supervisor",)
 
+_T = TypeVar("_T")
 logger = logging.getLogger("mcpwire.hub")
 
 #: Error history kept per server, and the length each entry is cut to.
@@ -118,6 +116,8 @@ class Supervisor:
         self._blocked = False
         self._stopping = False
         self._restart_requested = False
+        #: Why a call found the server unreachable (ending a connection still open).
+        self._unreachable: ConnectionClosed | None = None
         self._hurry = False
         self._refresh = False
         self._ready = False
@@ -181,6 +181,19 @@ class Supervisor:
                 await changed.wait()
         last = self.errors[-1].message if self.errors else "no connection"
         raise HubError(f"server {self.name!r} is not available ({self.state}): {last}")
+
+    async def call(self, use: Callable[[Client], Awaitable[_T]]) -> _T:
+        """``use`` the live client. An HTTP server it cannot reach ends the connection
+        (the client alone would serve on): the state says it is lost, and it is
+        reconnected with backoff, as a process that died (pain point #16)."""
+        client = await self.connection()
+        try:
+            return await use(client)
+        except ConnectionClosed as exc:
+            if client is self.client and not client.session.closed:
+                self._unreachable = exc
+                await client.session.close()
+            raise
 
     async def restart(self) -> ServerState:
         """Restart now (clearing a crash-loop suspension); returns the state it settles in."""
@@ -348,7 +361,7 @@ class Supervisor:
     async def _attempt(self) -> tuple[_Outcome, str | None, str]:
         """One connection, start to end; returns how it ended, the error, the stderr tail."""
         self._restart_requested = self._hurry = self._ready = self._timed_out = False
-        self._spawn_error = self._spawned = None
+        self._spawn_error = self._spawned = self._unreachable = None
         self._abort = anyio.Event()
         limiter = self.hub._limiter
         holding = False
@@ -386,10 +399,10 @@ class Supervisor:
                                 self._set(ServerState.READY)
                                 self.hub._discovered(self)
                                 await self._serve(client)
-                                lost = client.session.close_reason
+                                lost = self._unreachable or client.session.close_reason
                             connection.cancel_scope.cancel()
                     except Exception as exc:
-                        error = _unwrap(exc)
+                        error = unwrap_group(exc)
                 tg.cancel_scope.cancel()
         finally:
             if holding:
@@ -575,13 +588,6 @@ class Supervisor:
         changed.set()
         if old is not state or error is not None:
             self.hub._state_changed(self, old, state, error)
-
-
-def _unwrap(exc: BaseException) -> BaseException:
-    """The one error inside (nested) single-member exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
 
 
 def _describe(exc: BaseException) -> str:

@@ -96,6 +96,7 @@ __all__ = (
     "RequestContext",
     "RequestHandler",
     "Session",
+    "unwrap_group",
 )
 
 logger = logging.getLogger("mcpwire")
@@ -224,7 +225,7 @@ class Session:
         except BaseExceptionGroup as group:  # pragma: no cover - defensive
             if group is exc_info[1]:
                 raise  # the caller's own group, passing through untouched
-            raise _unwrap(group) from None
+            raise unwrap_group(group) from None
 
     @property
     def closed(self) -> bool:
@@ -584,7 +585,8 @@ class Session:
                 await self._send_quietly(writable(message, exc), retry=False)
 
 
-def _unwrap(group: BaseException) -> BaseException:
+def unwrap_group(group: BaseException) -> BaseException:
+    """The one error inside (nested) single-member exception groups."""
     while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
         group = group.exceptions[0]
     return group

@@ -519,6 +519,53 @@ async def test_http_and_sse_servers_from_config(tmp_path: Path) -> None:
             proc.terminate()
 
 
+async def test_an_unreachable_http_server_is_lost_and_reconnected(tmp_path: Path) -> None:
+    """#16: over HTTP a call that cannot reach the server fails alone, and a bare
+    client would serve on; under the hub the server is taken for lost instead
+    (not left "ready" with broken tools) and reconnected with backoff once it
+    is back."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = [PY, *EVERYTHING, "--transport", "http", "--port", str(port)]
+
+    async def listening() -> None:
+        while True:
+            try:
+                stream = await anyio.connect_tcp("127.0.0.1", port)
+            except OSError:
+                await anyio.sleep(0.05)
+                continue
+            await stream.aclose()
+            return
+
+    web = ServerConfig(name="web", url=f"http://127.0.0.1:{port}/mcp")
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with anyio.fail_after(WAIT):
+            await listening()
+            async with Hub(servers=[web], restart_policy=FAST) as hub:
+                await ready(hub)
+                assert (await hub.call_tool("web__echo", {"message": "a"})).text == "a"
+                proc.terminate()
+                proc.wait()
+                with pytest.raises(ConnectionClosed, match="cannot reach the MCP server"):
+                    await hub.call_tool("web__echo", {"message": "down"})
+                while hub.status("web").state is ServerState.READY:  # the actor moves on
+                    await anyio.sleep(0.01)
+                status = hub.status("web")
+                assert "connection lost: cannot reach the MCP server" in (status.last_error or "")
+                assert "web__echo" not in {t.name for t in hub.tools()}
+                proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                await listening()
+                while hub.status("web").state is not ServerState.READY:
+                    await anyio.sleep(0.05)
+                assert (await hub.call_tool("web__echo", {"message": "b"})).text == "b"
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 def test_hub_needs_async_with() -> None:
     hub = Hub(servers=[ServerConfig(name="a", command="x")])
     with pytest.raises(HubError, match="not running"):
