@@ -75,11 +75,7 @@ MAX_ERROR_LENGTH = 1000
 #: Seconds between looks at whether an OAuth user step is still in progress.
 _AUTHORIZING_POLL = 0.1
 _REFRESH_ON = frozenset(
-    {
-        "notifications/tools/list_changed",
-        "notifications/resources/list_changed",
-        "notifications/prompts/list_changed",
-    }
+    f"notifications/{kind}/list_changed" for kind in ("tools", "resources", "prompts")
 )
 
 
@@ -190,10 +186,13 @@ class Supervisor:
         try:
             return await use(client)
         except ConnectionClosed as exc:
-            if client is self.client and not client.session.closed:
-                self._unreachable = exc
-                await client.session.close()
+            await self._lose(client, exc)
             raise
+
+    async def _lose(self, client: Client, exc: ConnectionClosed) -> None:
+        if client is self.client and not client.session.closed:
+            self._unreachable = exc
+            await client.session.close()
 
     async def restart(self) -> ServerState:
         """Restart now (clearing a crash-loop suspension); returns the state it settles in."""
@@ -481,6 +480,8 @@ class Supervisor:
                     try:
                         self.discovery = await self._discover(client)
                     except (ConnectionClosed, JSONRPCError, TimeoutError) as exc:
+                        if isinstance(exc, ConnectionClosed):
+                            await self._lose(client, exc)  # as ``call`` does
                         if not leaving():
                             self._record(f"refresh failed: {_describe(exc)}", level="warning")
                         continue

@@ -478,21 +478,12 @@ async def test_close_does_not_hang_when_stdout_stays_open(
 
 async def test_http_and_sse_servers_from_config(tmp_path: Path) -> None:
     """``url`` servers: streamable HTTP (``type: http``) and the deprecated HTTP+SSE."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     argv = [PY, "-m", "mcpwire.examples.everything", "--transport", "sse", "--port", str(port)]
     with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
         try:
             with anyio.fail_after(WAIT):
-                while True:
-                    try:
-                        stream = await anyio.connect_tcp("127.0.0.1", port)
-                    except OSError:
-                        await anyio.sleep(0.05)
-                        continue
-                    await stream.aclose()
-                    break
+                await listening(port)
             config = tmp_path / "mcp.json"
             config.write_text(
                 json.dumps(
@@ -519,45 +510,61 @@ async def test_http_and_sse_servers_from_config(tmp_path: Path) -> None:
             proc.terminate()
 
 
-async def test_an_unreachable_http_server_is_lost_and_reconnected(tmp_path: Path) -> None:
-    """#16: over HTTP a call that cannot reach the server fails alone, and a bare
-    client would serve on; under the hub the server is taken for lost instead
-    (not left "ready" with broken tools) and reconnected with backoff once it
-    is back."""
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def listening(port: int) -> None:
+    """Wait until something accepts connections on ``port``."""
+    while True:
+        try:
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+        except OSError:
+            await anyio.sleep(0.05)
+            continue
+        await stream.aclose()
+        return
+
+
+def example_over_http(port: int) -> subprocess.Popen[bytes]:
     argv = [PY, *EVERYTHING, "--transport", "http", "--port", str(port)]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    async def listening() -> None:
-        while True:
-            try:
-                stream = await anyio.connect_tcp("127.0.0.1", port)
-            except OSError:
-                await anyio.sleep(0.05)
-                continue
-            await stream.aclose()
-            return
 
+@pytest.mark.parametrize("found_by", ["call", "refresh"])
+async def test_an_unreachable_http_server_is_lost_and_reconnected(found_by: str) -> None:
+    """#16: over HTTP a call that cannot reach the server fails alone, and a bare
+    client would serve on; under the hub the server is taken for lost instead
+    (not left "ready" with broken tools), whether a call or a refresh of its
+    lists found it gone, and reconnected with backoff once it is back."""
+    port = free_port()
     web = ServerConfig(name="web", url=f"http://127.0.0.1:{port}/mcp")
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = example_over_http(port)
     try:
         with anyio.fail_after(WAIT):
-            await listening()
+            await listening(port)
             async with Hub(servers=[web], restart_policy=FAST) as hub:
                 await ready(hub)
                 assert (await hub.call_tool("web__echo", {"message": "a"})).text == "a"
                 proc.terminate()
                 proc.wait()
-                with pytest.raises(ConnectionClosed, match="cannot reach the MCP server"):
-                    await hub.call_tool("web__echo", {"message": "down"})
+                if found_by == "call":
+                    with pytest.raises(ConnectionClosed, match="cannot reach the MCP server"):
+                        await hub.call_tool("web__echo", {"message": "down"})
+                else:  # what a list_changed notification makes the server's actor do
+                    supervisor = hub._sups["web"]
+                    supervisor._refresh = True
+                    supervisor._nudge()
                 while hub.status("web").state is ServerState.READY:  # the actor moves on
                     await anyio.sleep(0.01)
                 status = hub.status("web")
                 assert "connection lost: cannot reach the MCP server" in (status.last_error or "")
                 assert "web__echo" not in {t.name for t in hub.tools()}
-                proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                await listening()
+                proc = example_over_http(port)
+                await listening(port)
                 while hub.status("web").state is not ServerState.READY:
                     await anyio.sleep(0.05)
                 assert (await hub.call_tool("web__echo", {"message": "b"})).text == "b"
