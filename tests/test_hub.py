@@ -16,13 +16,14 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from http_client.child import free_port
+from inproc import until_listening
 from test_hub_support import (
     PY,
     WAIT,
@@ -483,7 +484,7 @@ async def test_http_and_sse_servers_from_config(tmp_path: Path) -> None:
     with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as proc:
         try:
             with anyio.fail_after(WAIT):
-                await listening(port)
+                await until_listening(port)
             config = tmp_path / "mcp.json"
             config.write_text(
                 json.dumps(
@@ -510,25 +511,6 @@ async def test_http_and_sse_servers_from_config(tmp_path: Path) -> None:
             proc.terminate()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-async def listening(port: int) -> None:
-    """Wait until something accepts connections on ``port``."""
-    while True:
-        try:
-            stream = await anyio.connect_tcp("127.0.0.1", port)
-        except OSError:
-            await anyio.sleep(0.05)
-            continue
-        await stream.aclose()
-        return
-
-
 def example_over_http(port: int) -> subprocess.Popen[bytes]:
     argv = [PY, *EVERYTHING, "--transport", "http", "--port", str(port)]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -545,7 +527,7 @@ async def test_an_unreachable_http_server_is_lost_and_reconnected(found_by: str)
     proc = example_over_http(port)
     try:
         with anyio.fail_after(WAIT):
-            await listening(port)
+            await until_listening(port)
             async with Hub(servers=[web], restart_policy=FAST) as hub:
                 await ready(hub)
                 assert (await hub.call_tool("web__echo", {"message": "a"})).text == "a"
@@ -564,7 +546,7 @@ async def test_an_unreachable_http_server_is_lost_and_reconnected(found_by: str)
                 assert "connection lost: cannot reach the MCP server" in (status.last_error or "")
                 assert "web__echo" not in {t.name for t in hub.tools()}
                 proc = example_over_http(port)
-                await listening(port)
+                await until_listening(port)
                 while hub.status("web").state is not ServerState.READY:
                     await anyio.sleep(0.05)
                 assert (await hub.call_tool("web__echo", {"message": "b"})).text == "b"
