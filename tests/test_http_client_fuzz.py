@@ -59,10 +59,8 @@ Both backends; every misbehaviour kind has an explicit ``@example``.
 
 from __future__ import annotations
 
-import concurrent.futures
 import gzip
 import json
-import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -70,6 +68,7 @@ from typing import Any
 
 import anyio
 import pytest
+from fuzzing import in_own_thread, mcpwire_errors, stray_tasks
 from http_client.rawserver import Reply, Seen, raw_server
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -854,16 +853,6 @@ def check_traffic(script: Script, seen: list[Seen]) -> None:
         assert s.headers.get("mcp-protocol-version") == script.version
 
 
-def stray_tasks(backend: str) -> list[str]:
-    """Tasks still alive besides this one (trio's nurseries make leaks impossible)."""
-    if backend != "asyncio":
-        return []
-    import asyncio
-
-    me = asyncio.current_task()
-    return [repr(t) for t in asyncio.all_tasks() if t is not me and not t.done()]
-
-
 async def run_script(script: Script, backend: str) -> None:
     with anyio.fail_after(4 * FAST):
         async with raw_server(script.handler) as server:
@@ -1015,14 +1004,5 @@ def test_http_misbehaviour(
 ) -> None:
     caplog.clear()
     script = Script(version, op, mis)
-    # Each example runs its event loop in a thread of its own: a backend's run
-    # state is per thread, so an example cannot leave it behind for the next one
-    # (or for later tests) whatever happens inside it.
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(anyio.run, run_script, script, anyio_backend, backend=anyio_backend).result()
-    errors = [
-        r.getMessage()
-        for r in caplog.records
-        if r.name.split(".")[0] == "mcpwire" and r.levelno >= logging.ERROR
-    ]
-    assert not errors
+    in_own_thread(anyio.run, run_script, script, anyio_backend, backend=anyio_backend)
+    assert not mcpwire_errors(caplog)

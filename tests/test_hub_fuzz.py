@@ -57,7 +57,6 @@ Both backends; each misbehaviour kind is in an explicit ``@example``. Set
 
 from __future__ import annotations
 
-import concurrent.futures
 import gc
 import json
 import logging
@@ -66,6 +65,7 @@ import signal
 import sys
 import time
 import warnings
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
+from fuzzing import in_own_thread, stray_tasks
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from test_hub_support import alive
@@ -561,6 +562,34 @@ def healthy(run: Run, name: str) -> bool:
     )
 
 
+def served(run: Run, name: str) -> bool:
+    """Whether ``name`` is a configured, enabled server (else the hub refuses it)."""
+    spec = run.config.get(name)
+    return spec is not None and name != INVALID and not spec.disabled
+
+
+async def settled(
+    run: Run, name: str, what: str, bound: float, act: Callable[[], Awaitable[object]]
+) -> object:
+    """What ``act`` gave, its result or a typed error, which must come within
+    ``bound``; for a server the hub does not serve, that error is its refusal."""
+    started = time.time()
+    outcome: object = None
+    with anyio.move_on_after(bound) as scope:
+        try:
+            outcome = await act()
+        except MCPWireError as exc:
+            outcome = exc
+    run.hurries.append((started, time.time(), name))
+    assert not scope.cancelled_caught, f"{what}: no answer or error within {bound:g} s"
+    spec = run.config.get(name)
+    if spec is None or name == INVALID:
+        assert type(outcome) is HubError, outcome
+    elif spec.disabled:
+        assert isinstance(outcome, ToolCallRefused), outcome
+    return outcome
+
+
 async def call(run: Run, hub: Hub, stream: Any, step: Step) -> None:
     _, name, tool, timeout, _background = step
     exposed = f"{name}__{tool}"
@@ -573,20 +602,10 @@ async def call(run: Run, hub: Hub, stream: Any, step: Step) -> None:
         and exposed in {t.name for t in hub.tools()}
     )
     bound = run.startup(name) + 1.0 + timeout + SLACK
-    started = time.time()
-    outcome: object = None
-    with anyio.move_on_after(bound) as scope:
-        try:
-            outcome = await hub.call_tool(exposed, {}, timeout=timeout)
-        except MCPWireError as exc:
-            outcome = exc
-    run.hurries.append((started, time.time(), name))
-    assert not scope.cancelled_caught, f"{exposed}: no answer or error within {bound:g} s"
-    if spec is None or name == INVALID:
-        assert type(outcome) is HubError, outcome
-    elif spec.disabled:
-        assert isinstance(outcome, ToolCallRefused), outcome
-    elif sure:
+    outcome = await settled(
+        run, name, exposed, bound, lambda: hub.call_tool(exposed, {}, timeout=timeout)
+    )
+    if sure and served(run, name):
         assert not isinstance(outcome, BaseException), (outcome, describe(hub))
     if isinstance(outcome, BaseException):
         assert isinstance(outcome, (HubError, ConnectionClosed, RequestTimeout)), repr(outcome)
@@ -638,20 +657,9 @@ async def background_restart(run: Run, hub: Hub, name: str) -> None:
 
 async def restart(run: Run, hub: Hub, stream: Any, name: str) -> None:
     spec = run.config.get(name)
-    started = time.time()
-    outcome: object = None
-    with anyio.move_on_after(run.startup(name) + 5.0 + SLACK) as scope:
-        try:
-            outcome = await hub.restart(name)
-        except MCPWireError as exc:
-            outcome = exc
-    run.hurries.append((started, time.time(), name))
-    assert not scope.cancelled_caught, f"restart({name!r}) did not return"
-    if spec is None or name == INVALID:
-        assert type(outcome) is HubError, outcome
-    elif spec.disabled:
-        assert isinstance(outcome, ToolCallRefused), outcome
-    else:
+    bound = run.startup(name) + 5.0 + SLACK
+    outcome = await settled(run, name, f"restart({name!r})", bound, lambda: hub.restart(name))
+    if spec is not None and served(run, name):
         assert isinstance(outcome, ServerState), outcome
         if run.background == 0 and name not in run.dirty:
             starts = run.behaviour.get(name, Behaviour()).starts and not spec.missing
@@ -731,16 +739,6 @@ def expected_tools(run: Run, hub: Hub) -> set[str]:
         if s.state is S.READY
         for t in run.behaviour.get(s.name, Behaviour()).tools
     }
-
-
-def stray_tasks(backend: str) -> list[str]:
-    """Tasks still alive besides this one (trio's nurseries make leaks impossible)."""
-    if backend != "asyncio":
-        return []
-    import asyncio
-
-    me = asyncio.current_task()
-    return [repr(t) for t in asyncio.all_tasks() if t is not me and not t.done()]
 
 
 async def run_program(program: Program, tmp: Path, backend: str) -> None:
@@ -922,14 +920,9 @@ def test_hub_under_hostile_servers(
 ) -> None:
     caplog.clear()
     tmp = tmp_path_factory.mktemp("hub-fuzz")
-    # Each example runs its event loop in a thread of its own: a backend's run
-    # state is per thread, so an example cannot leave it behind for the next one.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            pool.submit(
-                anyio.run, run_program, program, tmp, anyio_backend, backend=anyio_backend
-            ).result()
+        in_own_thread(anyio.run, run_program, program, tmp, anyio_backend, backend=anyio_backend)
         gc.collect()
     assert not caught, [str(w.message) for w in caught]
     logged = [r for r in caplog.records if r.name.split(".")[0] == "mcpwire"]

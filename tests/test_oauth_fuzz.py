@@ -79,7 +79,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import logging
 import re
 import socket
 import traceback
@@ -90,6 +89,7 @@ from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urljoin, u
 
 import anyio
 import pytest
+from fuzzing import mcpwire_errors, stray_tasks
 from http_client.rawserver import Reply, Seen, as_metadata, raw_server, result
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -1403,16 +1403,6 @@ def check_refusal(script: Script, outcome: str) -> None:
         assert not [s for s in later if s.method == "POST"], [s.target for s in later]
 
 
-def stray_tasks(backend: str) -> list[str]:
-    """Tasks still alive besides this one (trio's nurseries make leaks impossible)."""
-    if backend != "asyncio":
-        return []
-    import asyncio
-
-    me = asyncio.current_task()
-    return [repr(t) for t in asyncio.all_tasks() if t is not me and not t.done()]
-
-
 @dataclass
 class Outcome:
     kind: str = "none"  # "ok", "error", "hang", "close-raised", "leak"
@@ -1692,9 +1682,4 @@ def test_hostile_authorization(
     script = Script(scenario)
     outcome = anyio.run(run_script, script, anyio_backend, backend=anyio_backend)
     check_outcome(script, outcome)
-    errors = [
-        r.getMessage()
-        for r in caplog.records
-        if r.name.split(".")[0] == "mcpwire" and r.levelno >= logging.ERROR
-    ]
-    assert not errors
+    assert not mcpwire_errors(caplog)

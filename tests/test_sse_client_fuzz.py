@@ -59,10 +59,8 @@ Both backends; every misbehaviour kind has an explicit ``@example``.
 
 from __future__ import annotations
 
-import concurrent.futures
 import gc
 import json
-import logging
 import math
 import os
 import warnings
@@ -74,6 +72,7 @@ import anyio
 import anyio.abc
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from fuzzing import in_own_thread, mcpwire_errors, stray_tasks
 from http_client.rawserver import RawServer, Reply, Seen, raw_server
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -968,16 +967,6 @@ def check_traffic(script: Script, server: RawServer, decoy: RawServer) -> None:
         assert message == {"jsonrpc": "2.0", "id": rid, "result": wanted}, message
 
 
-def stray_tasks(backend: str) -> list[str]:
-    """Tasks still alive besides this one (trio's nurseries make leaks impossible)."""
-    if backend != "asyncio":
-        return []
-    import asyncio
-
-    me = asyncio.current_task()
-    return [repr(t) for t in asyncio.all_tasks() if t is not me and not t.done()]
-
-
 async def run_script(script: Script, backend: str) -> None:
     async def nothing(seen: Seen) -> Reply:
         return Reply.empty(404)
@@ -1140,22 +1129,12 @@ def test_sse_misbehaviour(anyio_backend: str, caplog: pytest.LogCaptureFixture, 
     script = Script(case)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        # Each example runs its event loop in a thread of its own: a backend's run
-        # state is per thread, so an example cannot leave it behind for the next one.
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            pool.submit(
-                anyio.run, run_script, script, anyio_backend, backend=anyio_backend
-            ).result()
+        in_own_thread(anyio.run, run_script, script, anyio_backend, backend=anyio_backend)
         # What the example left unreachable (young objects: a full collection
         # per example would cost more than the example).
         gc.collect(1)
     assert not [str(w.message) for w in caught]
-    errors = [
-        r.getMessage()
-        for r in caplog.records
-        if r.name.split(".")[0] == "mcpwire" and r.levelno >= logging.ERROR
-    ]
-    assert not errors
+    assert not mcpwire_errors(caplog)
 
 
 async def test_a_stalled_reply_holds_up_no_answer() -> None:

@@ -55,9 +55,7 @@ Both backends; every misbehaviour kind has an explicit ``@example``.
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
-import logging
 import os
 import sys
 import time
@@ -68,6 +66,7 @@ from typing import Any
 
 import anyio
 import pytest
+from fuzzing import in_own_thread, mcpwire_errors, stray_tasks
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from stdio_hostile_child import result_for
@@ -612,16 +611,6 @@ def check_record(run: Run) -> None:
             assert count <= 1, (rid, count)
 
 
-def stray_tasks(backend: str) -> list[str]:
-    """Tasks still alive besides this one (trio's nurseries make leaks impossible)."""
-    if backend != "asyncio":
-        return []
-    import asyncio
-
-    me = asyncio.current_task()
-    return [repr(t) for t in asyncio.all_tasks() if t is not me and not t.done()]
-
-
 def run_example(run: Run, backend: str) -> None:
     async def main() -> None:
         await exercise(run)
@@ -728,17 +717,9 @@ def test_stdio_misbehaviour(
         # read and never answers can only wait for the request timeout.
         mis = Mis(mis.writes, "stay", mis.code)
     run = Run(version, op, mis, record)
-    # Each example runs its event loop in a thread of its own: a backend's run
-    # state is per thread, so an example cannot leave it behind for the next one.
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(run_example, run, anyio_backend).result()
+    in_own_thread(run_example, run, anyio_backend)
     check_record(run)
-    errors = [
-        r.getMessage()
-        for r in caplog.records
-        if r.name.split(".")[0] == "mcpwire" and r.levelno >= logging.ERROR
-    ]
-    assert not errors
+    assert not mcpwire_errors(caplog)
 
 
 DYING = """
