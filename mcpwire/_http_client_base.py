@@ -233,9 +233,6 @@ class HTTPClientOptions:
             if not isinstance(self.message_url, str):
                 raise TypeError(f"message_url must be a string, not {self.message_url!r}")
             try:
-                # Resolving drops tabs and line ends silently: refuse them first.
-                if not self.message_url.isprintable():
-                    raise ValueError("whitespace or control characters")
                 # A relative reference resolves against the event stream's URL later.
                 URL.parse("http://mcp.invalid/sse").join(self.message_url)
             except ValueError as exc:

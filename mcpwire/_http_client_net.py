@@ -125,7 +125,14 @@ class URL:
         return host if self.port == default else f"{host}:{self.port}"
 
     def join(self, reference: str) -> URL:
-        """Resolve a reference (RFC 3986 §5) against this URL."""
+        """Resolve a reference (RFC 3986 §5) against this URL.
+
+        The reference is checked first: resolving silently drops tabs and line
+        ends, so a reference that held them (two ``data:`` lines of an SSE
+        ``endpoint`` event, say) would otherwise run together into another URL.
+        """
+        if not reference.isprintable():
+            raise ValueError(f"not a valid URL (whitespace or control characters): {reference!r}")
         return URL.parse(urljoin(self.raw, reference))
 
     def __str__(self) -> str:

@@ -167,13 +167,8 @@ class SSEConnection:
         return decoder, early
 
     def _resolve(self, data: str, base: URL) -> URL:
-        reference = data.strip()
         try:
-            # Checked here, since resolving silently drops tabs and line ends
-            # (two ``data:`` lines would run together into another URL).
-            if not reference.isprintable():
-                raise ValueError("whitespace or control characters")
-            announced = base.join(reference)
+            announced = base.join(data.strip())
         except ValueError as exc:
             raise HTTPError(f"{self.url}: unusable endpoint event {data!r}: {exc}") from None
         override = self.options.message_url

@@ -844,7 +844,7 @@ async def test_legacy_headers_cancellation_and_delete() -> None:
         ("max_redirects", None, "max_redirects must be an integer of at least 0"),
         ("reconnect_attempts", -2, "reconnect_attempts must be an integer of at least 0"),
         ("message_url", "ftp://host/m", "unusable message_url 'ftp://host/m': only http://"),
-        ("message_url", "/m\nx", "unusable message_url '/m\\nx': whitespace or control"),
+        ("message_url", "/m\nx", "unusable message_url '/m\\nx': not a valid URL (whitespace"),
         ("message_url", "https://u:p@host/m", "unusable message_url 'https://u:p@host/m': cred"),
         ("message_url", "http://host:99999/m", "unusable message_url 'http://host:99999/m': the"),
         ("message_url", b"/m", "message_url must be a string"),
