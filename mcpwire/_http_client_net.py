@@ -59,9 +59,9 @@ def describe(exc: BaseException) -> str:
             return cause.strerror or str(cause)  # getaddrinfo's own (negative) codes
         cause = cause.__cause__
         seen += 1
-    # anyio's TLS wrapper when the peer hangs up, or h11 given the end of input
-    # where a response (or the rest of one) was due.
-    if isinstance(exc, EndOfStream) or "event type ConnectionClosed" in str(exc):
+    # anyio's TLS wrapper when the peer hangs up, or the socket's reader given
+    # the end of input where a response (or the rest of one) was due.
+    if isinstance(exc, EndOfStream):
         return "the peer closed the connection"
     return str(exc) or type(exc).__name__
 

@@ -87,6 +87,19 @@ def aborted() -> ConnectionFailed:
     return ConnectionFailed("the exchange was aborted")
 
 
+def _feed(conn: h11.Connection, data: bytes) -> h11.Event | type[h11.NEED_DATA | h11.PAUSED]:
+    """Give h11 what arrived and take its next event. The end of input where
+    more of a response was due raises ``EndOfStream`` (the peer closed the
+    connection), not h11's complaint about its own state."""
+    conn.receive_data(data)
+    try:
+        return conn.next_event()
+    except h11.RemoteProtocolError:
+        if data:
+            raise
+        raise anyio.EndOfStream from None
+
+
 def _frame(conn: h11.Connection, events: tuple[h11.Event, ...]) -> bytes:
     pieces: list[bytes] = []
     for event in events:
@@ -152,8 +165,7 @@ class StreamSocket:
                 if scope.cancelled_caught:
                     raise _timed_out(timeout)
             self.bytes_in += len(data)
-            conn.receive_data(data)
-            event = conn.next_event()
+            event = _feed(conn, data)
         return event  # type: ignore[return-value]
 
     def reusable(self) -> bool:
@@ -218,8 +230,7 @@ class ProtocolSocket(StreamSocket):
             except TimeoutError:
                 raise _timed_out(timeout or 0.0) from None
             self.bytes_in += len(data)
-            conn.receive_data(data)
-            event = conn.next_event()
+            event = _feed(conn, data)
             if event is not h11.NEED_DATA:
                 return event  # type: ignore[return-value]
 
@@ -234,8 +245,7 @@ class ProtocolSocket(StreamSocket):
             except TimeoutError:
                 raise _timed_out(timeout or 0.0) from None
             self.bytes_in += len(data)
-            conn.receive_data(data)
-            event = conn.next_event()
+            event = _feed(conn, data)
         return event  # type: ignore[return-value]
 
     def looks_dead(self) -> bool:
