@@ -208,7 +208,10 @@ class HTTPClientTransport(EventStreams):
         elif kind is m.Notification:
             await self._send_notification(message)  # type: ignore[arg-type]
         elif self._init_request is None:  # 2026-07-28: no server requests, nothing to POST
-            logger.warning("%s: a 2026 server sent a request; its answer is not sent", self.url)
+            what = message.error.message if kind is m.ErrorResponse else "an answer"  # type: ignore[union-attr]
+            logger.warning(
+                "%s: not sent, the 2026-07-28 era takes no responses: %s", self.url, what
+            )
         else:  # our answers to the server, off the reader's path (``_reply_in_background``)
             body = m.serialize_batch(message) if kind is list else m.serialize(message)  # type: ignore[arg-type]
             if not self._reply_in_background("HTTP reply", lambda: self._post_one_way(body)):

@@ -157,8 +157,11 @@ async def next_events(response: HTTPResponse, decoder: SSEDecoder) -> list[SSEEv
     ``None`` once the body has ended.
 
     Raises what ``read_chunk`` or the decoder raise (a broken connection, a
-    read timeout, an oversized event).
+    read timeout, an oversized event). An oversized event that the last chunk
+    ended with is raised before any more is read: the stream may stall or
+    break after it, and it is what went wrong.
     """
+    decoder.check()
     chunk = await response.read_chunk()
     if not chunk:
         decoder.feed_eof()

@@ -158,8 +158,9 @@ class EventStreams(HTTPTransportBase):
                 why = "the server's answer to the request is malformed: " + invalid.error.message
                 await self._final(stream, http_error(stream.rid, ErrorCode.INTERNAL_ERROR, why))
                 return
-            logger.warning("%s: ignoring an invalid message: %s", self.url, invalid.error.message)
-            return
+            # Any other goes to the session, as on every transport: it counts it,
+            # answers it where JSON-RPC asks (a POST of its own, legacy era), and
+            # fails the request a malformed answer names.
         if kind is m.ErrorResponse or kind is m.Response:
             answer: m.Response | m.ErrorResponse = item  # type: ignore[assignment]
             mine = answer.id is None or answer.id == stream.rid

@@ -559,7 +559,61 @@ async def test_the_modern_era_puts_no_client_response_on_the_wire(
             await c.call_tool("t", {})
         # server/discover, then the two calls: requests only, no POSTed response.
         assert server.methods() == ["server/discover", "tools/call", "tools/call"]
-    assert "its answer is not sent" in caplog.text
+    assert "the 2026-07-28 era takes no responses: an answer" in caplog.text
+
+
+#: Malformed messages a server may put on a response stream before its answer.
+MALFORMED_EVENTS = (
+    "event: message\ndata: {not json\n\n"
+    + event({"jsonrpc": "2.0", "id": "bad-1", "method": 5})
+    + event({"jsonrpc": "2.0", "method": "notifications/message", "params": 3})
+)
+
+
+@pytest.mark.parametrize("era", ["legacy", MODERN])
+async def test_malformed_messages_on_a_response_stream_are_answered_or_counted(
+    era: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Pain point #15 over Streamable HTTP: what a server sends malformed on a
+    response stream reaches the session, as on every other transport. It is
+    counted; in the legacy era each one JSON-RPC answers gets its error POSTed
+    (-32700 with id null, -32600 with the request's id); in 2026-07-28, which
+    takes no responses, the error is logged instead. The call is answered."""
+
+    async def tools_call(seen: Seen) -> Reply:
+        return Reply.sse(MALFORMED_EVENTS + event(result(rid(seen), TOOL_RESULT)))
+
+    if era == "legacy":
+        handler, client = legacy({"tools/call": tools_call}), legacy_client
+    else:
+
+        async def handler(seen: Seen) -> Reply:
+            if seen.rpc_method == "tools/call":
+                return await tools_call(seen)
+            return Reply.json(result(rid(seen), {}))  # server/discover: nothing learned
+
+        def client(url: str) -> Client:
+            return Client.http(url, mode=MODERN, validate_output=False, request_timeout=10)
+
+    async with raw_server(handler) as server, client(server.url) as c:
+        with anyio.fail_after(5):
+            assert (await c.call_tool("t", {})).text == "done"
+        assert c.session.invalid_received == 3
+
+        def replies() -> list[Any]:
+            posts = [s.json for s in server.seen if s.method == "POST" and s.body]
+            return sorted((p for p in posts if "method" not in p), key=lambda p: str(p["id"]))
+
+        if era == "legacy":
+            with anyio.fail_after(5):  # they are POSTed in the background
+                while len(replies()) < 2:
+                    await anyio.sleep(0.01)
+            parse, bad = replies()
+            assert (parse["id"], parse["error"]["code"]) == (None, -32700)
+            assert (bad["id"], bad["error"]["code"]) == ("bad-1", -32600)
+        else:
+            assert replies() == []
+            assert caplog.text.count("the 2026-07-28 era takes no responses") == 2
 
 
 async def test_size_limits() -> None:
@@ -581,6 +635,39 @@ async def test_size_limits() -> None:
                 await c.call_tool("sse", {})
         async with Client.http(server.url, mode=MODERN, validate_output=False) as c:
             assert (await c.call_tool("json", {})).text == big
+
+
+@pytest.mark.parametrize("after", ["held", "cut"])
+async def test_an_oversized_event_fails_the_request_whatever_follows(after: str) -> None:
+    """An oversized event that ends a chunk after a complete one (a priming event
+    with an id) fails the request at once with the size error: not after the
+    request timeout when the server then holds the stream open, and not with
+    "the stream ended" (or a resumption that replays it) when it cuts it."""
+    release = anyio.Event()
+    big = "event: message\ndata: " + "x" * 2000 + "\n\n"
+
+    async def tools_call(seen: Seen) -> Reply:
+        return Reply.sse(
+            "id: p-1\ndata:\n\n" + big, hold=release if after == "held" else None, cut=True
+        )
+
+    async def get(seen: Seen) -> Reply:
+        return Reply.empty(405)
+
+    try:
+        async with (
+            raw_server(legacy({"tools/call": tools_call}, get=get)) as server,
+            legacy_client(server.url, request_timeout=20, max_event_size=1000) as c,
+        ):
+            with (
+                anyio.fail_after(5),
+                pytest.raises(JSONRPCError, match="SSE event exceeds the limit of 1000") as info,
+            ):
+                await c.call_tool("t", {})
+            assert info.value.code == -32600
+            assert [s for s in server.seen if "last-event-id" in s.headers] == []
+    finally:
+        release.set()
 
 
 async def test_get_stream_reconnects_with_last_event_id_and_retry() -> None:

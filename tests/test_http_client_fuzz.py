@@ -965,6 +965,10 @@ EXAMPLES: list[tuple[str, str, Mis]] = [
         "tools/call",
         Mis("sse", (("big", "answer"), "clean", "\n", "halves", "chunked", False)),
     ),
+    # An oversized event after a priming one, then the stream breaks: the size
+    # error, not the break (nor a resumption after the priming id).
+    (NEW, "ping", Mis("sse", (("priming", "big"), "cut", "\n", "whole", "chunked", True))),
+    (MODERN, "ping", Mis("sse", (("priming", "big"), "cut", "\n", "whole", "chunked", False))),
     # The answer, then an oversized event, in one write: the answer came first.
     (NEW, "tools/call", Mis("sse", (("answer", "big"), "clean", "\n", "whole", "chunked", False))),
     (NEW, "ping", Mis("sse", (("answer",), "hold", "\n", "whole", "chunked", False))),

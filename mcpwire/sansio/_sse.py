@@ -141,9 +141,10 @@ class SSEDecoder:
     is exceeded the decoder is broken for good. The ``feed`` that notices it
     still returns the events its chunk completed before the oversized one (so an
     answer that came first is delivered however the stream was chunked) or, when
-    there are none, raises ``SSEEventTooLarge``; every later ``feed`` or
-    ``feed_eof`` raises it, with the same size and limit. Whether the limit trips
-    does not depend on how the stream is chunked, only how early it is noticed does.
+    there are none, raises ``SSEEventTooLarge``; every later ``feed``,
+    ``feed_eof`` or ``check`` raises it, with the same size and limit. Whether
+    the limit trips does not depend on how the stream is chunked, only how early
+    it is noticed does.
     """
 
     __slots__ = (
@@ -225,6 +226,16 @@ class SSEDecoder:
                 if not text:
                     return []
         return self._feed_text(text)
+
+    def check(self) -> None:
+        """Raise the ``SSEEventTooLarge`` a ``feed`` noticed after the events it
+        returned; nothing if the limit was not exceeded.
+
+        A reader calls it before it waits for more of the body: the oversized
+        event is then reported at once, not when (or if) the next chunk comes.
+        """
+        if self._error is not None:
+            raise SSEEventTooLarge(self._error.size, self._error.limit)
 
     def feed_eof(self) -> list[SSEEvent]:
         """Mark the end of the body. Always returns ``[]``.

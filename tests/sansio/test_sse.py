@@ -363,21 +363,51 @@ def test_chunking_does_not_change_whether_the_limit_trips(
 ) -> None:
     def outcome(chunks: list[bytes]) -> tuple[list[SSEEvent], bool]:
         """The events delivered, and whether the limit tripped: the events an
-        oversized one follows are delivered before the error, however chunked."""
+        oversized one follows are delivered before the error, however chunked,
+        and once all is fed ``check`` knows of a trip without more input."""
         dec = SSEDecoder(max_event_size=limit)
         events: list[SSEEvent] = []
         try:
             for chunk in chunks:
                 events += dec.feed(chunk)
-            events += dec.feed_eof()
+            dec.check()
         except SSEEventTooLarge:
             return events, True
+        events += dec.feed_eof()  # never the first to report a trip
         return events, False
 
     expected = outcome([stream])
     assert outcome(bytewise(stream)) == expected
     cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=12), label="cuts")
     assert outcome(split_at(stream, cuts)) == expected
+
+
+@given(
+    small=st.lists(st.text(st.characters(codec="ascii", exclude_characters="\r\n"), max_size=20)),
+    excess=st.integers(1, 100),
+    data=st.data(),
+)
+@settings(max_examples=200)
+def test_a_trip_is_known_once_the_oversized_event_is_fed(
+    small: list[str], excess: int, data: st.DataObject
+) -> None:
+    """Events within the limit, then one over it, however chunked: once all of it
+    is fed the earlier events are out and ``check`` raises, so a reader reports
+    the oversized event without waiting for input that may never come."""
+    limit = 32
+    stream = b"".join(b"data: " + s.encode() + b"\n\n" for s in small)
+    stream += b"data: " + b"x" * (limit - 6 + excess) + b"\n\n"
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=8), label="cuts")
+    dec = SSEDecoder(max_event_size=limit)
+    events: list[SSEEvent] = []
+    for chunk in split_at(stream, cuts):
+        try:
+            events += dec.feed(chunk)
+        except SSEEventTooLarge:
+            break  # noticed with nothing completed before it in this chunk
+    with pytest.raises(SSEEventTooLarge):
+        dec.check()
+    assert events == [E(s) for s in small]
 
 
 # -- encoder -------------------------------------------------------------------
@@ -569,7 +599,11 @@ def test_error_state_is_sticky() -> None:
 def test_an_event_before_an_oversized_one_in_the_same_chunk_is_delivered() -> None:
     answer = b'data: {"id": 1}\n\n'
     dec = SSEDecoder(max_event_size=64)
+    dec.check()  # nothing tripped yet
     assert dec.feed(answer + b"data: " + b"x" * 100 + b"\n\n") == [E('{"id": 1}')]
+    # Known before any more input: a reader need not wait for the next chunk.
+    with pytest.raises(SSEEventTooLarge, match="limit of 64 bytes"):
+        dec.check()
     with pytest.raises(SSEEventTooLarge):
         dec.feed(b"data: more\n\n")
     with pytest.raises(SSEEventTooLarge):
