@@ -1202,6 +1202,48 @@ async def test_http_sse_malformed_answer_fails_its_request_at_once() -> None:
             send.close()
 
 
+async def test_http_sse_oversized_event_ends_the_transport_at_once() -> None:
+    """HTTP+SSE: an oversized event in the same chunk as a message before it ends
+    the transport as soon as it arrives, with the size in the reason, although
+    the server holds the stream open: the pending call does not wait for its
+    timeout (the transport cannot resume the stream past it)."""
+    streams: list[Any] = []
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.method == "GET":
+            send, receive = anyio.create_memory_object_stream[bytes](16)
+            streams.append(send)
+            return Reply.sse("event: endpoint\ndata: /messages/?session_id=abc\n\n", feed=receive)
+        message = seen.json
+        if message.get("method") == "initialize":
+            await streams[-1].send(event(result(message["id"], INIT_RESULT)).encode())
+        elif message.get("method") == "tools/call":
+            big = "event: message\ndata: " + "x" * 2000 + "\n\n"
+            note = {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": "info", "data": "hi"},
+            }
+            await streams[-1].send((event(note) + big).encode())
+        return Reply.text(202, "Accepted")
+
+    try:
+        async with raw_server(handler) as server:
+            sse_url = server.url.replace("/mcp", "/sse")
+            client = legacy_client(
+                sse_url, transport="sse", request_timeout=30, max_event_size=1000
+            )
+            async with client as c:
+                with (
+                    anyio.fail_after(5),
+                    pytest.raises(ConnectionClosed, match="SSE event exceeds the limit of 1000"),
+                ):
+                    await c.call_tool("t", {})
+    finally:
+        for send in streams:
+            send.close()
+
+
 async def test_http_sse_endpoint_resolution_and_override() -> None:
     """The endpoint is resolved against the SSE URL (RFC 3986); other origins need message_url."""
     endpoint = {"data": "messages/?session_id=abc"}
