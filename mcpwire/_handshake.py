@@ -182,7 +182,8 @@ async def connect(client: Client) -> None:
         ):
             _remember(client, "modern")
             return
-    await _initialize(client, mode if mode in LEGACY_VERSIONS else LATEST_LEGACY_VERSION)
+    pinned = mode in LEGACY_VERSIONS
+    await _initialize(client, mode if pinned else LATEST_LEGACY_VERSION, fallback=not pinned)
     if mode == "auto":
         _remember(client, "legacy")
 
@@ -228,13 +229,34 @@ async def _discover(client: Client, version: str, *, timeout: float, retried: bo
     return True
 
 
-async def _initialize(client: Client, version: str) -> None:
+async def _initialize(client: Client, version: str, *, fallback: bool) -> None:
+    """The legacy handshake, offering ``version``.
+
+    A server SHOULD answer a version it does not speak with one it does, but
+    some refuse ``initialize`` instead (pain point #22). When the refusal lists
+    the versions the server speaks in ``data.supported`` (the lifecycle page's
+    example: -32602, ``{"supported": [...], "requested": ...}``; any code is
+    taken), ``fallback`` offers the newest of them that we speak, once. A
+    pinned version never falls back.
+    """
     params: JSONObject = {
         "protocolVersion": version,
         "capabilities": client._capabilities(version),
         "clientInfo": client.client_info,
     }
-    result = await client.session.request("initialize", params)
+    try:
+        result = await client.session.request("initialize", params)
+    except JSONRPCError as exc:
+        supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+        mutual = (
+            [v for v in LEGACY_VERSIONS if v in supported and v != version]
+            if fallback and isinstance(supported, list)
+            else []
+        )
+        if not mutual:
+            raise
+        await _initialize(client, mutual[-1], fallback=False)
+        return
     agreed = result.get("protocolVersion")
     if not isinstance(agreed, str) or agreed not in LEGACY_VERSIONS:
         raise MCPWireError(

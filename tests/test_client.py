@@ -453,6 +453,37 @@ async def test_input_rounds_are_bounded() -> None:
     assert calls == 3 + 5
 
 
+async def test_a_refused_initialize_falls_back_over_a_plain_session() -> None:
+    """Pain point #22 on a connection (not HTTP): an old server that refuses the
+    version offered, listing its own in ``data.supported``, gets a second
+    ``initialize`` on the same connection with the newest listed version we
+    speak, and the connection then works in that version."""
+    offered: list[str] = []
+
+    async def old_server(request: Request, ctx: RequestContext) -> dict[str, Any]:
+        if request.method == "initialize":
+            assert request.params is not None
+            asked = request.params["protocolVersion"]
+            offered.append(asked)
+            if asked != "2024-11-05":
+                data = {"supported": ["2024-11-05", "1.0"], "requested": asked}
+                raise JSONRPCError(-32602, "Unsupported protocol version", data)
+            return {"protocolVersion": asked, "capabilities": {}, "serverInfo": {"name": "old"}}
+        if request.method == "ping":
+            return {}
+        raise JSONRPCError(-32601, f"Method not found: {request.method}")
+
+    client_end, server_end = memory_pair()
+    with anyio.fail_after(WAIT):
+        async with (
+            Session(server_end, on_request=old_server),
+            Client(client_end, mode="legacy") as client,
+        ):
+            assert client.protocol_version == "2024-11-05"
+            await client.ping()
+    assert offered == ["2025-11-25", "2024-11-05"]
+
+
 class ScriptedPeer:
     """A modern server played by a plain ``Session``: tools/call answers come from a script."""
 

@@ -339,6 +339,60 @@ def legacy_client(url: str, **kw: Any) -> Client:
 
 
 @pytest.mark.parametrize(
+    ("mode", "status", "supported", "offered"),
+    [
+        ("legacy", 400, ["2024-11-05", "2025-03-26", "2099-01-01"], ["2025-11-25", "2025-03-26"]),
+        ("auto", 200, ["2025-06-18"], ["2025-11-25", "2025-06-18"]),
+        ("legacy", 400, ["2099-01-01"], ["2025-11-25"]),  # nothing in common: refused
+        ("legacy", 400, ["2025-11-25"], ["2025-11-25"]),  # only the one refused: no retry
+        ("2025-06-18", 400, ["2024-11-05"], ["2025-06-18"]),  # pinned: no fallback
+    ],
+    ids=["400-listed", "200-auto", "none-mutual", "same-again", "pinned"],
+)
+async def test_a_refused_initialize_falls_back_once_to_a_listed_version(
+    mode: str, status: int, supported: list[str], offered: list[str]
+) -> None:
+    """Pain point #22: a server that refuses the version we offer (here with the
+    lifecycle page's example error, as a 400 or a 200) instead of answering with
+    one it speaks gets one more ``initialize`` with the newest version it lists
+    that we speak; without one, or with a pinned version, the refusal stands."""
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.method != "POST":
+            return Reply.empty(405)
+        message = seen.json
+        if "id" not in message:
+            return Reply.empty(202)
+        if seen.rpc_method != "initialize":
+            unknown = {"code": -32601, "message": "legacy only"}  # server/discover
+            return Reply.json({"jsonrpc": "2.0", "id": message["id"], "error": unknown})
+        asked = message["params"]["protocolVersion"]
+        if asked in supported and asked != "2025-11-25":  # that one is always refused
+            return Reply.json(result(message["id"], {**INIT_RESULT, "protocolVersion": asked}))
+        refusal = {
+            "code": -32602,
+            "message": "Unsupported protocol version",
+            "data": {"supported": supported, "requested": asked},
+        }
+        return Reply.json({"jsonrpc": "2.0", "id": message["id"], "error": refusal}, status)
+
+    async with raw_server(handler) as server:
+        client = Client.http(server.url, mode=mode, validate_output=False, request_timeout=10)
+        if len(offered) == 2:
+            async with client as c:
+                assert c.protocol_version == offered[-1]
+                assert c.session.allow_batches == (offered[-1] == "2025-03-26")
+        else:
+            with anyio.fail_after(5), pytest.raises(JSONRPCError) as info:
+                async with client:
+                    pass
+            assert info.value.code == -32602
+            assert info.value.data == {"supported": supported, "requested": offered[0]}
+        initializes = [s for s in server.seen if s.rpc_method == "initialize"]
+        assert [s.json["params"]["protocolVersion"] for s in initializes] == offered
+
+
+@pytest.mark.parametrize(
     "ack",
     [
         Reply.empty(202),
