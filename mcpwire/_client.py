@@ -82,7 +82,7 @@ NotificationCallback = Callable[[str, JSONObject], Awaitable[None]]
 #: Bound on multi-round-trip retries of one request.
 DEFAULT_MAX_INPUT_ROUNDS = 10
 #: What ``Client.stdio`` passes on to ``StdioClientTransport``.
-_STDIO_OPTIONS = frozenset({"limits", "stderr_log", "shutdown_timeout"})
+_STDIO_OPTIONS = frozenset({"limits", "stderr_log", "shutdown_timeout", "inherit_env"})
 #: Pages a list method follows before it gives up on a server whose cursors never end.
 MAX_PAGES = 1000
 _CACHEABLE = frozenset(
@@ -195,8 +195,8 @@ class Client(TaskMethods):
 
         ``options`` are those of ``Client`` plus the transport's
         (``StdioClientTransport``: ``limits`` on message size and depth,
-        ``stderr_log``, ``shutdown_timeout``). The process starts when the
-        client is entered, not here.
+        ``stderr_log``, ``shutdown_timeout``, ``inherit_env``). The process
+        starts when the client is entered, not here.
         """
         from ._stdio_client import StdioClientTransport
 

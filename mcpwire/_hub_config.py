@@ -153,6 +153,9 @@ class ServerConfig:
     command: str | None = None
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    #: What a stdio server inherits of the hub's environment: all (``True``),
+    #: only ``ESSENTIAL_ENV`` (``False``), or those and the names given.
+    inherit_env: bool | tuple[str, ...] = True
     cwd: str | None = None
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -182,6 +185,10 @@ class ServerConfig:
         if self.include_tools is not None:
             object.__setattr__(self, "include_tools", tuple(self.include_tools))
         object.__setattr__(self, "env", dict(self.env))
+        if not isinstance(self.inherit_env, bool):
+            if isinstance(self.inherit_env, str):
+                raise ValueError("inherit_env takes true, false or a list of names")
+            object.__setattr__(self, "inherit_env", tuple(self.inherit_env))
         object.__setattr__(self, "headers", dict(self.headers))
         if not self.name:
             raise ValueError("a server needs a name")
@@ -205,6 +212,7 @@ class ServerConfig:
             self.command,
             self.args,
             tuple(sorted(self.env.items())),
+            self.inherit_env,
             self.cwd,
             self.url,
             tuple(sorted(self.headers.items())),
@@ -223,6 +231,8 @@ class ServerConfig:
             out["args"] = list(self.args)
         if self.env:
             out["env"] = dict.fromkeys(self.env, "***") if redact else dict(self.env)
+        if self.inherit_env is not True:
+            out["inheritEnv"] = list(self.inherit_env) if self.inherit_env else False
         if self.cwd is not None:
             out["cwd"] = self.cwd
         if self.url is not None:

@@ -51,10 +51,13 @@ def make_client(
     if config.transport == "stdio":
         assert config.command is not None
         command, args, env, cwd = config.command, config.args, dict(config.env), config.cwd
+        inherit = config.inherit_env
 
         def spawn() -> Transport:
             try:
-                made = StdioClientTransport(command, args, env=env or None, cwd=cwd)
+                made = StdioClientTransport(
+                    command, args, env=env or None, inherit_env=inherit, cwd=cwd
+                )
             except BaseException as exc:
                 on_spawn_error(exc)
                 raise

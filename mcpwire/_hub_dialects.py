@@ -42,8 +42,8 @@ _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 _DURATION = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|min|m|h)\s*\Z")
 _COMMON = frozenset(
     {
-        "type", "command", "args", "env", "cwd", "url", "headers", "disabled", "timeout",
-        "startupTimeout", "alwaysAllow", "disabledTools", "watchPaths", "includeTools",
+        "type", "command", "args", "env", "inheritEnv", "cwd", "url", "headers", "disabled",
+        "timeout", "startupTimeout", "alwaysAllow", "disabledTools", "watchPaths", "includeTools",
         "excludeTools", "description", "oauth", "authProviderType",
     }
 )  # fmt: skip
@@ -240,6 +240,12 @@ def _server(
         doc.error(at("command"), "must not be empty")
     args = strings("args", expand=True) or ()
     env = mapping("env")
+    inherit_env: bool | tuple[str, ...] | None = True
+    inherit_value = entry.get("inheritEnv")
+    if isinstance(inherit_value, bool):
+        inherit_env = inherit_value
+    elif inherit_value is not None:
+        inherit_env = strings("inheritEnv")  # a list of names (None: an error was noted)
     headers = mapping("headers")
     cwd = text("cwd")
     url_key = next((k for k in ("url", "serverUrl", "httpUrl") if entry.get(k) is not None), "url")
@@ -276,6 +282,7 @@ def _server(
         command=command if transport == "stdio" else None,
         args=args if transport == "stdio" else (),
         env=env if transport == "stdio" else {},
+        inherit_env=inherit_env if transport == "stdio" and inherit_env is not None else True,
         cwd=cwd if transport == "stdio" else None,
         url=url if transport != "stdio" else None,
         headers=headers if transport != "stdio" else {},

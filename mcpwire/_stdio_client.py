@@ -3,7 +3,11 @@
 The server is started with ``subprocess.Popen`` (no shell, ever), in its own
 process group (a new session on POSIX, a new process group on Windows) so the
 whole tree can be signalled at shutdown. The configured ``env`` is merged over
-the inherited environment, so giving ``env`` never drops ``PATH``.
+the inherited environment, so giving ``env`` never drops ``PATH``
+(``child_environment``); ``inherit_env`` narrows what is inherited, for servers
+that should not see the host's secrets. Children get ``PYTHONIOENCODING=utf-8``
+and ``PYTHONUTF8=1`` unless the environment says otherwise: a Python server on
+Windows would otherwise write its pipes in the ANSI code page.
 
 * stdout is read by readiness on POSIX pipes (a worker thread elsewhere),
   framed by ``NDJSONReader`` in tolerant mode: text the server prints that
@@ -30,7 +34,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Mapping, Sequence
 from typing import IO, TYPE_CHECKING
 
 import anyio
@@ -46,10 +50,57 @@ if TYPE_CHECKING:
     from ._transport import Outbound
 
 __all__ = (
+    "ESSENTIAL_ENV",
     "STDERR_TAIL_BYTES",
     "StderrTail",
     "StdioClientTransport",
+    "child_environment",
 )
+
+#: What a child inherits even when ``inherit_env`` narrows the rest: what a
+#: program needs to find other programs, its home and temporary directory, and
+#: its terminal and locale (on Windows, also what the C runtime and installers
+#: expect to be there).
+ESSENTIAL_ENV: frozenset[str] = frozenset(
+    {
+        "HOME", "LANG", "LC_ALL", "LC_CTYPE", "LOGNAME", "PATH", "SHELL", "TERM", "TMPDIR",
+        "USER", "APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATHEXT",
+        "PROCESSOR_ARCHITECTURE", "PROGRAMDATA", "PROGRAMFILES", "PROGRAMFILES(X86)",
+        "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "TMP", "USERNAME", "USERPROFILE", "WINDIR",
+    }
+)  # fmt: skip
+#: Defaults under everything inherited or configured (pain point #31).
+_UTF8_ENV = {"PYTHONIOENCODING": "utf-8", "PYTHONUTF8": "1"}
+
+
+def child_environment(
+    env: Mapping[str, str | None] | None = None,
+    inherit_env: bool | Collection[str] = True,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment a child server starts with.
+
+    Layers, each over the one before: the UTF-8 defaults; what is inherited
+    from ``base`` (``os.environ`` when ``None``): everything with
+    ``inherit_env=True``, only ``ESSENTIAL_ENV`` with ``False``, and those plus
+    the names given when it is a collection (compared ignoring case on
+    Windows, where variable names are); then ``env``, where ``None`` unsets.
+    """
+    base = os.environ if base is None else base
+    merged = dict(_UTF8_ENV)
+    if inherit_env is True:
+        merged.update(base)
+    else:
+        fold = str.upper if sys.platform == "win32" else str
+        wanted = ESSENTIAL_ENV | {fold(n) for n in (() if inherit_env is False else inherit_env)}
+        merged.update((k, v) for k, v in base.items() if fold(k) in wanted)
+    for key, value in (env or {}).items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
 
 #: Bytes of a child's stderr kept for error messages (a few screens of text).
 STDERR_TAIL_BYTES = 16 * 1024
@@ -121,6 +172,9 @@ class StdioClientTransport(_Ends):
         command: the program (looked up on the merged ``PATH``); never a shell line.
         args: its arguments.
         env: variables merged over the inherited environment (``None`` values unset).
+        inherit_env: what of this process's environment the child inherits:
+            all of it (``True``), only ``ESSENTIAL_ENV`` (``False``), or those
+            and the variables named (see ``child_environment``).
         cwd: working directory for the child.
         limits: message size and depth limits.
         stderr_log: a binary file that also receives everything the child writes
@@ -134,6 +188,7 @@ class StdioClientTransport(_Ends):
         args: Sequence[str] = (),
         *,
         env: Mapping[str, str | None] | None = None,
+        inherit_env: bool | Collection[str] = True,
         cwd: str | os.PathLike[str] | None = None,
         limits: Limits = DEFAULT_LIMITS,
         stderr_log: IO[bytes] | None = None,
@@ -143,12 +198,9 @@ class StdioClientTransport(_Ends):
         self.args = list(args)
         self.stderr = StderrTail()
         self.shutdown_timeout = shutdown_timeout
-        merged = dict(os.environ)
-        for key, value in (env or {}).items():
-            if value is None:
-                merged.pop(key, None)
-            else:
-                merged[key] = value
+        if isinstance(inherit_env, str):
+            raise TypeError("inherit_env takes True, False or a collection of names, not a str")
+        merged = child_environment(env, inherit_env)
         # shutil is imported here, not at the top: it pulls in the compression
         # modules (over 1 MB resident), which a stdio server never needs.
         import shutil

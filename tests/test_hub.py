@@ -53,6 +53,7 @@ from mcpwire import (
     ToolCallRefused,
     ToolCountWarning,
     ToolsChanged,
+    parse_config,
 )
 
 pytestmark = pytest.mark.anyio
@@ -207,6 +208,41 @@ async def test_crash_loops_are_suspended_until_restart(scripts: tuple[str, str])
         assert (await hub.call_tool("flaky__echo", {"message": "x"})).content[0].text == "x"
 
 
+async def test_inherit_env_keeps_the_hubs_environment_from_a_server(
+    scripts: tuple[str, str],
+) -> None:
+    """Pain point #3: ``inheritEnv`` in a config entry decides what a stdio
+    server sees of the hub's environment; ``env`` and the essentials (``PATH``)
+    always arrive."""
+    script, _ = scripts
+    entries = {
+        "all": entry(script, env={"FOO": "bar"}),
+        "none": entry(script, env={"FOO": "bar"}, inheritEnv=False),
+        "some": entry(script, env={"FOO": "bar"}, inheritEnv=["MCPWIRE_TEST_ALLOWED"]),
+    }
+    os.environ["MCPWIRE_TEST_ALLOWED"] = "allowed"
+    os.environ["MCPWIRE_TEST_SECRET"] = "secret"
+    try:
+        servers = list(parse_config({"mcpServers": entries}, environ={}).servers.values())
+        async with Hub(servers=servers) as hub:
+            await ready(hub)
+
+            async def seen(name: str, variable: str) -> str | None:
+                result = await hub.call_tool(f"{name}__env", {"name": variable})
+                return result.content[0].text  # type: ignore[union-attr]
+
+            for name in entries:
+                assert await seen(name, "FOO") == "bar"
+                assert await seen(name, "PATH") == os.environ["PATH"]
+            assert await seen("all", "MCPWIRE_TEST_SECRET") == "secret"
+            assert await seen("some", "MCPWIRE_TEST_ALLOWED") == "allowed"
+            assert await seen("some", "MCPWIRE_TEST_SECRET") == "<unset>"
+            assert await seen("none", "MCPWIRE_TEST_ALLOWED") == "<unset>"
+    finally:
+        os.environ.pop("MCPWIRE_TEST_ALLOWED", None)
+        os.environ.pop("MCPWIRE_TEST_SECRET", None)
+
+
 async def test_restart_on_demand_and_disabled_servers(scripts: tuple[str, str]) -> None:
     script, _ = scripts
     servers = [server("a", script), server("off", script, disabled=True)]
@@ -356,7 +392,7 @@ async def test_tool_count_warning_names_the_largest_servers(scripts: tuple[str, 
         )
         warnings = [e for e in seen if isinstance(e, ToolCountWarning)]
         assert [w.threshold for w in warnings] == [20, 40]
-        assert warnings[-1].largest[0][:2] == ("big", 37)
+        assert warnings[-1].largest[0][:2] == ("big", 38)
         assert warnings[-1].largest[0][2] > 0  # a token estimate
 
 

@@ -316,6 +316,40 @@ def test_server_config_in_code_validates_and_round_trips() -> None:
     assert ServerConfig(name="d", command="x", disabled=True).disabled_reason
 
 
+@pytest.mark.parametrize(
+    ("value", "parsed"),
+    [
+        (None, True),
+        (True, True),
+        (False, False),
+        (["AWS_PROFILE", "GOPATH"], ("AWS_PROFILE", "GOPATH")),
+    ],
+)
+def test_inherit_env_is_read_round_trips_and_restarts(value: Any, parsed: Any) -> None:
+    """``inheritEnv`` (pain point #3's isolation): true, false or a list of the
+    variables a stdio server may inherit beside the essential ones. It is part
+    of the connection (a change restarts the server) and survives ``to_json``."""
+    entry: dict[str, Any] = {"command": "npx", "args": ["srv"]}
+    if value is not None:
+        entry["inheritEnv"] = value
+    server = parse_config({"mcpServers": {"s": entry}}, environ={}).servers["s"]
+    assert server.inherit_env == parsed
+    back = parse_config({"mcpServers": {"s": server.to_json()}}, environ={}).servers["s"]
+    assert back == server
+    assert ("inheritEnv" in server.to_json()) == (parsed is not True)
+    others = {True, False, ("X",)} - {parsed}
+    for other in others:
+        changed = ServerConfig(name="s", command="npx", args=["srv"], inherit_env=other)
+        assert changed.connection_key() != server.connection_key()
+
+
+@pytest.mark.parametrize("value", ["PATH", 1, [True], {"A": True}])
+def test_inherit_env_of_the_wrong_shape_is_an_error(value: Any) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config({"mcpServers": {"s": {"command": "x", "inheritEnv": value}}}, environ={})
+    assert any("inheritEnv" in issue.path for issue in info.value.issues)
+
+
 def test_connection_key_ignores_policy_fields() -> None:
     a = ServerConfig(name="a", command="x", timeout=10, always_allow=["t"])
     b = ServerConfig(name="a", command="x", timeout=99, exclude_tools=["z"])
@@ -330,7 +364,7 @@ _KEYS = sorted(
     {"type", "transportType", "command", "args", "env", "cwd", "url", "serverUrl", "httpUrl"}
     | {"headers", "disabled", "timeout", "startupTimeout", "alwaysAllow", "autoApprove"}
     | {"disabledTools", "watchPaths", "includeTools", "excludeTools", "oauth", "trust"}
-    | {"authProviderType", "autoConnect", "name", "envFile", "unknownKey"}
+    | {"authProviderType", "autoConnect", "name", "envFile", "unknownKey", "inheritEnv"}
 )
 _OAUTH_KEYS = ["enabled", "clientId", "clientSecret", "scopes", "redirectUri", "callbackPort"]
 _odd_numbers = st.sampled_from(

@@ -100,6 +100,11 @@ SERVER = textwrap.dedent(
         return opt("--tag", "x")
 
     @server.tool()
+    def env(name: str) -> str:
+        \"\"\"An environment variable of this process, or <unset>.\"\"\"
+        return os.environ.get(name, "<unset>")
+
+    @server.tool()
     def crash(code: int = 3) -> str:
         \"\"\"Exit the process in the middle of the call.\"\"\"
         sys.stderr.write("about to crash: simulated failure\\n")

@@ -26,10 +26,12 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import mcpwire
 from mcpwire import ConnectionClosed, Session, StdioClientTransport
-from mcpwire._stdio_client import STDERR_TAIL_BYTES
+from mcpwire._stdio_client import ESSENTIAL_ENV, STDERR_TAIL_BYTES, child_environment
 from mcpwire.sansio import Request
 
 WAIT = 10.0
@@ -641,6 +643,72 @@ async def test_client_env_is_merged(scripts: dict[str, str], anyio_backend: str)
     finally:
         os.environ.pop("MCPWIRE_TEST_INHERITED", None)
     assert got == {"FOO": "bar", "PATH": os.environ["PATH"], "MCPWIRE_TEST_INHERITED": None}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("inherit", [True, False, ["MCPWIRE_TEST_ALLOWED"]])
+async def test_client_inherit_env_narrows_what_the_child_sees(
+    scripts: dict[str, str], anyio_backend: str, inherit: Any
+) -> None:
+    """Pain points #3 and #31 with a real child: ``inherit_env`` keeps the host's
+    secrets from a server (the essential variables, such as ``PATH``, always
+    pass), configured ``env`` always arrives, and Python children get UTF-8
+    stdio unless the environment says otherwise."""
+    names = ["FOO", "PATH", "MCPWIRE_TEST_ALLOWED", "MCPWIRE_TEST_SECRET"]
+    names += ["PYTHONUTF8", "PYTHONIOENCODING"]
+    os.environ["MCPWIRE_TEST_ALLOWED"] = "allowed"
+    os.environ["MCPWIRE_TEST_SECRET"] = "secret"
+    try:
+        transport = child(scripts, env={"FOO": "bar"}, inherit_env=inherit)
+        async with Session(transport) as session:
+            with anyio.fail_after(WAIT):
+                got = await session.request("env", {"names": names})
+    finally:
+        os.environ.pop("MCPWIRE_TEST_ALLOWED", None)
+        os.environ.pop("MCPWIRE_TEST_SECRET", None)
+    assert got == {
+        "FOO": "bar",
+        "PATH": os.environ["PATH"],
+        "MCPWIRE_TEST_ALLOWED": "allowed" if inherit is not False else None,
+        "MCPWIRE_TEST_SECRET": "secret" if inherit is True else None,
+        "PYTHONUTF8": os.environ.get("PYTHONUTF8", "1") if inherit is True else "1",
+        "PYTHONIOENCODING": (
+            os.environ.get("PYTHONIOENCODING", "utf-8") if inherit is True else "utf-8"
+        ),
+    }
+
+
+def test_client_inherit_env_refuses_a_string() -> None:
+    """A str is a collection of one-letter names: almost certainly a mistake."""
+    with pytest.raises(TypeError, match="inherit_env"):
+        StdioClientTransport(sys.executable, ["-c", "pass"], inherit_env="PATH")
+
+
+_ENV_NAMES = st.sampled_from(["PATH", "HOME", "A", "B", "C", "PYTHONUTF8", "PYTHONIOENCODING"])
+
+
+@given(
+    base=st.dictionaries(_ENV_NAMES, st.text(max_size=3)),
+    env=st.dictionaries(_ENV_NAMES, st.none() | st.text(max_size=3)),
+    inherit=st.booleans() | st.frozensets(_ENV_NAMES),
+)
+def test_child_environment_layers(
+    base: dict[str, str], env: dict[str, str | None], inherit: bool | frozenset[str]
+) -> None:
+    """Every variable of the result comes from exactly one layer, the highest
+    that has it: ``env`` (where ``None`` unsets), then what ``inherit_env``
+    lets through from ``base``, then the UTF-8 defaults."""
+    got = child_environment(env, inherit, base)
+    passes = ESSENTIAL_ENV | (inherit if not isinstance(inherit, bool) else set())
+    for key in {*base, *env, "PYTHONUTF8", "PYTHONIOENCODING"}:
+        if key in env:
+            expected = env[key]
+        elif key in base and (inherit is True or key in passes):
+            expected = base[key]
+        else:
+            expected = {"PYTHONUTF8": "1", "PYTHONIOENCODING": "utf-8"}.get(key)
+        assert got.get(key) == expected, key
+    assert set(got) <= {*base, *env, "PYTHONUTF8", "PYTHONIOENCODING"}
 
 
 @pytest.mark.anyio
