@@ -343,11 +343,12 @@ def legacy_client(url: str, **kw: Any) -> Client:
     [
         ("legacy", 400, ["2024-11-05", "2025-03-26", "2099-01-01"], ["2025-11-25", "2025-03-26"]),
         ("auto", 200, ["2025-06-18"], ["2025-11-25", "2025-06-18"]),
+        ("auto", 400, ["2024-11-05"], ["2025-11-25", "2024-11-05"]),
         ("legacy", 400, ["2099-01-01"], ["2025-11-25"]),  # nothing in common: refused
         ("legacy", 400, ["2025-11-25"], ["2025-11-25"]),  # only the one refused: no retry
         ("2025-06-18", 400, ["2024-11-05"], ["2025-06-18"]),  # pinned: no fallback
     ],
-    ids=["400-listed", "200-auto", "none-mutual", "same-again", "pinned"],
+    ids=["400-listed", "200-auto", "400-auto", "none-mutual", "same-again", "pinned"],
 )
 async def test_a_refused_initialize_falls_back_once_to_a_listed_version(
     mode: str, status: int, supported: list[str], offered: list[str]
