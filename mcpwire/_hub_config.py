@@ -187,7 +187,7 @@ class ServerConfig:
         object.__setattr__(self, "env", dict(self.env))
         if not isinstance(self.inherit_env, bool):
             if isinstance(self.inherit_env, str):
-                raise ValueError("inherit_env takes true, false or a list of names")
+                raise ValueError("inherit_env takes True, False or a sequence of names")
             object.__setattr__(self, "inherit_env", tuple(self.inherit_env))
         object.__setattr__(self, "headers", dict(self.headers))
         if not self.name:

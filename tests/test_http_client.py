@@ -24,7 +24,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -1223,10 +1223,10 @@ async def test_connection_refused_is_connection_closed() -> None:
             pass
 
 
-async def test_http_sse_malformed_answer_fails_its_request_at_once() -> None:
-    """On the deprecated HTTP+SSE transport answers come on the event stream: one
-    with our id that is not a valid response fails that call now (pain point 1),
-    not at the request timeout, and the connection serves on."""
+def http_sse_script(answer_call: Callable[[dict[str, Any]], str]) -> tuple[Any, list[Any]]:
+    """A deprecated HTTP+SSE server: GET opens the event stream (the endpoint
+    first), ``initialize`` is answered on it, and each ``tools/call`` with the
+    events ``answer_call`` gives. Returns the handler and the streams' send ends."""
     streams: list[Any] = []
 
     async def handler(seen: Seen) -> Reply:
@@ -1237,22 +1237,38 @@ async def test_http_sse_malformed_answer_fails_its_request_at_once() -> None:
         message = seen.json
         if message.get("method") == "initialize":
             await streams[-1].send(event(result(message["id"], INIT_RESULT)).encode())
-        elif message.get("params", {}).get("name") == "bad":
-            bad = {"jsonrpc": "2.0", "id": message["id"], "result": [1]}
-            await streams[-1].send(event(bad).encode())
         elif message.get("method") == "tools/call":
-            await streams[-1].send(event(result(message["id"], TOOL_RESULT)).encode())
+            await streams[-1].send(answer_call(message).encode())
         return Reply.text(202, "Accepted")
 
-    async with raw_server(handler) as server:
-        sse_url = server.url.replace("/mcp", "/sse")
-        async with legacy_client(sse_url, transport="sse", request_timeout=30) as c:
-            with anyio.fail_after(5), pytest.raises(RemoteProtocolError, match="malformed") as info:
-                await c.call_tool("bad", {})
-            assert str(info.value) == (
-                'malformed response to tools/call: "result" must be an object in MCP'
-            )
-            assert (await c.call_tool("t", {})).text == "done"
+    return handler, streams
+
+
+async def test_http_sse_malformed_answer_fails_its_request_at_once() -> None:
+    """On the deprecated HTTP+SSE transport answers come on the event stream: one
+    with our id that is not a valid response fails that call now (pain point 1),
+    not at the request timeout, and the connection serves on."""
+
+    def answer(message: dict[str, Any]) -> str:
+        if message["params"]["name"] == "bad":
+            return event({"jsonrpc": "2.0", "id": message["id"], "result": [1]})
+        return event(result(message["id"], TOOL_RESULT))
+
+    handler, streams = http_sse_script(answer)
+    try:
+        async with raw_server(handler) as server:
+            sse_url = server.url.replace("/mcp", "/sse")
+            async with legacy_client(sse_url, transport="sse", request_timeout=30) as c:
+                with (
+                    anyio.fail_after(5),
+                    pytest.raises(RemoteProtocolError, match="malformed") as info,
+                ):
+                    await c.call_tool("bad", {})
+                assert str(info.value) == (
+                    'malformed response to tools/call: "result" must be an object in MCP'
+                )
+                assert (await c.call_tool("t", {})).text == "done"
+    finally:
         for send in streams:
             send.close()
 
@@ -1262,26 +1278,13 @@ async def test_http_sse_oversized_event_ends_the_transport_at_once() -> None:
     the transport as soon as it arrives, with the size in the reason, although
     the server holds the stream open: the pending call does not wait for its
     timeout (the transport cannot resume the stream past it)."""
-    streams: list[Any] = []
 
-    async def handler(seen: Seen) -> Reply:
-        if seen.method == "GET":
-            send, receive = anyio.create_memory_object_stream[bytes](16)
-            streams.append(send)
-            return Reply.sse("event: endpoint\ndata: /messages/?session_id=abc\n\n", feed=receive)
-        message = seen.json
-        if message.get("method") == "initialize":
-            await streams[-1].send(event(result(message["id"], INIT_RESULT)).encode())
-        elif message.get("method") == "tools/call":
-            big = "event: message\ndata: " + "x" * 2000 + "\n\n"
-            note = {
-                "jsonrpc": "2.0",
-                "method": "notifications/message",
-                "params": {"level": "info", "data": "hi"},
-            }
-            await streams[-1].send((event(note) + big).encode())
-        return Reply.text(202, "Accepted")
+    def answer(message: dict[str, Any]) -> str:
+        note = {"jsonrpc": "2.0", "method": "notifications/message"}
+        note["params"] = {"level": "info", "data": "hi"}
+        return event(note) + "event: message\ndata: " + "x" * 2000 + "\n\n"
 
+    handler, streams = http_sse_script(answer)
     try:
         async with raw_server(handler) as server:
             sse_url = server.url.replace("/mcp", "/sse")
