@@ -85,16 +85,22 @@ def child_environment(
     ``inherit_env=True``, only ``ESSENTIAL_ENV`` with ``False``, and those plus
     the names given when it is a collection (compared ignoring case on
     Windows, where variable names are); then ``env``, where ``None`` unsets.
+    On Windows a configured name replaces the variable whatever its case
+    (``Path`` replaces ``PATH``), so the child never gets both.
     """
     base = os.environ if base is None else base
+    windows = sys.platform == "win32"
+    fold = str.upper if windows else str
     merged = dict(_UTF8_ENV)
     if inherit_env is True:
         merged.update(base)
     else:
-        fold = str.upper if sys.platform == "win32" else str
         wanted = ESSENTIAL_ENV | {fold(n) for n in (() if inherit_env is False else inherit_env)}
         merged.update((k, v) for k, v in base.items() if fold(k) in wanted)
     for key, value in (env or {}).items():
+        if windows:
+            for same in [k for k in merged if k.upper() == key.upper()]:
+                del merged[same]
         if value is None:
             merged.pop(key, None)
         else:

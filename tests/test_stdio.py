@@ -711,6 +711,24 @@ def test_child_environment_layers(
     assert set(got) <= {*base, *env, "PYTHONUTF8", "PYTHONIOENCODING"}
 
 
+def test_child_environment_ignores_case_on_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows variable names are case-insensitive: the allowlist matches any
+    case, and a configured ``Path`` replaces the inherited ``PATH`` rather than
+    sitting beside it (the child would see one of the two, unpredictably)."""
+    base = {"PATH": "C:\\inherited", "SystemRoot": "C:\\Windows", "Api_Key": "k", "Other": "o"}
+    monkeypatch.setattr(sys, "platform", "win32")
+    got = child_environment({"Path": "C:\\mine", "pythonutf8": None}, ["API_KEY"], base)
+    assert got == {
+        "Path": "C:\\mine",
+        "SystemRoot": "C:\\Windows",
+        "Api_Key": "k",
+        "PYTHONIOENCODING": "utf-8",
+    }
+    monkeypatch.setattr(sys, "platform", "linux")
+    got = child_environment({"Path": "/mine"}, ["API_KEY"], base)
+    assert got["PATH"] == "C:\\inherited" and got["Path"] == "/mine" and "Api_Key" not in got
+
+
 @pytest.mark.anyio
 async def test_client_command_not_found(anyio_backend: str) -> None:
     name = "mcpwire-no-such-command-xyz"
