@@ -90,6 +90,8 @@ if TYPE_CHECKING:
     from ._jose import RS384Signer as RS384Signer
     from ._jose import RS512Signer as RS512Signer
     from ._jose import load_signer as load_signer
+    from ._login_path import login_shell_path as login_shell_path
+    from ._login_path import merge_paths as merge_paths
     from ._oauth import AssertionProvider as AssertionProvider
     from ._oauth import OAuthClient as OAuthClient
     from ._oauth import RedirectHandler as RedirectHandler
@@ -207,7 +209,9 @@ __all__ = (
     "asgi_app",
     "load_config",
     "load_configs",
+    "login_shell_path",
     "memory_pair",
+    "merge_paths",
     "parse_config",
     "AuthorizationError",
     "AssertionProvider",
@@ -265,6 +269,8 @@ _LAZY = {
     "Context": "._context",
     "URLElicitationRequired": "._context",
     "Hub": "._hub",
+    "login_shell_path": "._login_path",
+    "merge_paths": "._login_path",
     "ServerConfig": "._hub_config",
     "load_config": "._hub_config",
     "load_configs": "._hub_config",

@@ -9,6 +9,8 @@
 * ``--watch`` keeps running: the table is drawn again whenever a server
   changes (with ``--json``: one JSON line per event), config edits are applied
   live, and Ctrl-C or SIGTERM stops it.
+* ``--login-path`` starts servers with the PATH the user's login shell sets
+  (``_login_path``), for hosts started from a desktop without it.
 * ``--emit CLIENT --name NAME -- COMMAND [ARGS...]`` (or ``--url URL``)
   prints a config snippet for one server in that client's dialect, to paste
   into its config file.
@@ -68,6 +70,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--browser",
         action="store_true",
         help="OAuth servers: open authorization URLs in the default browser (else printed)",
+    )
+    p.add_argument(
+        "--login-path",
+        action="store_true",
+        help="start servers with the PATH your login shell sets (for hosts started from a desktop)",
     )
     p.add_argument(
         "--emit", choices=SNIPPET_CLIENTS, help="print a config snippet for one server instead"
@@ -174,6 +181,14 @@ async def _run(args: argparse.Namespace, configs: list[str]) -> int:
     from ._hub import Hub
     from ._hub_errors import ConfigError
 
+    if args.login_path:
+        from ._login_path import login_shell_path, merge_paths
+
+        path = await login_shell_path()
+        if path is None:
+            say("mcpwire hub: warning: could not read the login shell's PATH; keeping this one")
+        else:
+            os.environ["PATH"] = merge_paths(path, os.environ.get("PATH", ""))
     try:
         hub = Hub(
             configs,
