@@ -39,6 +39,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._hub_schema import FittedSchema
     from ._types import Prompt, Tool
     from .sansio._json import JSONObject
 
@@ -252,13 +253,19 @@ class HubTool:
     def input_schema(self) -> JSONObject:
         return self.tool.input_schema
 
-    def definition(self) -> dict[str, object]:
-        """The function definition to give a model: exposed name, description, schema."""
-        return {
-            "name": self.name,
-            "description": self.description,
-            "inputSchema": self.tool.input_schema,
-        }
+    def fitted_schema(self, provider: str) -> FittedSchema:
+        """The input schema as ``provider`` (``"openai"``, ``"anthropic"``,
+        ``"gemini"``) accepts it, and the warnings of what it could not carry
+        over (``_hub_schema``); the server's schema is left as it is."""
+        from ._hub_schema import fit_schema
+
+        return fit_schema(self.tool.input_schema, provider)
+
+    def definition(self, provider: str | None = None) -> dict[str, object]:
+        """The function definition to give a model: exposed name, description,
+        and the input schema, as the server gave it or fitted to ``provider``."""
+        schema = self.tool.input_schema if provider is None else self.fitted_schema(provider).schema
+        return {"name": self.name, "description": self.description, "inputSchema": schema}
 
 
 @dataclass(frozen=True)
