@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from ._hub_names import HubPrompt as HubPrompt
     from ._hub_names import HubTool as HubTool
     from ._hub_names import NameRule as NameRule
+    from ._hub_search import ToolSearch as ToolSearch
     from ._hub_status import ErrorEntry as ErrorEntry
     from ._hub_status import RestartPolicy as RestartPolicy
     from ._hub_status import ServerStatus as ServerStatus
@@ -188,6 +189,7 @@ __all__ = (
     "ToolCountWarning",
     "ToolError",
     "ToolResult",
+    "ToolSearch",
     "ToolsChanged",
     "URLElicitationRequired",
     "JSONRPCError",
@@ -288,6 +290,7 @@ _LAZY = {
     "ServerStateChanged": "._hub_events",
     "ToolCountWarning": "._hub_events",
     "ToolsChanged": "._hub_events",
+    "ToolSearch": "._hub_search",
     "HubPrompt": "._hub_names",
     "HubTool": "._hub_names",
     "NameRule": "._hub_names",
