@@ -298,7 +298,8 @@ async def test_approval_hook_always_allow_and_refusals(scripts: tuple[str, str])
             await hub.call_tool("nope__echo")
         names = [t.name for t in hub.tools()]
         assert names == [
-            "s__echo", "s__pid", "s__tag", "s__slow", "s__nap", "trusted__echo", "trusted__tag",
+            "s__echo", "s__pid", "s__tag", "s__env", "s__slow", "s__nap", "trusted__echo",
+            "trusted__tag",
         ]  # fmt: skip
         disabled = [t for t in hub.tools(include_disabled=True) if not t.enabled]
         assert [(t.name, t.original_name) for t in disabled] == [("s__crash", "crash")]

@@ -131,7 +131,7 @@ async def test_policy_changes_apply_without_a_restart(tmp_path: Path) -> None:
         assert isinstance(event, ConfigReloaded) and event.updated == ("a",)
         assert event.restarted == ()
         assert hub.status("a").pid == pid
-        assert [t.name for t in hub.tools()] == ["a__echo", "a__tag", "a__slow", "a__nap"]
+        assert [t.name for t in hub.tools()] == ["a__echo", "a__tag", "a__env", "a__slow", "a__nap"]
         with pytest.raises(ToolCallRefused, match="disabled"):
             await hub.call_tool("a__pid")
         assert hub.status("a").config.timeout == 5.0
