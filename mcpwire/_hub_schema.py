@@ -60,7 +60,9 @@ _ONE = frozenset(
     | {"unevaluatedItems", "unevaluatedProperties", "additionalItems"}
 )
 _LIST = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
-_MAP = frozenset({"properties", "patternProperties", "dependentSchemas"})
+#: (``dependencies`` of draft 7 maps to a schema or to a list of names; a list
+#: is data, which ``inline`` copies as it is.)
+_MAP = frozenset({"properties", "patternProperties", "dependentSchemas", "dependencies"})
 _DROPPED = frozenset({"$defs", "definitions", "$schema", "$id", "$anchor", "$comment"})
 #: The OpenAPI 3.0 schema object's fields that Gemini's declarations take.
 _GEMINI = frozenset(
@@ -119,9 +121,10 @@ class _Fitter:
         for key, value in node.items():
             if key in _DROPPED:
                 continue
-            if key in _ONE:
+            if key in _ONE and not isinstance(value, list):
                 out[key] = self.inline(value, f"{path}.{key}", stack)
-            elif key in _LIST and isinstance(value, list):
+            elif (key in _LIST or key in _ONE) and isinstance(value, list):
+                # (``items`` as a list: the tuple form of drafts before 2020-12)
                 out[key] = [
                     self.inline(v, f"{path}.{key}[{i}]", stack) for i, v in enumerate(value)
                 ]

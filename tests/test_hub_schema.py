@@ -152,10 +152,17 @@ def test_references_that_do_not_resolve_and_sibling_keywords() -> None:
             "a": {"$ref": "#/definitions/Id", "description": "the a"},
             "b": {"$ref": "https://example.com/schema"},
             "c": {"$ref": "#/properties/a"},
+            "t": {"type": "array", "items": [{"$ref": "#/definitions/Id"}]},  # tuple form
         },
+        "dependencies": {"a": {"$ref": "#/definitions/Id"}, "c": ["a"]},  # draft 7
     }
     fitted = fit_schema(schema, "anthropic")
     props = fitted.schema["properties"]
+    assert props["t"]["items"] == [{"type": "string", "description": "an id"}]
+    assert fitted.schema["dependencies"] == {
+        "a": {"type": "string", "description": "an id"},
+        "c": ["a"],
+    }
     assert props["a"] == {"type": "string", "description": "the a"}
     assert props["b"] == {}
     assert props["c"] == {"type": "string", "description": "the a"}
