@@ -29,8 +29,11 @@ to the server with the arguments as the model gave them). In order:
      ``const`` becomes a one-value ``enum``; ``exclusiveMinimum``/``Maximum``
      become ``minimum``/``maximum`` (a warning: the bound is now inclusive);
      ``enum`` keeps string values only; ``required`` keeps only names that are
-     in ``properties``; every other keyword outside the schema object's list
-     is dropped, with one warning per keyword and place.
+     in ``properties``; every other keyword outside the schema object's list,
+     and every keyword whose value is of the wrong kind (a ``type`` that is
+     not one of the six, an ``enum`` that is not a list, ...), is dropped, with
+     one warning per keyword and place. Whatever JSON a server sends, the
+     result holds only what Gemini takes, and fitting never raises.
    * ``openai``, ``anthropic``: the top level is ``type: object`` with
      ``properties`` (an object schema without them is refused).
 
@@ -71,6 +74,43 @@ _GEMINI = frozenset(
     | {"pattern", "example", "anyOf", "propertyOrdering", "default", "items"}
     | {"minimum", "maximum"}
 )
+
+
+def _any(value: object) -> bool:
+    return True
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+#: The kind of value each of Gemini's keywords takes (``example`` and
+#: ``default`` take any).
+_GEMINI_SHAPE = {
+    "type": lambda v: v in ("string", "number", "integer", "boolean", "array", "object"),
+    "nullable": lambda v: isinstance(v, bool),
+    "properties": lambda v: isinstance(v, dict),
+    "items": lambda v: isinstance(v, dict),
+    "anyOf": lambda v: isinstance(v, list) and bool(v),
+    "enum": lambda v: isinstance(v, list) and bool(v),
+    "required": _strings,
+    "propertyOrdering": _strings,
+    "minimum": _number,
+    "maximum": _number,
+    **dict.fromkeys(("format", "title", "description", "pattern"), lambda v: isinstance(v, str)),
+    **dict.fromkeys(
+        ("maxItems", "minItems", "minProperties", "maxProperties", "minLength", "maxLength"),
+        _count,
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -185,9 +225,11 @@ class _Fitter:
                 node = {**branches[0], **node}
                 self._nullable(node)
         if "const" in node:
-            node.setdefault("enum", [node.pop("const")])
-            if "type" not in node and all(isinstance(v, str) for v in node["enum"]):
-                node["type"] = "string"  # Gemini's enum is a string format
+            value = node.pop("const")
+            if "enum" not in node:
+                node["enum"] = [value]
+                if "type" not in node and isinstance(value, str):
+                    node["type"] = "string"  # Gemini's enum is a string format
         for bound, plain in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
             if isinstance(node.get(bound), (int, float)) and not isinstance(node[bound], bool):
                 node.setdefault(plain, node.pop(bound))
@@ -204,15 +246,14 @@ class _Fitter:
         for key, value in node.items():
             if key not in _GEMINI:
                 self.warn(path, f"{key} is not supported; dropped")
+            elif not _GEMINI_SHAPE.get(key, _any)(value):
+                self.warn(path, f"{key} has a value of the wrong kind; dropped")
             elif key == "properties" and isinstance(value, dict):
                 out[key] = {k: self.gemini(v, f"{path}.properties.{k}") for k, v in value.items()}
-            elif key == "items" and isinstance(value, dict):
-                out[key] = self.gemini(value, f"{path}.items")
-            elif key == "anyOf" and isinstance(value, list):
-                if value:
-                    out[key] = [self.gemini(v, f"{path}.anyOf[{i}]") for i, v in enumerate(value)]
             elif key == "items":
-                self.warn(path, "items must be one schema; dropped")
+                out[key] = self.gemini(value, f"{path}.items")
+            elif key == "anyOf":
+                out[key] = [self.gemini(v, f"{path}.anyOf[{i}]") for i, v in enumerate(value)]
             else:
                 out[key] = value
         required = out.get("required")
@@ -227,11 +268,13 @@ class _Fitter:
 
     @staticmethod
     def _nullable(node: dict[str, Any]) -> None:
-        """``null`` as a type or a branch becomes ``nullable: true``."""
+        """A list of types becomes one type or ``anyOf``; ``null`` as a type or a
+        branch becomes ``nullable: true``."""
         types = node.get("type")
-        if isinstance(types, list) and "null" in types:
+        if isinstance(types, list):
             rest = [t for t in types if t != "null"]
-            node["nullable"] = True
+            if len(rest) != len(types):
+                node["nullable"] = True
             del node["type"]
             if len(rest) == 1:
                 node["type"] = rest[0]
@@ -240,5 +283,9 @@ class _Fitter:
         for key in ("anyOf", "oneOf"):
             branches = node.get(key)
             if isinstance(branches, list) and {"type": "null"} in branches:
-                node[key] = [b for b in branches if b != {"type": "null"}]
+                rest = [b for b in branches if b != {"type": "null"}]
                 node["nullable"] = True
+                if rest:
+                    node[key] = rest
+                else:
+                    del node[key]

@@ -15,13 +15,13 @@ import time
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 from strategies import json_values
 
 from mcpwire import HubTool, Tool
-from mcpwire._hub_schema import MAX_NODES, fit_schema
+from mcpwire._hub_schema import MAX_NODES, PROVIDERS, fit_schema
 from mcpwire._schema import validate
 
 GEMINI_KEYWORDS = {
@@ -285,3 +285,40 @@ def test_the_gemini_form_holds_only_gemini_keywords(schema: dict[str, Any]) -> N
             assert set(node["required"]) <= set(node.get("properties", {}))
     again = fit_schema(fitted.schema, "gemini")
     assert again.schema == fitted.schema
+
+
+KEYWORDS = st.sampled_from(
+    ["$ref", "$defs", "definitions", "type", "properties", "items", "anyOf", "oneOf", "allOf",
+     "const", "enum", "required", "exclusiveMinimum", "nullable", "additionalProperties", "a"]
+)  # fmt: skip
+REFS = st.sampled_from(["#", "#/$defs/a", "#/properties/a", "#/definitions/x/y", "#/a/0", "x"])
+junk = st.recursive(
+    st.one_of(json_values, REFS),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(KEYWORDS, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(schema=st.dictionaries(KEYWORDS, junk, max_size=5), provider=st.sampled_from(PROVIDERS))
+@example(schema={"const": 1, "enum": 5}, provider="gemini")
+@example(schema={"properties": {"a": {"anyOf": [{"type": "null"}]}}}, provider="gemini")
+@example(schema={"type": ["string", 5], "items": [1], "required": "a"}, provider="gemini")
+@example(schema={"$ref": "#", "properties": {"a": {"$ref": "#/properties/a"}}}, provider="openai")
+def test_any_schema_a_server_sends_is_fitted_without_failing(
+    schema: dict[str, Any], provider: str
+) -> None:
+    """A server's schema may be anything JSON: fitting never raises, ends, and
+    gives JSON (bad input gets warnings, not an exception that would take the
+    whole tool list down)."""
+    before = copy.deepcopy(schema)
+    fitted = fit_schema(schema, provider)
+    assert schema == before
+    json.dumps(fitted.schema, allow_nan=False)
+    assert isinstance(fitted.schema, dict)
+    if provider == "gemini":
+        for node in schema_nodes(fitted.schema):
+            assert set(node) <= GEMINI_KEYWORDS, node
+            kind = node.get("type")
+            assert kind is None or kind in ("string", "number", "integer", "boolean", "array",
+                                            "object"), node  # fmt: skip
