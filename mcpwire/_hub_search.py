@@ -15,7 +15,8 @@ A model given every tool of every server pays for their schemas on each turn
     ``Hub.call_tool``.
 
 Matching is plain and predictable: query and tool text are split into
-lowercase words (``snake_case``, ``camelCase`` and ``server__tool`` split too);
+lowercase words in any script (``snake_case``, ``camelCase`` and
+``server__tool`` split too);
 a query word scores 3 when it is a word of the exposed name, 2 when it starts
 one, 1 when it is a word of the description or the server's name. Tools with
 no score are left out; ties go by name. An empty query lists tools by name.
@@ -44,12 +45,20 @@ __all__ = ("DEFAULT_LIMIT", "MAX_LIMIT", "ToolSearch")
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 
-_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_RUN = re.compile(r"[^\W_]+")
+_CAMEL = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 
 
 def words(text: str) -> list[str]:
-    """Lowercase words of ``text``, splitting snake_case, camelCase and digits."""
-    return [w.lower() for w in _WORD.findall(text)]
+    """Lowercase words of ``text``: runs of letters and digits in any script,
+    and ASCII runs split further at camelCase and digit boundaries."""
+    out: list[str] = []
+    for run in _RUN.findall(text):
+        if run.isascii():
+            out.extend(w.lower() for w in _CAMEL.findall(run))
+        else:  # lowercasing may add combining marks ("İ"): split again after it
+            out.extend(_RUN.findall(run.lower()))
+    return out
 
 
 class ToolSearch:
