@@ -9,6 +9,9 @@
 * ``--watch`` keeps running: the table is drawn again whenever a server
   changes (with ``--json``: one JSON line per event), config edits are applied
   live, and Ctrl-C or SIGTERM stops it.
+* ``--provider openai|anthropic|gemini`` (with ``--json``) adds each tool's
+  input schema fitted to that provider, and the warnings of what could not
+  be carried over (``_hub_schema``).
 * ``--login-path`` starts servers with the PATH the user's login shell sets
   (``_login_path``), for hosts started from a desktop without it.
 * ``--emit CLIENT --name NAME -- COMMAND [ARGS...]`` (or ``--url URL``)
@@ -72,6 +75,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="OAuth servers: open authorization URLs in the default browser (else printed)",
     )
     p.add_argument(
+        "--provider",
+        choices=("openai", "anthropic", "gemini"),
+        help="--json: each tool's input schema fitted to this LLM provider, with warnings",
+    )
+    p.add_argument(
         "--login-path",
         action="store_true",
         help="start servers with the PATH your login shell sets (for hosts started from a desktop)",
@@ -99,6 +107,8 @@ def main(args: argparse.Namespace, command: list[str]) -> int:
             return _emit(args, command)
         if command or args.name or args.url or args.env or args.header:
             raise _Usage("--name, --url, --env, --header and '-- COMMAND' go with --emit")
+        if args.provider and not args.json:
+            raise _Usage("--provider goes with --json")
         if not args.timeout > 0:
             raise _Usage("--timeout must be a positive number of seconds")
         configs = list(args.config) or [p for p in PROJECT_CONFIGS if os.path.isfile(p)]
@@ -160,18 +170,29 @@ def exit_status(statuses: list[ServerStatus]) -> int:
     return EXIT_NONE_CONNECTED if ready == 0 else EXIT_SOME_FAILED
 
 
-def report(hub: Hub) -> dict[str, object]:
+def report(hub: Hub, provider: str | None = None) -> dict[str, object]:
+    """The hub's state as JSON; with ``provider``, each tool's input schema
+    fitted to it and the warnings of what could not be carried over."""
     statuses = hub.statuses()
     counts: dict[str, int] = {}
     for s in statuses:
         counts[s.state.value] = counts.get(s.state.value, 0) + 1
+    tools: list[dict[str, object]] = []
+    for t in hub.tools(include_disabled=True):
+        entry: dict[str, object] = {
+            "name": t.name,
+            "server": t.server,
+            "tool": t.original_name,
+            "enabled": t.enabled,
+        }
+        if provider is not None:
+            fitted = t.fitted_schema(provider)
+            entry["inputSchema"], entry["schemaWarnings"] = fitted.schema, list(fitted.warnings)
+        tools.append(entry)
     return {
         "servers": [s.to_json() for s in statuses],
         "summary": {"total": len(statuses), **counts},
-        "tools": [
-            {"name": t.name, "server": t.server, "tool": t.original_name, "enabled": t.enabled}
-            for t in hub.tools(include_disabled=True)
-        ],
+        "tools": tools,
         "warnings": [str(w) for w in hub.warnings],
         "configFiles": list(hub.config_files),
     }
@@ -236,7 +257,8 @@ def _render(hub: Hub, args: argparse.Namespace) -> None:
     from ._hub_render import status_table
 
     if args.json:
-        print(json.dumps(report(hub), indent=None if args.watch else 2, ensure_ascii=False))
+        document = report(hub, args.provider)
+        print(json.dumps(document, indent=None if args.watch else 2, ensure_ascii=False))
         return
     if args.watch and sys.stdout.isatty():
         print("\x1b[H\x1b[2J", end="")

@@ -248,3 +248,23 @@ def test_watch_redraws_on_changes_and_stops_on_sigterm(tmp_path: Path) -> None:
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+def test_json_with_a_provider_shows_fitted_schemas() -> None:
+    """``--provider gemini`` (pain point #24): each tool's input schema as Gemini
+    takes it, and the warnings of what was dropped; without --json it is a
+    usage error."""
+    proc = hub("--config", str(CONFIGS / "local_servers.json"), "--json", "--provider", "gemini")
+    tools = {t["name"]: t for t in as_json(proc)["tools"]}
+    echo = tools["everything__echo"]
+    assert echo["inputSchema"] == {
+        "type": "object",
+        "properties": {"message": {"type": "string", "description": "The text to send back"}},
+        "required": ["message"],
+    }
+    assert echo["schemaWarnings"] == ["$: additionalProperties is not supported; dropped"]
+    assert all("inputSchema" in t for t in tools.values())
+    plain = hub("--config", str(CONFIGS / "local_servers.json"), "--json")
+    assert all("inputSchema" not in t for t in as_json(plain)["tools"])
+    refused = hub("--config", str(CONFIGS / "local_servers.json"), "--provider", "gemini")
+    assert refused.returncode == 2 and "--provider goes with --json" in refused.stderr
