@@ -16,10 +16,10 @@ A model given every tool of every server pays for their schemas on each turn
 
 Matching is plain and predictable: query and tool text are split into
 lowercase words in any script (``snake_case``, ``camelCase`` and
-``server__tool`` split too);
-a query word scores 3 when it is a word of the exposed name, 2 when it starts
-one, 1 when it is a word of the description or the server's name. Tools with
-no score are left out; ties go by name. An empty query lists tools by name.
+``server__tool`` split too); a query word scores 3 when it is a word of the
+exposed name, 2 when it starts one, 1 when it is a word of the description or
+the server's name. Tools with no score are left out; ties go by name. An
+empty query lists tools by name.
 
 Errors a model can act on (an unknown tool, bad arguments to a meta tool) come
 back as a result with ``is_error``, as a server's tool errors do; a refused
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ._hub_names import HubTool
     from .sansio._json import JSONObject, JSONValue
 
-__all__ = ("DEFAULT_LIMIT", "MAX_LIMIT", "ToolSearch")
+__all__ = ("DEFAULT_LIMIT", "MAX_LIMIT", "ToolSearch", "words")
 
 #: Tools a search returns unless asked for another number, and at most.
 DEFAULT_LIMIT = 10
