@@ -29,6 +29,10 @@ started, removed -> stopped, connection changed -> restarted, only policy
 changed (timeouts, approvals, tool filters) -> applied in place, unchanged ->
 untouched.
 
+Servers marked ``lazy`` start on first use while the tool cache knows what
+they offer (``_hub_cache``): until then they are ``idle`` and their cached
+tools, resources and prompts are exposed like a ready server's.
+
 The hub must be entered and left in the same task (like any anyio task group).
 """
 
@@ -50,6 +54,7 @@ from ._hub_auth import (
     oauth_client,
     oauth_state,
 )
+from ._hub_cache import ToolCache
 from ._hub_config import LoadedConfig, OAuthSettings, ServerConfig, load_configs
 from ._hub_errors import ConfigError, ConfigIssue, HubError, ToolCallRefused
 from ._hub_events import (
@@ -96,6 +101,8 @@ DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_MAX_CONCURRENT_STARTS = 8
 DEFAULT_TOOL_COUNT_WARNINGS = (40, 128)
 _WAITING = (None, ServerState.STARTING)
+#: States in which a server's tools, resources and prompts are exposed.
+_EXPOSED = (ServerState.READY, ServerState.IDLE)
 
 
 class Hub:
@@ -129,6 +136,8 @@ class Hub:
             across runs (mode 0600; ``None``: in memory, for this hub's life).
         authorize_timeout: seconds the user's step of an OAuth authorization
             may take; it does not count against a server's startup timeout.
+        tool_cache: a file keeping what ``lazy`` servers offered across runs, so
+            they start on first use (``_hub_cache``; ``None``: lazy is ignored).
     """
 
     def __init__(
@@ -152,6 +161,7 @@ class Hub:
         authorize: AuthorizeHook | None = None,
         token_store: str | os.PathLike[str] | None = None,
         authorize_timeout: float = DEFAULT_AUTHORIZE_TIMEOUT,
+        tool_cache: str | os.PathLike[str] | None = None,
     ) -> None:
         if isinstance(configs, (str, os.PathLike)):
             configs = [configs]
@@ -174,6 +184,7 @@ class Hub:
         if not authorize_timeout > 0:
             raise ValueError("authorize_timeout must be a positive number of seconds")
         self.authorize_timeout = authorize_timeout
+        self.tool_cache = ToolCache(tool_cache) if tool_cache is not None else None
         self._oauth: dict[tuple[str, str, OAuthSettings], OAuthState] = {}
         #: Warnings from the config currently in force (unknown keys, overrides...).
         self.warnings: list[ConfigIssue] = []
@@ -354,7 +365,7 @@ class Hub:
         return [
             tool
             for name, sup in self._sups.items()
-            if sup.state is ServerState.READY
+            if sup.state in _EXPOSED
             for tool in self._registry.tools_of(name)
             if tool.enabled or include_disabled
         ]
@@ -372,7 +383,7 @@ class Hub:
             if sup.config.disabled:
                 reason = sup.config.disabled_reason
                 raise ToolCallRefused(f"server {sup.name!r} is disabled ({reason})") from None
-            if sup.state is not ServerState.READY:
+            if sup.state not in _EXPOSED:
                 raise HubError(
                     f"unknown tool {exposed_name!r}: server {sup.name!r} is {sup.state} "
                     "and has not listed its tools"
@@ -390,7 +401,7 @@ class Hub:
         return [
             p
             for n, sup in self._sups.items()
-            if sup.state is ServerState.READY
+            if sup.state in _EXPOSED
             for p in self._registry.prompts_of(n)
         ]
 
@@ -402,7 +413,7 @@ class Hub:
         return [
             (n, sup.discovery)
             for n, sup in self._sups.items()
-            if sup.state is ServerState.READY and sup.discovery is not None
+            if sup.state in _EXPOSED and sup.discovery is not None
         ]
 
     # -- calls -------------------------------------------------------------------------
@@ -480,13 +491,20 @@ class Hub:
             changed, self._changed = self._changed, anyio.Event()
             changed.set()
 
-    def _discovered(self, sup: Supervisor) -> None:
-        """Register (or re-register, after a list change or a policy change) a server's tools."""
+    def cached(self, config: ServerConfig) -> Discovery | None:
+        """What a lazy server offered last time (``None``: start it now)."""
+        return self.tool_cache.get(config) if self.tool_cache is not None else None
+
+    def _discovered(self, sup: Supervisor, *, fresh: bool = True) -> None:
+        """Register (or re-register, after a list change or a policy change) a server's
+        tools; a ``fresh`` listing of a lazy server is kept in the tool cache."""
         found = sup.discovery
         if found is None or sup.invalid or sup.config.disabled:
             return
         for clash in self._registry.register(sup.config, found):
             sup._record(str(clash), level="warning")
+        if fresh and sup.config.lazy and self.tool_cache is not None:
+            self.tool_cache.put(sup.config, found)
 
     def _forget(self, sup: Supervisor) -> None:
         self._registry.forget(sup.name)

@@ -75,6 +75,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="OAuth servers: open authorization URLs in the default browser (else printed)",
     )
     p.add_argument(
+        "--tool-cache",
+        metavar="FILE",
+        help="keep lazy servers' tool lists in FILE, so they start on first use",
+    )
+    p.add_argument(
         "--provider",
         choices=("openai", "anthropic", "gemini"),
         help="--json: each tool's input schema fitted to this LLM provider, with warnings",
@@ -160,11 +165,11 @@ def _pair(item: str, sep: str, option: str) -> tuple[str, str]:
 
 
 def exit_status(statuses: list[ServerStatus]) -> int:
-    """0 every enabled server ready, 1 some failed, 3 none could connect."""
+    """0 every enabled server ready (or idle), 1 some failed, 3 none could connect."""
     from ._hub_events import ServerState
 
     enabled = [s for s in statuses if s.state is not ServerState.DISABLED]
-    ready = sum(1 for s in enabled if s.state is ServerState.READY)
+    ready = sum(1 for s in enabled if s.state in (ServerState.READY, ServerState.IDLE))
     if ready == len(enabled):
         return EXIT_OK
     return EXIT_NONE_CONNECTED if ready == 0 else EXIT_SOME_FAILED
@@ -217,6 +222,7 @@ async def _run(args: argparse.Namespace, configs: list[str]) -> int:
             watch=args.watch,
             authorize=authorization_prompt(args.browser),
             token_store=args.token_store,
+            tool_cache=args.tool_cache,
         )
         async with hub:
             for issue in hub.warnings:

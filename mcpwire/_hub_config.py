@@ -169,6 +169,8 @@ class ServerConfig:
     always_allow: tuple[str, ...] = ()
     #: Every tool is approved without asking (gemini-cli's ``trust``).
     trust: bool = False
+    #: Not started until first use while the hub's tool cache knows its tools.
+    lazy: bool = False
     disabled_tools: tuple[str, ...] = ()
     #: Globs of tool names to expose; ``None``: all (minus ``exclude_tools``).
     include_tools: tuple[str, ...] | None = None
@@ -256,6 +258,7 @@ _CAMEL = {
     "startup_timeout": "startupTimeout",
     "always_allow": "alwaysAllow",
     "trust": "trust",
+    "lazy": "lazy",
     "disabled_tools": "disabledTools",
     "include_tools": "includeTools",
     "exclude_tools": "excludeTools",

@@ -14,7 +14,9 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._errors import ConnectionClosed, JSONRPCError
 from ._hub_errors import HubError
+from ._hub_status import Discovery
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
     from ._transport import Transport
     from .sansio._json import JSONObject
 
-__all__ = ("NoTransport", "make_client")
+__all__ = ("NoTransport", "describe", "discover", "make_client")
 
 
 class NoTransport(HubError):
@@ -95,3 +97,41 @@ def _parameters(factory: Callable[..., Any]) -> set[str]:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         names.add("**")
     return names
+
+
+async def discover(client: Client, record: Callable[..., None]) -> Discovery:
+    """What a connected server offers: its tools, resources, templates and
+    prompts (each listed only when its capability is declared; a listing that
+    fails is ``record``-ed as a warning and taken as empty)."""
+    caps = client.server_capabilities
+    found = Discovery(
+        instructions=client.instructions,
+        server_info=dict(client.server_info),
+        protocol_version=client.protocol_version,
+    )
+    listings: list[tuple[str, str, Callable[..., Any]]] = [
+        ("tools", "tools", client.list_tools),
+        ("resources", "resources", client.list_resources),
+        ("resource templates", "resources", client.list_resource_templates),
+        ("prompts", "prompts", client.list_prompts),
+    ]
+    results: list[list[Any]] = []
+    for what, capability, fetch in listings:
+        if capability not in caps:
+            results.append([])
+            continue
+        try:
+            results.append(list(await fetch(cache=False)))
+        except JSONRPCError as exc:
+            record(f"listing {what} failed: {exc}", level="warning")
+            results.append([])
+    found.tools, found.resources, found.templates, found.prompts = results
+    return found
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as one line for a server's error history."""
+    if isinstance(exc, ConnectionClosed):
+        return exc.reason
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -44,7 +44,7 @@ _COMMON = frozenset(
     {
         "type", "command", "args", "env", "inheritEnv", "cwd", "url", "headers", "disabled",
         "timeout", "startupTimeout", "alwaysAllow", "disabledTools", "watchPaths", "includeTools",
-        "excludeTools", "description", "oauth", "authProviderType",
+        "excludeTools", "description", "oauth", "authProviderType", "lazy",
     }
 )  # fmt: skip
 _EXTRA = {
@@ -293,6 +293,7 @@ def _server(
         startup_timeout=startup,
         always_allow=always,
         trust=flag("trust") or False,
+        lazy=flag("lazy") or False,
         disabled_tools=disabled_tools,
         include_tools=include,
         exclude_tools=exclude,

@@ -46,6 +46,7 @@ class ServerState(str, enum.Enum):
     DISABLED = "disabled"  #: configured off; never started
     STARTING = "starting"  #: first connection and discovery in progress
     READY = "ready"  #: connected; its tools are exposed
+    IDLE = "idle"  #: lazy, not started: its cached tools are exposed; starts on first use
     FAILED = "failed"  #: could not start, or suspended after a crash loop
     RESTARTING = "restarting"  #: lost or restarted; reconnecting (with backoff)
     STOPPED = "stopped"  #: removed from the config, or the hub closed

@@ -23,6 +23,7 @@ and leaves ``async with client`` by itself.
 The loop around attempts::
 
     disabled ──────────────────────────────► wait for a config change or restart()
+    lazy, listing cached (first time only) ► IDLE, wait for a call, restart() or stop
     attempt ─► ready ─► connection lost ───► RESTARTING, backoff, attempt
            └─► could not start ────────────► FAILED, backoff, attempt (RESTARTING)
            └─► could not spawn at all ─────► FAILED, wait (retrying cannot help)
@@ -45,14 +46,14 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import anyio.abc
 
 from ._errors import ConnectionClosed, JSONRPCError, MCPWireError
 from ._hub_config import ServerConfig
-from ._hub_connect import NoTransport, make_client
+from ._hub_connect import NoTransport, describe, discover, make_client
 from ._hub_errors import HubError, ToolCallRefused
 from ._hub_events import ServerState
 from ._hub_status import Discovery, ErrorEntry, ServerStatus
@@ -117,6 +118,7 @@ class Supervisor:
         self._hurry = False
         self._refresh = False
         self._ready = False
+        self._was_idle = False
         self._timed_out = False
         self._spawn_error: BaseException | None = None
         self._spawned: Transport | None = None
@@ -306,6 +308,9 @@ class Supervisor:
                 self._restart_requested = self._hurry = False
                 await self._sleep(math.inf)
                 continue
+            if first and self._idle():
+                await self._sleep(math.inf)  # until a call needs it, a restart or a stop
+                continue
             self.reason = ""
             self._set(ServerState.STARTING if first else ServerState.RESTARTING)
             first = False
@@ -340,6 +345,19 @@ class Supervisor:
                 self._set(ServerState.FAILED, error)
             self.restarts += 1
             await self._sleep(policy.backoff(count))
+
+    def _idle(self) -> bool:
+        """A lazy server whose listing is cached waits for its first use, once."""
+        if self._was_idle or not self.config.lazy or self._hurry or self._restart_requested:
+            return False
+        cached = self.hub.cached(self.config)
+        if cached is None:
+            return False
+        self._was_idle = True
+        self.discovery = cached
+        self.hub._discovered(self, fresh=False)
+        self._set(ServerState.IDLE)
+        return True
 
     def _count_crash(self) -> int:
         now = time.monotonic()
@@ -387,7 +405,7 @@ class Supervisor:
                             if client.era == "modern":
                                 # Subscribed before listing, so no change slips between.
                                 await connection.start(self._listen, client)
-                            discovery = await self._discover(client)
+                            discovery = await discover(client, self._record)
                             limiter.release()
                             holding = False
                             self._ready = True
@@ -423,18 +441,18 @@ class Supervisor:
         if isinstance(error, ConnectionClosed) and error.stderr_tail:
             tail = error.stderr_tail
         if self._spawn_error is not None:
-            return _Outcome.BLOCKED, _describe(self._spawn_error), ""
+            return _Outcome.BLOCKED, describe(self._spawn_error), ""
         if isinstance(error, NoTransport):
             return _Outcome.BLOCKED, str(error), ""
         if self._ready:
             reason = lost or error
-            text = _describe(reason) if reason is not None else "the connection ended"
+            text = describe(reason) if reason is not None else "the connection ended"
             if isinstance(reason, ConnectionClosed) and reason.stderr_tail:
                 tail = reason.stderr_tail
             return _Outcome.LOST, f"connection lost: {text}", tail
         if self._timed_out:
             return _Outcome.START_FAILED, f"startup timed out after {startup:g} s", tail
-        text = _describe(error) if error is not None else "unknown error"
+        text = describe(error) if error is not None else "unknown error"
         return _Outcome.START_FAILED, f"could not start: {text}", tail
 
     async def _watchdog(self, client: Client, startup: float) -> None:
@@ -478,12 +496,12 @@ class Supervisor:
                 if self._refresh:
                     self._refresh = False
                     try:
-                        self.discovery = await self._discover(client)
+                        self.discovery = await discover(client, self._record)
                     except (ConnectionClosed, JSONRPCError, TimeoutError) as exc:
                         if isinstance(exc, ConnectionClosed):
                             await self._lose(client, exc)  # as ``call`` does
                         if not leaving():
-                            self._record(f"refresh failed: {_describe(exc)}", level="warning")
+                            self._record(f"refresh failed: {describe(exc)}", level="warning")
                         continue
                     self.hub._discovered(self)
                     continue
@@ -522,32 +540,6 @@ class Supervisor:
                 self._record(f"cannot listen for list changes: {exc}", level="warning")
         if not started:
             task_status.started()
-
-    async def _discover(self, client: Client) -> Discovery:
-        caps = client.server_capabilities
-        found = Discovery(
-            instructions=client.instructions,
-            server_info=dict(client.server_info),
-            protocol_version=client.protocol_version,
-        )
-        listings: list[tuple[str, str, Callable[..., Any]]] = [
-            ("tools", "tools", client.list_tools),
-            ("resources", "resources", client.list_resources),
-            ("resource templates", "resources", client.list_resource_templates),
-            ("prompts", "prompts", client.list_prompts),
-        ]
-        results: list[list[Any]] = []
-        for what, capability, fetch in listings:
-            if capability not in caps:
-                results.append([])
-                continue
-            try:
-                results.append(list(await fetch(cache=False)))
-            except JSONRPCError as exc:
-                self._record(f"listing {what} failed: {exc}", level="warning")
-                results.append([])
-        found.tools, found.resources, found.templates, found.prompts = results
-        return found
 
     def _make_client(self) -> Client:
         def spawned(transport: Transport) -> None:
@@ -589,10 +581,3 @@ class Supervisor:
         changed.set()
         if old is not state or error is not None:
             self.hub._state_changed(self, old, state, error)
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, ConnectionClosed):
-        return exc.reason
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
