@@ -207,17 +207,15 @@ async def _discover(client: Client, version: str, *, timeout: float, retried: bo
     try:
         result = await client.session.request("server/discover", params, timeout=timeout)
     except JSONRPCError as exc:
-        supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
-        if exc.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION and isinstance(supported, list):
-            mutual = [v for v in MODERN_VERSIONS if v in supported]
-            if mutual and not retried:
-                return await _discover(client, mutual[-1], timeout=timeout, retried=True)
+        listed = _supported(exc, MODERN_VERSIONS)
+        if exc.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION and listed and not retried:
+            return await _discover(client, listed[-1], timeout=timeout, retried=True)
         return False
     except TimeoutError:
         return False
     versions: JSONValue = result.get("supportedVersions")
     offered = [v for v in versions if isinstance(v, str)] if isinstance(versions, list) else []
-    mutual = [v for v in MODERN_VERSIONS if v in offered]
+    mutual = _ours(MODERN_VERSIONS, offered)
     if not mutual:
         return False
     client.era, client.protocol_version = "modern", mutual[-1]
@@ -247,15 +245,10 @@ async def _initialize(client: Client, version: str, *, fallback: bool) -> None:
     try:
         result = await client.session.request("initialize", params)
     except JSONRPCError as exc:
-        supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
-        mutual = (
-            [v for v in LEGACY_VERSIONS if v in supported and v != version]
-            if fallback and isinstance(supported, list)
-            else []
-        )
-        if not mutual:
+        listed = [v for v in _supported(exc, LEGACY_VERSIONS) if v != version]
+        if not (fallback and listed):
             raise
-        await _initialize(client, mutual[-1], fallback=False)
+        await _initialize(client, listed[-1], fallback=False)
         return
     agreed = result.get("protocolVersion")
     if not isinstance(agreed, str) or agreed not in LEGACY_VERSIONS:
@@ -269,6 +262,18 @@ async def _initialize(client: Client, version: str, *, fallback: bool) -> None:
     client.server_info = info if isinstance(info, dict) else {}
     client.session.allow_batches = agreed == "2025-03-26"
     await client.session.notify("notifications/initialized")
+
+
+def _ours(ours: tuple[str, ...], listed: object) -> list[str]:
+    """The versions of ``ours`` (oldest first) that ``listed`` names."""
+    return [v for v in ours if v in listed] if isinstance(listed, list) else []
+
+
+def _supported(exc: JSONRPCError, ours: tuple[str, ...]) -> list[str]:
+    """Our versions among those an error lists in ``data.supported`` (a version
+    refusal: -32022 for ``server/discover``, the lifecycle page's example for
+    ``initialize``)."""
+    return _ours(ours, exc.data.get("supported") if isinstance(exc.data, dict) else None)
 
 
 def _learn(client: Client, capabilities: JSONValue, instructions: JSONValue) -> None:
