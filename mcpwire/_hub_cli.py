@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from ._cli_output import say, visible
 from ._hub_render import SNIPPET_CLIENTS
+from ._hub_schema import PROVIDERS
 
 if TYPE_CHECKING:
     from ._hub import Hub
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
 __all__ = ("PROJECT_CONFIGS", "add_arguments", "authorization_prompt", "exit_status", "main")
 
 EXIT_OK, EXIT_SOME_FAILED, EXIT_USAGE, EXIT_NONE_CONNECTED = 0, 1, 2, 3
-#: ``--provider``: what ``_hub_schema`` fits schemas to (not imported for the CLI's sake).
-_PROVIDERS = ("openai", "anthropic", "gemini")
 #: Files looked for in the current directory when no --config is given.
 PROJECT_CONFIGS = (
     ".mcp.json",
@@ -77,7 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="OAuth servers: open authorization URLs in the default browser (else printed)",
     )
     p.add_argument("--tool-cache", metavar="FILE", help="lazy servers' tool lists, kept in FILE")
-    p.add_argument("--provider", choices=_PROVIDERS, help="--json: schemas fitted to a provider")
+    p.add_argument("--provider", choices=PROVIDERS, help="--json: schemas fitted to a provider")
     p.add_argument(
         "--login-path",
         action="store_true",
