@@ -80,9 +80,8 @@ class ToolCache:
         servers = self._load()
         servers[config.name] = {
             "key": _key(config),
-            "tools": [
-                t.raw or {"name": t.name, "inputSchema": t.input_schema} for t in found.tools
-            ],
+            # As the server sent them (a listing is always parsed from JSON).
+            "tools": [t.raw for t in found.tools],
             "resources": [r.raw for r in found.resources],
             "templates": [t.raw for t in found.templates],
             "prompts": [p.raw for p in found.prompts],
