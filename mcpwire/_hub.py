@@ -101,8 +101,6 @@ DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_MAX_CONCURRENT_STARTS = 8
 DEFAULT_TOOL_COUNT_WARNINGS = (40, 128)
 _WAITING = (None, ServerState.STARTING)
-#: States in which a server's tools, resources and prompts are exposed.
-_EXPOSED = (ServerState.READY, ServerState.IDLE)
 
 
 class Hub:
@@ -361,11 +359,11 @@ class Hub:
     # -- registries --------------------------------------------------------------------
 
     def tools(self, *, include_disabled: bool = False) -> list[HubTool]:
-        """The tools of ready servers, under their exposed names."""
+        """The tools of ready (or idle) servers, under their exposed names."""
         return [
             tool
             for name, sup in self._sups.items()
-            if sup.state in _EXPOSED
+            if sup.exposed
             for tool in self._registry.tools_of(name)
             if tool.enabled or include_disabled
         ]
@@ -383,7 +381,7 @@ class Hub:
             if sup.config.disabled:
                 reason = sup.config.disabled_reason
                 raise ToolCallRefused(f"server {sup.name!r} is disabled ({reason})") from None
-            if sup.state not in _EXPOSED:
+            if not sup.exposed:
                 raise HubError(
                     f"unknown tool {exposed_name!r}: server {sup.name!r} is {sup.state} "
                     "and has not listed its tools"
@@ -399,10 +397,7 @@ class Hub:
 
     def prompts(self) -> list[HubPrompt]:
         return [
-            p
-            for n, sup in self._sups.items()
-            if sup.state in _EXPOSED
-            for p in self._registry.prompts_of(n)
+            p for n, sup in self._sups.items() if sup.exposed for p in self._registry.prompts_of(n)
         ]
 
     def instructions(self) -> dict[str, str]:
@@ -413,7 +408,7 @@ class Hub:
         return [
             (n, sup.discovery)
             for n, sup in self._sups.items()
-            if sup.state in _EXPOSED and sup.discovery is not None
+            if sup.exposed and sup.discovery is not None
         ]
 
     # -- calls -------------------------------------------------------------------------

@@ -162,7 +162,7 @@ def exit_status(statuses: list[ServerStatus]) -> int:
     from ._hub_events import ServerState
 
     enabled = [s for s in statuses if s.state is not ServerState.DISABLED]
-    ready = sum(1 for s in enabled if s.state in (ServerState.READY, ServerState.IDLE))
+    ready = sum(1 for s in enabled if s.state.exposed)
     if ready == len(enabled):
         return EXIT_OK
     return EXIT_NONE_CONNECTED if ready == 0 else EXIT_SOME_FAILED

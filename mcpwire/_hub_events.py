@@ -54,6 +54,11 @@ class ServerState(str, enum.Enum):
     def __str__(self) -> str:
         return self.value
 
+    @property
+    def exposed(self) -> bool:
+        """Whether a server in this state has its tools, resources and prompts exposed."""
+        return self is ServerState.READY or self is ServerState.IDLE
+
 
 @dataclass(frozen=True, kw_only=True)
 class HubEvent:

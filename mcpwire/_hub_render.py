@@ -72,7 +72,7 @@ def system_prompt(hub: Hub) -> str:
     sections: list[str] = []
     unavailable: list[str] = []
     for status in hub.statuses():
-        if status.state not in (ServerState.READY, ServerState.IDLE):
+        if not status.state.exposed:
             if status.state is not ServerState.DISABLED:
                 unavailable.append(f"- {status.name}: {status.state.value}")
             continue
@@ -135,7 +135,7 @@ def status_table(statuses: Sequence[ServerStatus]) -> str:
         error = s.last_error
         if s.state is ServerState.DISABLED:
             error = s.reason
-        elif s.state in (ServerState.READY, ServerState.IDLE) and s.restarts == 0:
+        elif s.state.exposed and s.restarts == 0:
             error = None
         rows.append(
             _cells(s.name, s.state.value, s.transport, str(s.tools), _one_line(error, _ERROR_WIDTH))

@@ -147,6 +147,11 @@ class Supervisor:
             protocol_version=d.protocol_version if d else "",
         )
 
+    @property
+    def exposed(self) -> bool:
+        """Whether the hub exposes what this server offers (ready, or idle)."""
+        return self.state is not None and self.state.exposed
+
     def live_client(self) -> Client | None:
         """The connection calls may use now (not one that is being replaced)."""
         client = self.client
