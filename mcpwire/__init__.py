@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from ._hub_names import HubPrompt as HubPrompt
     from ._hub_names import HubTool as HubTool
     from ._hub_names import NameRule as NameRule
+    from ._hub_profiles import Profile as Profile
     from ._hub_search import ToolSearch as ToolSearch
     from ._hub_status import ErrorEntry as ErrorEntry
     from ._hub_status import RestartPolicy as RestartPolicy
@@ -164,6 +165,7 @@ __all__ = (
     "NameRule",
     "OutputValidationError",
     "Prompt",
+    "Profile",
     "PromptArgument",
     "PromptMessage",
     "Resource",
@@ -291,6 +293,7 @@ _LAZY = {
     "ToolCountWarning": "._hub_events",
     "ToolsChanged": "._hub_events",
     "ToolSearch": "._hub_search",
+    "Profile": "._hub_profiles",
     "HubPrompt": "._hub_names",
     "HubTool": "._hub_names",
     "NameRule": "._hub_names",

@@ -27,7 +27,8 @@ before anything is touched; an invalid one publishes ``ConfigRejected`` and
 the last good config stays. A valid one is applied per server: added ->
 started, removed -> stopped, connection changed -> restarted, only policy
 changed (timeouts, approvals, tool filters) -> applied in place, unchanged ->
-untouched.
+untouched (``_hub_reload``). A named profile (``_hub_profiles``) narrows the
+servers and their tools; switching profiles is applied the same way.
 
 Servers marked ``lazy`` start on first use while the tool cache knows what
 they offer (``_hub_cache``): until then they are ``idle`` and their cached
@@ -55,7 +56,7 @@ from ._hub_auth import (
     oauth_state,
 )
 from ._hub_cache import ToolCache
-from ._hub_config import LoadedConfig, OAuthSettings, ServerConfig, load_configs
+from ._hub_config import OAuthSettings, ServerConfig, load_configs
 from ._hub_errors import ConfigError, ConfigIssue, HubError, ToolCallRefused
 from ._hub_events import (
     DEFAULT_EVENT_BUFFER,
@@ -73,7 +74,9 @@ from ._hub_names import (
     NameRule,
     resolve_rule,
 )
+from ._hub_profiles import Profile, apply_profile, check_profiles, unknown_profile
 from ._hub_registry import Registry, always_allowed
+from ._hub_reload import apply_config
 from ._hub_status import RestartPolicy, ServerStatus
 from ._hub_supervisor import Supervisor
 from ._hub_watch import DEFAULT_DEBOUNCE, DEFAULT_POLL_INTERVAL, PathWatcher
@@ -136,6 +139,8 @@ class Hub:
             may take; it does not count against a server's startup timeout.
         tool_cache: a file keeping what ``lazy`` servers offered across runs, so
             they start on first use (``_hub_cache``; ``None``: lazy is ignored).
+        profile: the named profile to run (``_hub_profiles``): only its servers,
+            each narrowed to its tools; ``use_profile`` switches it.
     """
 
     def __init__(
@@ -160,6 +165,7 @@ class Hub:
         token_store: str | os.PathLike[str] | None = None,
         authorize_timeout: float = DEFAULT_AUTHORIZE_TIMEOUT,
         tool_cache: str | os.PathLike[str] | None = None,
+        profile: str | None = None,
     ) -> None:
         if isinstance(configs, (str, os.PathLike)):
             configs = [configs]
@@ -183,6 +189,10 @@ class Hub:
             raise ValueError("authorize_timeout must be a positive number of seconds")
         self.authorize_timeout = authorize_timeout
         self.tool_cache = ToolCache(tool_cache) if tool_cache is not None else None
+        #: The profile in force (``None``: every server as configured), and the
+        #: profiles the config in force defines (``_hub_profiles``).
+        self.profile = profile
+        self.profiles: dict[str, Profile] = {}
         self._oauth: dict[tuple[str, str, OAuthSettings], OAuthState] = {}
         #: Warnings from the config currently in force (unknown keys, overrides...).
         self.warnings: list[ConfigIssue] = []
@@ -225,7 +235,7 @@ class Hub:
     async def __aenter__(self) -> Hub:
         if self._tg is not None or self._closed:
             raise HubError("a Hub can be entered only once")
-        servers = self._load().servers
+        servers = self._load(self.profile)
         self._limiter = anyio.CapacityLimiter(self._max_starts)
         self._reload_lock = anyio.Lock()
         self._changed = anyio.Event()
@@ -279,16 +289,23 @@ class Hub:
         finally:
             self._bus.close()
 
-    def _load(self) -> LoadedConfig:
+    def _load(self, profile: str | None) -> dict[str, ServerConfig]:
+        """The servers of the config files and the code, as ``profile`` runs them."""
         loaded = load_configs(self.config_files, environ=self.environ)
         servers = dict(loaded.servers)
         for config in self.explicit_servers:
             servers.pop(config.name, None)
             servers[config.name] = config
-        self.warnings = list(loaded.warnings)
-        for issue in loaded.warnings:
+        chosen = None
+        if profile is not None:
+            chosen = loaded.profiles.get(profile)
+            if chosen is None:
+                raise ConfigError([unknown_profile(profile, loaded.profiles, self.config_files)])
+        self.warnings = list(loaded.warnings) + check_profiles(servers, loaded.profiles)
+        self.profiles = dict(loaded.profiles)
+        for issue in self.warnings:
             logger.warning("%s", issue)
-        return LoadedConfig(servers, loaded.warnings, loaded.files, loaded.dialects)
+        return apply_profile(servers, chosen)
 
     def _start(self, config: ServerConfig) -> None:
         assert self._tg is not None
@@ -333,7 +350,7 @@ class Hub:
             while True:
                 assert self._changed is not None
                 changed = self._changed
-                if all(sup.state not in _WAITING for sup in self._sups.values()):
+                if not any(map(_settling, self._sups.values())):
                     return
                 await changed.wait()
 
@@ -515,47 +532,33 @@ class Hub:
         Raises ``ConfigError`` (and publishes ``ConfigRejected``) when the new
         config is invalid; the config in force is then left as it was.
         """
+        return await self._reload(self.profile)
+
+    async def use_profile(self, name: str | None) -> ConfigReloaded:
+        """Put the profile ``name`` in force (``None``: none, every server as
+        configured), re-reading the config files, and apply the difference.
+
+        Raises ``ConfigError`` for a profile no config defines (nothing changes)
+        and as ``reload`` does; the profile in force then stays.
+        """
+        self._check_open()
+        if name is not None and name not in self.profiles:
+            raise ConfigError([unknown_profile(name, self.profiles, self.config_files)])
+        return await self._reload(name)
+
+    async def _reload(self, profile: str | None) -> ConfigReloaded:
         self._check_open()
         assert self._reload_lock is not None
         async with self._reload_lock:
             self._check_open()  # the hub may have closed while this waited
             try:
-                new = self._load().servers
+                new = self._load(profile)
             except ConfigError as exc:
                 logger.error("config not applied, the last good one stays: %s", exc)
                 self._publish(ConfigRejected(files=tuple(self.config_files), error=str(exc)))
                 raise
-            old = self._configs
-            removed = [n for n in old if n not in new]
-            added = [n for n in new if n not in old]
-            restarted: list[str] = []
-            updated: list[str] = []
-            for name in removed:
-                await self._stop(name)
-            for name, config in new.items():
-                sup = self._sups.get(name)
-                if sup is None:
-                    self._start(config)
-                elif config == old.get(name):
-                    sup.config = config  # same settings; the origin may have moved
-                elif sup.update(config):
-                    restarted.append(name)
-                else:
-                    updated.append(name)
-                    self._discovered(sup)
-            # statuses() and server_names follow the config's order, also for a
-            # server added in place of another (a rename keeps its place).
-            self._sups = {name: self._sups[name] for name in new}
-            self._configs = new
-            self._watcher.set_paths(self._watched())
-            event = ConfigReloaded(
-                files=tuple(self.config_files),
-                added=tuple(added),
-                removed=tuple(removed),
-                restarted=tuple(restarted),
-                updated=tuple(updated),
-                warnings=tuple(map(str, self.warnings)),
-            )
+            self.profile = profile
+            event = await apply_config(self, new)
             self._publish(event)
             return event
 
@@ -577,6 +580,12 @@ class Hub:
             if sup is not None and watched & paths and not config.disabled:
                 logger.info("restarting %r: %s changed", name, ", ".join(sorted(watched & paths)))
                 sup.restart_soon()
+
+
+def _settling(sup: Supervisor) -> bool:
+    """Starting, or not yet in step with a config (or profile) that enabled or
+    disabled it: its actor has been told, and has not moved yet."""
+    return sup.state in _WAITING or (sup.state is ServerState.DISABLED) != sup.config.disabled
 
 
 def _absolute(paths: Sequence[str]) -> list[str]:

@@ -12,6 +12,8 @@
 * ``--provider openai|anthropic|gemini`` (with ``--json``) adds each tool's
   input schema fitted to that provider, and the warnings of what could not
   be carried over (``_hub_schema``).
+* ``--profile NAME`` runs only the servers and tools of a named profile of
+  the config files (``_hub_profiles``); the others show as disabled.
 * ``--login-path`` starts servers with the PATH the user's login shell sets
   (``_login_path``), for hosts started from a desktop without it.
 * ``--emit CLIENT --name NAME -- COMMAND [ARGS...]`` (or ``--url URL``)
@@ -76,6 +78,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="OAuth servers: open authorization URLs in the default browser (else printed)",
     )
     p.add_argument("--tool-cache", metavar="FILE", help="lazy servers' tool lists, kept in FILE")
+    p.add_argument(
+        "--profile", metavar="NAME", help="run only the servers and tools of this named profile"
+    )
     p.add_argument("--provider", choices=PROVIDERS, help="--json: schemas fitted to a provider")
     p.add_argument(
         "--login-path",
@@ -193,6 +198,8 @@ def report(hub: Hub, provider: str | None = None) -> dict[str, object]:
         "tools": tools,
         "warnings": [str(w) for w in hub.warnings],
         "configFiles": list(hub.config_files),
+        "profile": hub.profile,
+        "profiles": {name: p.to_json() for name, p in hub.profiles.items()},
     }
 
 
@@ -216,6 +223,7 @@ async def _run(args: argparse.Namespace, configs: list[str]) -> int:
             authorize=authorization_prompt(args.browser),
             token_store=args.token_store,
             tool_cache=args.tool_cache,
+            profile=args.profile,
         )
         async with hub:
             for issue in hub.warnings:

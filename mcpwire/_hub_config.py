@@ -20,7 +20,8 @@ All dialects accept the same per-server keys on top of their own: ``command``,
 ``args``, ``env``, ``cwd``, ``url``, ``headers``, ``type`` (``stdio``, ``sse``,
 ``http``, ``streamable-http``, ``streamableHttp``), ``disabled``, ``timeout``,
 ``startupTimeout``, ``alwaysAllow``, ``disabledTools``, ``watchPaths``,
-``includeTools`` and ``excludeTools`` (globs; an allowlist wins). A timeout may
+``includeTools`` and ``excludeTools`` (globs; an allowlist wins), ``lazy``
+and ``idleTimeout`` (up to 24 h; stop an unused server). A timeout may
 also be a string with its unit (``"30s"``, ``"120000ms"``, ``"2m"``), which
 means the same in every dialect. An HTTP server may have ``oauth`` (gemini-cli's
 object: ``enabled``, ``clientId``, ``clientSecret``, ``scopes``, ``redirectUri``;
@@ -39,14 +40,18 @@ one of the same name (global first, project last: the project wins).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from ._hub_errors import ConfigError, ConfigIssue
 from ._hub_expand import read_jsonc
+
+if TYPE_CHECKING:
+    from ._hub_profiles import Profile
 
 __all__ = (
     "DEFAULT_CALL_TIMEOUT",
@@ -171,10 +176,17 @@ class ServerConfig:
     trust: bool = False
     #: Not started until first use while the hub's tool cache knows its tools.
     lazy: bool = False
+    #: Seconds unused after which a running server is stopped, its tools still
+    #: exposed; the next call starts it again (``None``: never stopped).
+    idle_timeout: float | None = None
     disabled_tools: tuple[str, ...] = ()
     #: Globs of tool names to expose; ``None``: all (minus ``exclude_tools``).
     include_tools: tuple[str, ...] | None = None
     exclude_tools: tuple[str, ...] = ()
+    #: The active profile's narrowing of the tools, on top of the two above
+    #: (``_hub_profiles``); set by the hub, never read from a server's entry.
+    profile_include_tools: tuple[str, ...] | None = None
+    profile_exclude_tools: tuple[str, ...] = ()
     watch_paths: tuple[str, ...] = ()
     #: OAuth for an HTTP server (``None``: none, or only what ``headers`` carry).
     oauth: OAuthSettings | None = None
@@ -184,8 +196,10 @@ class ServerConfig:
     def __post_init__(self) -> None:
         for name in ("args", "always_allow", "disabled_tools", "exclude_tools", "watch_paths"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
-        if self.include_tools is not None:
-            object.__setattr__(self, "include_tools", tuple(self.include_tools))
+        object.__setattr__(self, "profile_exclude_tools", tuple(self.profile_exclude_tools))
+        for name in ("include_tools", "profile_include_tools"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "env", dict(self.env))
         if not isinstance(self.inherit_env, bool):
             if isinstance(self.inherit_env, str):
@@ -204,6 +218,8 @@ class ServerConfig:
             raise ValueError(f"server {self.name!r}: an {self.transport} server needs a url")
         if self.oauth is not None and self.transport == "stdio":
             raise ValueError(f"server {self.name!r}: oauth applies to HTTP servers only")
+        if self.idle_timeout is not None and not self.idle_timeout > 0:
+            raise ValueError(f"server {self.name!r}: idle_timeout must be a positive number")
         if self.disabled and not self.disabled_reason:
             object.__setattr__(self, "disabled_reason", "disabled in config")
 
@@ -259,6 +275,7 @@ _CAMEL = {
     "always_allow": "alwaysAllow",
     "trust": "trust",
     "lazy": "lazy",
+    "idle_timeout": "idleTimeout",
     "disabled_tools": "disabledTools",
     "include_tools": "includeTools",
     "exclude_tools": "excludeTools",
@@ -268,12 +285,14 @@ _CAMEL = {
 
 @dataclass(frozen=True)
 class LoadedConfig:
-    """Servers by name (in file order), the warnings, and what was read."""
+    """Servers by name (in file order), the warnings, what was read, and the
+    named profiles (``_hub_profiles``)."""
 
     servers: dict[str, ServerConfig]
     warnings: tuple[ConfigIssue, ...] = ()
     files: tuple[str, ...] = ()
     dialects: tuple[str, ...] = ()
+    profiles: Mapping[str, Profile] = field(default_factory=dict)
 
 
 def load_config(
@@ -307,9 +326,7 @@ def load_config(
             ConfigIssue(file, "$", f"key {k!r} appears more than once; the last one is used")
             for k in dict.fromkeys(duplicates)
         )
-        loaded = LoadedConfig(
-            loaded.servers, extra + loaded.warnings, loaded.files, loaded.dialects
-        )
+        loaded = dataclasses.replace(loaded, warnings=extra + loaded.warnings)
     return loaded
 
 
@@ -323,6 +340,7 @@ def load_configs(
     Every file is read even when one fails, and all problems are raised together.
     """
     servers: dict[str, ServerConfig] = {}
+    profiles: dict[str, Profile] = {}
     warnings: list[ConfigIssue] = []
     errors: list[ConfigIssue] = []
     dialects: list[str] = []
@@ -345,8 +363,14 @@ def load_configs(
                     )
                 )
             servers[name] = server
+        for name, profile in loaded.profiles.items():
+            replaced = profiles.pop(name, None)
+            if replaced is not None:
+                where = profile.origin.partition(": ")[2] or "$"
+                message = f"profile {name!r} replaces the one from {replaced.origin}"
+                warnings.append(ConfigIssue(os.fspath(path), where, message))
+            profiles[name] = profile
     if errors:
         raise ConfigError(errors)
-    return LoadedConfig(
-        servers, tuple(warnings), tuple(os.fspath(p) for p in paths), tuple(dialects)
-    )
+    files = tuple(os.fspath(p) for p in paths)
+    return LoadedConfig(servers, tuple(warnings), files, tuple(dialects), profiles)

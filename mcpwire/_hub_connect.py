@@ -14,7 +14,10 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._errors import ConnectionClosed, JSONRPCError
+import anyio
+import anyio.abc
+
+from ._errors import ConnectionClosed, JSONRPCError, MCPWireError
 from ._hub_errors import HubError
 from ._hub_status import Discovery
 
@@ -25,7 +28,7 @@ if TYPE_CHECKING:
     from ._transport import Transport
     from .sansio._json import JSONObject
 
-__all__ = ("NoTransport", "describe", "discover", "make_client")
+__all__ = ("NoTransport", "describe", "discover", "listen_for_changes", "make_client")
 
 
 class NoTransport(HubError):
@@ -127,6 +130,42 @@ async def discover(client: Client, record: Callable[..., None]) -> Discovery:
             results.append([])
     found.tools, found.resources, found.templates, found.prompts = results
     return found
+
+
+async def listen_for_changes(
+    client: Client,
+    record: Callable[..., None],
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Modern era: keep a ``subscriptions/listen`` open for list changes.
+
+    Reports started once the server acknowledged (or refused) it. The
+    notifications also reach the client's ``on_notification`` (the supervisor's,
+    which asks for a refresh); the stream only has to be open and drained.
+    """
+    caps = client.server_capabilities
+
+    def changes(kind: str) -> bool:
+        cap = caps.get(kind)
+        return isinstance(cap, dict) and cap.get("listChanged") is True
+
+    tools, prompts, resources = changes("tools"), changes("prompts"), changes("resources")
+    if not (tools or prompts or resources):
+        task_status.started()
+        return
+    started = False
+    try:
+        async with client.listen(tools=tools, prompts=prompts, resources=resources) as sub:
+            task_status.started()
+            started = True
+            async for _ in sub:
+                pass
+    except MCPWireError as exc:
+        if not client.session.closed:
+            record(f"cannot listen for list changes: {exc}", level="warning")
+    if not started:
+        task_status.started()
 
 
 def describe(exc: BaseException) -> str:

@@ -25,6 +25,7 @@ from ._hub_config import (
 )
 from ._hub_errors import ConfigError, ConfigIssue
 from ._hub_expand import Expander, InputVariable, json_path, workspace_of
+from ._hub_profiles import parse_profiles
 
 __all__ = ("DIALECTS", "detect_dialect", "parse_config")
 
@@ -44,7 +45,7 @@ _COMMON = frozenset(
     {
         "type", "command", "args", "env", "inheritEnv", "cwd", "url", "headers", "disabled",
         "timeout", "startupTimeout", "alwaysAllow", "disabledTools", "watchPaths", "includeTools",
-        "excludeTools", "description", "oauth", "authProviderType", "lazy",
+        "excludeTools", "description", "oauth", "authProviderType", "lazy", "idleTimeout",
     }
 )  # fmt: skip
 _EXTRA = {
@@ -138,9 +139,10 @@ def parse_config(
         server = _server(doc, dialect, name, where, entry)
         if server is not None:
             servers[name] = server
+    profiles = parse_profiles(data.get("profiles"), file, doc.error, doc.warn)
     if doc.errors:
         raise ConfigError(doc.errors)
-    return LoadedConfig(servers, tuple(doc.warnings), (file,), (dialect,))
+    return LoadedConfig(servers, tuple(doc.warnings), (file,), (dialect,), profiles)
 
 
 def _connection_entries(
@@ -256,6 +258,7 @@ def _server(
     default_unit = 0.001 if dialect == "gemini" else 1.0
     timeout = _duration(doc, entry.get("timeout"), at("timeout"), default_unit)
     startup = _duration(doc, entry.get("startupTimeout"), at("startupTimeout"), default_unit)
+    idle = _duration(doc, entry.get("idleTimeout"), at("idleTimeout"), default_unit, high=86400.0)
     always = strings("alwaysAllow") or ()
     if "autoApprove" in entry:
         always += strings("autoApprove") or ()
@@ -294,6 +297,7 @@ def _server(
         always_allow=always,
         trust=flag("trust") or False,
         lazy=flag("lazy") or False,
+        idle_timeout=idle,
         disabled_tools=disabled_tools,
         include_tools=include,
         exclude_tools=exclude,
@@ -448,7 +452,9 @@ def _oauth(
     )
 
 
-def _duration(doc: _Doc, value: object, path: str, unit: float) -> float | None:
+def _duration(
+    doc: _Doc, value: object, path: str, unit: float, *, high: float = _TIMEOUT_RANGE[1]
+) -> float | None:
     if value is None:
         return None
     seconds: float
@@ -470,7 +476,7 @@ def _duration(doc: _Doc, value: object, path: str, unit: float) -> float | None:
     else:
         doc.error(path, f"must be a number of {'milliseconds' if unit < 1 else 'seconds'}")
         return None
-    low, high = _TIMEOUT_RANGE
+    low = _TIMEOUT_RANGE[0]
     if not low <= seconds <= high:
         hint = ""
         if unit == 1.0 and not isinstance(value, str) and seconds > high:

@@ -103,6 +103,8 @@ class ConfigReloaded(HubEvent):
     restarted: tuple[str, ...] = ()
     updated: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    #: The profile in force after it (``None``: none).
+    profile: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

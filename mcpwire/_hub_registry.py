@@ -68,7 +68,8 @@ class Registry:
         self._prompt_names = NameTable(separator, rule)
         self._tools: dict[str, list[HubTool]] = {}
         self._prompts: dict[str, list[HubPrompt]] = {}
-        self._hidden: dict[str, tuple[str, str]] = {}
+        #: Exposed name -> (server, tool, what filtered it out).
+        self._hidden: dict[str, tuple[str, str, str]] = {}
 
     def check_server_name(self, name: str) -> str | None:
         return self._tool_names.check_server_name(name)
@@ -91,7 +92,7 @@ class Registry:
         if hidden is not None:
             raise ToolCallRefused(
                 f"tool {hidden[1]!r} of server {hidden[0]!r} is not exposed: it is filtered "
-                "out by the server's includeTools/excludeTools"
+                f"out by {hidden[2]}"
             )
         raise HubError(f"unknown tool {exposed!r}")
 
@@ -106,15 +107,19 @@ class Registry:
         name = config.name
         before_total = self.total()
         before = len(self._tools.get(name, ()))
-        selected = [
-            t
-            for t in found.tools
-            if tool_selected(t.name, config.include_tools, config.exclude_tools)
-        ]
         self._hidden = {k: v for k, v in self._hidden.items() if v[0] != name}
-        for tool in found.tools:
-            if tool not in selected:
-                self._hidden[expose(name, tool.name, self.separator, self.rule)] = (name, tool.name)
+        selected = []
+        for t in found.tools:
+            if not tool_selected(t.name, config.include_tools, config.exclude_tools):
+                why = "the server's includeTools/excludeTools"
+            elif not tool_selected(
+                t.name, config.profile_include_tools, config.profile_exclude_tools
+            ):
+                why = "the profile in force"
+            else:
+                selected.append(t)
+                continue
+            self._hidden[expose(name, t.name, self.separator, self.rule)] = (name, t.name, why)
         exposed, collisions = self._tool_names.assign(name, [t.name for t in selected])
         self._tools[name] = [
             HubTool(

@@ -8,7 +8,9 @@ interfaces, with a JSON form).
 
 from __future__ import annotations
 
+import collections
 import random
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +21,10 @@ if TYPE_CHECKING:
     from ._types import Prompt, Resource, ResourceTemplate, Tool
     from .sansio._json import JSONObject
 
-__all__ = ("Discovery", "ErrorEntry", "RestartPolicy", "ServerStatus")
+__all__ = ("MAX_ERROR_LENGTH", "Discovery", "ErrorEntry", "RestartPolicy", "ServerStatus")
+
+#: What an error history entry's message and stderr tail are cut to.
+MAX_ERROR_LENGTH = 1000
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,14 @@ class RestartPolicy:
         base = min(base, self.max_backoff)
         return max(0.0, base * (1 + random.uniform(-self.jitter, self.jitter)))
 
+    def count_crash(self, crashes: collections.deque[float], now: float) -> int:
+        """Add a crash at ``now`` to ``crashes``, forget those older than the window,
+        and return how many are left (``crash_loop_count`` of them: a crash loop)."""
+        crashes.append(now)
+        while crashes and now - crashes[0] > self.crash_loop_window:
+            crashes.popleft()
+        return len(crashes)
+
 
 @dataclass(frozen=True)
 class ErrorEntry:
@@ -48,6 +61,15 @@ class ErrorEntry:
     message: str
     level: str = "error"
     stderr_tail: str = ""
+
+    @classmethod
+    def cut(cls, message: str, level: str = "error", stderr_tail: str = "") -> ErrorEntry:
+        """An entry made now, the message and stderr tail cut to ``MAX_ERROR_LENGTH``."""
+        if len(message) > MAX_ERROR_LENGTH:
+            message = message[:MAX_ERROR_LENGTH] + "...(truncated)"
+        if len(stderr_tail) > MAX_ERROR_LENGTH:
+            stderr_tail = "...(truncated)" + stderr_tail[-MAX_ERROR_LENGTH:]
+        return cls(time.time(), message, level, stderr_tail)
 
     def to_json(self) -> dict[str, Any]:
         return {

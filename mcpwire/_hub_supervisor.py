@@ -24,6 +24,7 @@ The loop around attempts::
 
     disabled ──────────────────────────────► wait for a config change or restart()
     lazy, listing cached (first time only) ► IDLE, wait for a call, restart() or stop
+    ready, unused for idleTimeout ─────────► IDLE (stopped), wait for a call, restart() or stop
     attempt ─► ready ─► connection lost ───► RESTARTING, backoff, attempt
            └─► could not start ────────────► FAILED, backoff, attempt (RESTARTING)
            └─► could not spawn at all ─────► FAILED, wait (retrying cannot help)
@@ -34,7 +35,16 @@ of losses in the crash-loop window, with +-``jitter`` so servers that fail
 together do not retry in lockstep. A call that finds the connection dead asks
 for a reconnection *now* (``hurry``): the backoff is skipped, once, and the
 call waits for that one attempt. A manual ``restart()`` also clears a crash-loop
-suspension. Every error goes into the server's history (last 100, each cut to
+suspension.
+
+A server with ``idleTimeout`` is stopped once no call has used it for that
+long (calls in flight count as use, to their end): the actor leaves the
+connection as for a restart, and the server is ``idle`` with its listing still
+exposed, until a call (or ``restart()``) starts it again. A call that arrives
+while it is being stopped waits for the next start, as after a lost connection.
+Stopping an unused server is not a crash: no backoff, no restart counted.
+
+Every error goes into the server's history (last 100, each cut to
 1,000 characters) with its time and, for a child process, its stderr tail.
 """
 
@@ -53,7 +63,7 @@ import anyio.abc
 
 from ._errors import ConnectionClosed, JSONRPCError, MCPWireError
 from ._hub_config import ServerConfig
-from ._hub_connect import NoTransport, describe, discover, make_client
+from ._hub_connect import NoTransport, describe, discover, listen_for_changes, make_client
 from ._hub_errors import HubError, ToolCallRefused
 from ._hub_events import ServerState
 from ._hub_status import Discovery, ErrorEntry, ServerStatus
@@ -70,9 +80,8 @@ __all__ = ("Supervisor",)
 _T = TypeVar("_T")
 logger = logging.getLogger("mcpwire.hub")
 
-#: Error history kept per server, and the length each entry is cut to.
+#: Error history kept per server (each entry cut to ``MAX_ERROR_LENGTH``).
 MAX_ERRORS = 100
-MAX_ERROR_LENGTH = 1000
 #: Seconds between looks at whether an OAuth user step is still in progress.
 _AUTHORIZING_POLL = 0.1
 _REFRESH_ON = frozenset(
@@ -85,6 +94,7 @@ class _Outcome(Enum):
     LOST = "lost"  # was ready, connection ended
     START_FAILED = "start failed"  # retry with backoff
     BLOCKED = "blocked"  # retrying cannot help (spawn failure, no transport)
+    IDLE = "idle"  # stopped after idleTimeout unused: start on the next call
 
 
 class Supervisor:
@@ -119,6 +129,11 @@ class Supervisor:
         self._refresh = False
         self._ready = False
         self._was_idle = False
+        #: Calls using the connection now, when the last one ended, and whether
+        #: the actor is leaving the connection because it went unused.
+        self._busy = 0
+        self._last_used = 0.0
+        self._idling = False
         self._timed_out = False
         self._spawn_error: BaseException | None = None
         self._spawned: Transport | None = None
@@ -159,7 +174,7 @@ class Supervisor:
             self.state is ServerState.READY
             and client is not None
             and not client.session.closed
-            and not (self._restart_requested or self._stopping)
+            and not (self._restart_requested or self._stopping or self._idling)
         ):
             return client
         return None
@@ -188,13 +203,21 @@ class Supervisor:
     async def call(self, use: Callable[[Client], Awaitable[_T]]) -> _T:
         """``use`` the live client. An HTTP server it cannot reach ends the connection
         (the client alone would serve on): the state says it is lost, and it is
-        reconnected with backoff, as a process that died (pain point #16)."""
-        client = await self.connection()
+        reconnected with backoff, as a process that died (pain point #16). The call
+        counts as use for ``idleTimeout`` from its start to its end."""
+        self._busy += 1
         try:
-            return await use(client)
-        except ConnectionClosed as exc:
-            await self._lose(client, exc)
-            raise
+            client = await self.connection()
+            try:
+                return await use(client)
+            except ConnectionClosed as exc:
+                await self._lose(client, exc)
+                raise
+        finally:
+            self._busy -= 1
+            self._last_used = anyio.current_time()
+            if self.config.idle_timeout is not None:
+                self._poke.set()  # the actor's idle deadline moved
 
     async def _lose(self, client: Client, exc: ConnectionClosed) -> None:
         if client is self.client and not client.session.closed:
@@ -227,6 +250,8 @@ class Supervisor:
         """Take a new config for this server; returns whether it restarts because of it."""
         old, self.config = self.config, config
         if old.connection_key() == config.connection_key() and old.disabled == config.disabled:
+            if old.idle_timeout != config.idle_timeout:
+                self._poke.set()
             return False
         self.restart_soon()
         return True
@@ -309,6 +334,7 @@ class Supervisor:
                     self._set(ServerState.DISABLED)
                     self.discovery = None
                     self.hub._forget(self)
+                    first = True  # enabled again, it starts afresh
                 # Nothing to hurry or restart until restart() or a new config clears this.
                 self._restart_requested = self._hurry = False
                 await self._sleep(math.inf)
@@ -325,6 +351,12 @@ class Supervisor:
             if outcome is _Outcome.RESTART:
                 self.restarts += 0 if self.config.disabled else 1
                 continue
+            if outcome is _Outcome.IDLE:
+                first = self._was_idle = True  # the next start is a start, not a restart
+                self.reason = f"stopped after {self.config.idle_timeout:g} s unused"
+                self._set(ServerState.IDLE)
+                await self._sleep(math.inf)  # until a call needs it, a restart or a stop
+                continue
             assert error is not None
             self._record(error, stderr_tail=tail)
             if outcome is not _Outcome.LOST:
@@ -334,8 +366,8 @@ class Supervisor:
                 self.reason = "could not start"
                 self._set(ServerState.FAILED, error)
                 continue
-            count = self._count_crash()
             policy = self.hub.restart_policy
+            count = policy.count_crash(self._crashes, time.monotonic())
             if count >= policy.crash_loop_count:
                 self._suspended = True
                 window = policy.crash_loop_window
@@ -364,14 +396,6 @@ class Supervisor:
         self._set(ServerState.IDLE)
         return True
 
-    def _count_crash(self) -> int:
-        now = time.monotonic()
-        self._crashes.append(now)
-        window = self.hub.restart_policy.crash_loop_window
-        while self._crashes and now - self._crashes[0] > window:
-            self._crashes.popleft()
-        return len(self._crashes)
-
     async def _sleep(self, seconds: float) -> None:
         """Sleep until woken (restart, config change, hurry, stop) or ``seconds`` pass."""
         self._wake = anyio.Event()
@@ -383,6 +407,7 @@ class Supervisor:
     async def _attempt(self) -> tuple[_Outcome, str | None, str]:
         """One connection, start to end; returns how it ended, the error, the stderr tail."""
         self._restart_requested = self._hurry = self._ready = self._timed_out = False
+        self._idling = False
         self._spawn_error = self._spawned = self._unreachable = None
         self._abort = anyio.Event()
         limiter = self.hub._limiter
@@ -409,7 +434,7 @@ class Supervisor:
                             self.pid = getattr(client.transport, "pid", None)
                             if client.era == "modern":
                                 # Subscribed before listing, so no change slips between.
-                                await connection.start(self._listen, client)
+                                await connection.start(listen_for_changes, client, self._record)
                             discovery = await discover(client, self._record)
                             limiter.release()
                             holding = False
@@ -420,6 +445,7 @@ class Supervisor:
                                 self.settled += 1
                                 self._set(ServerState.READY)
                                 self.hub._discovered(self)
+                                self._last_used = anyio.current_time()
                                 await self._serve(client)
                                 lost = self._unreachable or client.session.close_reason
                             connection.cancel_scope.cancel()
@@ -439,6 +465,8 @@ class Supervisor:
         if self._restart_requested or self._stopping:
             # Cut short, not settled: restart() waits for the attempt after this one.
             return _Outcome.RESTART, None, ""
+        if self._idling:
+            return _Outcome.IDLE, None, ""
         if not self._ready:
             self.settled += 1
         stderr = getattr(self._spawned, "stderr", None)
@@ -492,7 +520,9 @@ class Supervisor:
             self._poke.set()
 
         def leaving() -> bool:
-            return client.session.closed or self._restart_requested or self._stopping
+            return (
+                client.session.closed or self._restart_requested or self._stopping or self._idling
+            )
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(watch_closed)
@@ -510,41 +540,22 @@ class Supervisor:
                         continue
                     self.hub._discovered(self)
                     continue
-                if not leaving():
+                if leaving():
+                    break
+                wait = self._until_idle()
+                if wait <= 0:
+                    self._idling = True
+                    break
+                with anyio.move_on_after(wait):
                     await self._poke.wait()
             tg.cancel_scope.cancel()
 
-    async def _listen(
-        self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
-    ) -> None:
-        """Modern era: keep a ``subscriptions/listen`` open for list changes.
-
-        Reports started once the server acknowledged (or refused) it. The
-        notifications also reach ``_on_notification``, which asks for the
-        refresh; the stream only has to be open and drained.
-        """
-        caps = client.server_capabilities
-
-        def changes(kind: str) -> bool:
-            cap = caps.get(kind)
-            return isinstance(cap, dict) and cap.get("listChanged") is True
-
-        tools, prompts, resources = changes("tools"), changes("prompts"), changes("resources")
-        if not (tools or prompts or resources):
-            task_status.started()
-            return
-        started = False
-        try:
-            async with client.listen(tools=tools, prompts=prompts, resources=resources) as sub:
-                task_status.started()
-                started = True
-                async for _ in sub:
-                    pass
-        except MCPWireError as exc:
-            if not client.session.closed:
-                self._record(f"cannot listen for list changes: {exc}", level="warning")
-        if not started:
-            task_status.started()
+    def _until_idle(self) -> float:
+        """Seconds until this server, unused, is stopped (``idleTimeout``; inf: never)."""
+        limit = self.config.idle_timeout
+        if limit is None or self._busy:
+            return math.inf
+        return self._last_used + limit - anyio.current_time()
 
     def _make_client(self) -> Client:
         def spawned(transport: Transport) -> None:
@@ -572,11 +583,7 @@ class Supervisor:
     # -- bookkeeping ----------------------------------------------------------------
 
     def _record(self, message: str, *, level: str = "error", stderr_tail: str = "") -> None:
-        if len(message) > MAX_ERROR_LENGTH:
-            message = message[:MAX_ERROR_LENGTH] + "...(truncated)"
-        if len(stderr_tail) > MAX_ERROR_LENGTH:
-            stderr_tail = "...(truncated)" + stderr_tail[-MAX_ERROR_LENGTH:]
-        self.errors.append(ErrorEntry(time.time(), message, level, stderr_tail))
+        self.errors.append(ErrorEntry.cut(message, level, stderr_tail))
         log = logger.warning if level != "error" else logger.error
         log("MCP server %r: %s", self.name, message)
 

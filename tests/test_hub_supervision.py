@@ -13,7 +13,8 @@ from types import SimpleNamespace
 import pytest
 
 from mcpwire import RestartPolicy, ServerConfig, ServerState
-from mcpwire._hub_supervisor import MAX_ERROR_LENGTH, MAX_ERRORS, Supervisor
+from mcpwire._hub_status import MAX_ERROR_LENGTH
+from mcpwire._hub_supervisor import MAX_ERRORS, Supervisor
 
 pytestmark = pytest.mark.anyio
 

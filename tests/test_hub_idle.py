@@ -1,0 +1,188 @@
+"""``idleTimeout``: a server nobody uses is stopped, and the next call starts it
+again (pain point #17: a hub of many servers need not keep them all running).
+
+Every server is a real process (the hub test server of ``test_hub_support``);
+``pid`` tells one process from the next.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from test_hub_support import (
+    PY,
+    WAIT,
+    alive,
+    entry,
+    ready,
+    wait_event,
+    wait_state,
+    wait_until_dead,
+    write_config,
+    write_scripts,
+)
+
+from mcpwire import (
+    ConfigError,
+    Hub,
+    HubEvent,
+    ServerConfig,
+    ServerState,
+    ServerStateChanged,
+    parse_config,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def idle_server(script: str, seconds: float | None, **options: Any) -> ServerConfig:
+    return ServerConfig(name="s", command=PY, args=[script], idle_timeout=seconds, **options)
+
+
+async def pid_of(hub: Hub) -> int:
+    with anyio.fail_after(WAIT):
+        return int((await hub.call_tool("s__pid")).text)
+
+
+async def test_an_unused_server_stops_and_the_next_call_starts_it(tmp_path: Path) -> None:
+    script, _ = write_scripts(tmp_path)
+    async with Hub(servers=[idle_server(script, 0.5)]) as hub:
+        events = hub.events()
+        await ready(hub)
+        names = sorted(t.name for t in hub.tools())
+        first = await pid_of(hub)
+        seen: list[HubEvent] = []
+        await wait_event(events, lambda e: getattr(e, "new", None) is ServerState.IDLE, seen=seen)
+        assert await wait_until_dead(first), "the idle server's process still runs"
+        status = hub.status("s")
+        assert status.state is ServerState.IDLE and status.pid is None
+        assert status.reason == "stopped after 0.5 s unused"
+        assert status.restarts == 0 and status.last_error is None  # not a crash
+        # Its tools stay exposed while it is stopped, and a call starts it.
+        assert sorted(t.name for t in hub.tools()) == names
+        assert hub.system_prompt().count("s__echo") == 1
+        second = await pid_of(hub)
+        assert second != first and alive(second)
+        await wait_event(events, lambda e: getattr(e, "new", None) is ServerState.READY, seen=seen)
+        changes = [e.new for e in seen if isinstance(e, ServerStateChanged)]
+        assert changes[-3:] == [ServerState.IDLE, ServerState.STARTING, ServerState.READY]
+        assert hub.status("s").restarts == 0
+
+
+async def test_a_call_in_flight_keeps_the_server_running(tmp_path: Path) -> None:
+    script, _ = write_scripts(tmp_path)
+    async with Hub(servers=[idle_server(script, 0.3)]) as hub:
+        await ready(hub)
+        before = await pid_of(hub)
+        with anyio.fail_after(WAIT):
+            assert (await hub.call_tool("s__nap", {"seconds": 1.2})).text
+        # Four idle timeouts passed during the call; the server stayed, and the
+        # clock restarted when the call ended.
+        assert hub.status("s").state is ServerState.READY
+        assert await pid_of(hub) == before
+        await wait_state(hub, "s", ServerState.IDLE)
+        assert await wait_until_dead(before)
+
+
+async def test_calls_closer_together_than_the_timeout_keep_one_process(tmp_path: Path) -> None:
+    script, _ = write_scripts(tmp_path)
+    async with Hub(servers=[idle_server(script, 0.6)]) as hub:
+        await ready(hub)
+        pids = set()
+        for _ in range(10):
+            pids.add(await pid_of(hub))
+            await anyio.sleep(0.1)
+        assert len(pids) == 1
+        assert hub.status("s").state is ServerState.READY
+
+
+async def test_calls_around_the_deadline_all_succeed(tmp_path: Path) -> None:
+    """Calls timed just before, at and after the moment the server is stopped:
+    each one is served, by the old process or a new one, never refused."""
+    script, _ = write_scripts(tmp_path)
+    rng = random.Random(7)
+    async with Hub(servers=[idle_server(script, 0.2)]) as hub:
+        await ready(hub)
+        pids = set()
+        for _ in range(12):
+            await anyio.sleep(rng.uniform(0.15, 0.3))
+            async with anyio.create_task_group() as tg:
+                for _ in range(3):
+                    tg.start_soon(pid_of, hub)
+            pids.add(await pid_of(hub))
+        assert len(pids) > 1  # some gaps outlasted the timeout
+        assert hub.status("s").restarts == 0
+        assert hub.status("s").last_error is None
+
+
+async def test_restart_starts_a_stopped_server(tmp_path: Path) -> None:
+    script, _ = write_scripts(tmp_path)
+    async with Hub(servers=[idle_server(script, 0.3)]) as hub:
+        await ready(hub)
+        await wait_state(hub, "s", ServerState.IDLE)
+        with anyio.fail_after(WAIT):
+            assert await hub.restart("s") is ServerState.READY
+        assert hub.status("s").pid is not None
+
+
+async def test_a_reload_sets_the_timeout_in_place(tmp_path: Path) -> None:
+    script, _ = write_scripts(tmp_path)
+    config = tmp_path / "mcp.json"
+    write_config(config, {"s": entry(script)})
+    async with Hub([config], watch=False) as hub:
+        await ready(hub)
+        pid = await pid_of(hub)
+        await anyio.sleep(1.2)
+        assert hub.status("s").state is ServerState.READY  # no timeout yet
+        write_config(config, {"s": entry(script, idleTimeout="1s")})
+        reloaded = await hub.reload()
+        assert reloaded.updated == ("s",) and reloaded.restarted == ()
+        # The server was unused for over a second already: it stops at once.
+        await wait_state(hub, "s", ServerState.IDLE, timeout=1.0)
+        assert await wait_until_dead(pid)
+        write_config(config, {"s": entry(script)})
+        await hub.reload()
+        pid = await pid_of(hub)
+        await anyio.sleep(1.5)
+        assert hub.status("s").state is ServerState.READY and await pid_of(hub) == pid
+
+
+async def test_a_lazy_server_goes_back_to_idle(tmp_path: Path) -> None:
+    script, _ = write_scripts(tmp_path)
+    cache = tmp_path / "tools.json"
+    async with Hub(servers=[idle_server(script, 0.3, lazy=True)], tool_cache=cache) as hub:
+        await ready(hub)  # nothing cached: started at once
+        await wait_state(hub, "s", ServerState.IDLE)
+    async with Hub(servers=[idle_server(script, 0.3, lazy=True)], tool_cache=cache) as hub:
+        await ready(hub)
+        assert hub.status("s").state is ServerState.IDLE  # from the cache, never started
+        pid = await pid_of(hub)
+        await wait_state(hub, "s", ServerState.IDLE)
+        assert await wait_until_dead(pid)
+        assert await pid_of(hub) != pid
+
+
+def test_idle_timeout_is_read_from_config_files() -> None:
+    def read(value: object) -> ServerConfig:
+        doc = {"mcpServers": {"s": {"command": "x", "idleTimeout": value}}}
+        return parse_config(doc, environ={}).servers["s"]
+
+    assert read("30m").idle_timeout == 1800.0
+    assert read(600).idle_timeout == 600.0
+    assert read("24h").idle_timeout == 86400.0
+    server = read("90s")
+    assert server.to_json()["idleTimeout"] == 90.0
+    assert parse_config({"mcpServers": {"s": server.to_json()}}, environ={}).servers["s"] == server
+    assert "idleTimeout" not in ServerConfig(name="s", command="x").to_json()
+    for bad in (0, "0.5s", "25h", "soon", True):
+        with pytest.raises(ConfigError, match=r"idleTimeout"):
+            read(bad)
+    doc = {"mcpServers": {"s": {"command": "x", "idleTimeout": 90000}}, "x": 1}
+    with pytest.raises(ConfigError, match=r"between 1 and 86400 seconds"):
+        parse_config(doc, environ={})
+    with pytest.raises(ValueError, match="idle_timeout"):
+        ServerConfig(name="s", command="x", idle_timeout=0)
