@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from ._hub_names import NameRule as NameRule
     from ._hub_profiles import Profile as Profile
     from ._hub_search import ToolSearch as ToolSearch
+    from ._hub_serve import HubServer as HubServer
     from ._hub_status import ErrorEntry as ErrorEntry
     from ._hub_status import RestartPolicy as RestartPolicy
     from ._hub_status import ServerStatus as ServerStatus
@@ -151,6 +152,7 @@ __all__ = (
     "HTTPServer",
     "HTTPServerOptions",
     "Hub",
+    "HubServer",
     "HubError",
     "HubEvent",
     "HubPrompt",
@@ -293,6 +295,7 @@ _LAZY = {
     "ToolCountWarning": "._hub_events",
     "ToolsChanged": "._hub_events",
     "ToolSearch": "._hub_search",
+    "HubServer": "._hub_serve",
     "Profile": "._hub_profiles",
     "HubPrompt": "._hub_names",
     "HubTool": "._hub_names",

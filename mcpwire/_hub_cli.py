@@ -14,6 +14,10 @@
   be carried over (``_hub_schema``).
 * ``--profile NAME`` runs only the servers and tools of a named profile of
   the config files (``_hub_profiles``); the others show as disabled.
+* ``--serve stdio|http`` (``--host``, ``--port``) serves every server's
+  tools, prompts and resources as one MCP server (``_hub_serve``), following
+  config edits live; ``--search`` offers the three tool-search tools instead
+  of every tool.
 * ``--login-path`` starts servers with the PATH the user's login shell sets
   (``_login_path``), for hosts started from a desktop without it.
 * ``--emit CLIENT --name NAME -- COMMAND [ARGS...]`` (or ``--url URL``)
@@ -81,7 +85,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--profile", metavar="NAME", help="run only the servers and tools of this named profile"
     )
-    p.add_argument("--provider", choices=PROVIDERS, help="--json: schemas fitted to a provider")
+    p.add_argument(
+        "--provider", choices=PROVIDERS, help="--json, --search: schemas fitted to a provider"
+    )
+    p.add_argument(
+        "--serve",
+        choices=("stdio", "http"),
+        help="serve every server's tools, prompts and resources as one MCP server",
+    )
+    p.add_argument(
+        "--search",
+        action="store_true",
+        help="--serve: offer search_tools, describe_tool and call_tool instead of every tool",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="--serve http: the address (127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="--serve http: the port (8000)")
     p.add_argument(
         "--login-path",
         action="store_true",
@@ -110,8 +128,14 @@ def main(args: argparse.Namespace, command: list[str]) -> int:
             return _emit(args, command)
         if command or args.name or args.url or args.env or args.header:
             raise _Usage("--name, --url, --env, --header and '-- COMMAND' go with --emit")
-        if args.provider and not args.json:
-            raise _Usage("--provider goes with --json")
+        if args.provider and not (args.json or args.search):
+            raise _Usage("--provider goes with --json or --search")
+        if args.search and not args.serve:
+            raise _Usage("--search goes with --serve")
+        if args.serve and (args.json or args.watch):
+            raise _Usage("--serve speaks MCP on its transport: no --json or --watch")
+        if not 0 <= args.port <= 65535:
+            raise _Usage("--port must be a TCP port")
         if not args.timeout > 0:
             raise _Usage("--timeout must be a positive number of seconds")
         configs = list(args.config) or [p for p in PROJECT_CONFIGS if os.path.isfile(p)]
@@ -219,7 +243,7 @@ async def _run(args: argparse.Namespace, configs: list[str]) -> int:
         hub = Hub(
             configs,
             startup_timeout=args.timeout,
-            watch=args.watch,
+            watch=args.watch or bool(args.serve),
             authorize=authorization_prompt(args.browser),
             token_store=args.token_store,
             tool_cache=args.tool_cache,
@@ -232,6 +256,8 @@ async def _run(args: argparse.Namespace, configs: list[str]) -> int:
                 await hub.wait_ready(timeout=args.timeout + 5.0)
             except TimeoutError:
                 pass
+            if args.serve:
+                return await _serve(hub, args)
             if args.watch:
                 await _watch(hub, args)
             else:
@@ -243,6 +269,32 @@ async def _run(args: argparse.Namespace, configs: list[str]) -> int:
             print(json.dumps({"error": {"kind": "config error", "issues": issues}}))
         say(f"mcpwire hub: config error: {exc}")
         return EXIT_USAGE
+
+
+async def _serve(hub: Hub, args: argparse.Namespace) -> int:
+    """Serve the hub as one MCP server until the client leaves (stdio) or a signal."""
+    import anyio
+
+    from ._hub_serve import HubServer
+
+    server = HubServer(hub, search=args.search, provider=args.provider)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.follow)
+        if args.serve == "stdio":
+            await server.serve_stdio()  # until the client closes stdin
+        else:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                try:
+                    port = await tg.start(server.serve_http, args.host, args.port)
+                except OSError as exc:
+                    say(f"mcpwire hub: cannot listen on {args.host}:{args.port}: {exc}")
+                    tg.cancel_scope.cancel()
+                    return EXIT_NONE_CONNECTED
+                say(f"mcpwire hub: serving MCP at http://{args.host}:{port}/mcp")
+                async for _ in signals:
+                    break
+        tg.cancel_scope.cancel()
+    return EXIT_OK
 
 
 def authorization_prompt(browser: bool) -> Callable[[str, str], None]:

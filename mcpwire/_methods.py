@@ -278,24 +278,9 @@ def _missing_capability(exc: CapabilityMissing) -> JSONRPCError:
 def _find(table: dict[str, Method], server: Server, method: str) -> Method:
     """The era's handler for ``method``; -32601 when unknown or not advertised."""
     handler = table.get(method)
-    if handler is None or not _capable(server, method):
+    if handler is None or not server.offers(method.split("/", 1)[0]):
         raise _not_found(method)
     return handler
-
-
-def _capable(server: Server, method: str) -> bool:
-    prefix = method.split("/", 1)[0]
-    if prefix == "tools":
-        return bool(server.tools)
-    if prefix == "resources":
-        return bool(server.resources or server.templates)
-    if prefix == "prompts":
-        return bool(server.prompts)
-    if prefix == "completion":
-        return bool(server.completions or server.prompts or server.templates)
-    if prefix == "tasks":
-        return server.offers_tasks
-    return True
 
 
 # -- shared handlers ----------------------------------------------------------------------------

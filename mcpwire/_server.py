@@ -237,6 +237,22 @@ class Server:
             caps["completions"] = {}
         return caps
 
+    def offers(self, feature: str) -> bool:
+        """Whether the methods of ``feature`` (a method's prefix: ``"tools"``,
+        ``"resources"``, ...) are served: what ``capabilities`` advertises, and
+        -32601 for the rest. A subclass that changes one changes the other."""
+        if feature == "tools":
+            return bool(self.tools)
+        if feature == "resources":
+            return bool(self.resources or self.templates)
+        if feature == "prompts":
+            return bool(self.prompts)
+        if feature == "completion":
+            return bool(self.completions or self.prompts or self.templates)
+        if feature == "tasks":
+            return self.offers_tasks
+        return True
+
     @property
     def offers_tasks(self) -> bool:
         """Whether any tool may run as a task (the tasks extension is advertised)."""

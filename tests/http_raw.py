@@ -12,6 +12,7 @@ Import as ``from http_raw import ...`` (``tests/`` is on ``sys.path``).
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ __all__ = (
     "Raw",
     "Reply",
     "client",
+    "free_port",
     "init_body",
     "initialize",
     "modern",
@@ -260,3 +262,10 @@ async def client(port: int) -> AsyncIterator[Raw]:
         yield raw
     finally:
         await raw.aclose()
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback address (for a server another process starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -27,7 +27,6 @@ from __future__ import annotations
 import collections
 import os
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -44,6 +43,7 @@ from http_raw import (
     LEGACY,
     MODERN,
     client,
+    free_port,
     init_body,
     initialize,
     modern,
@@ -485,12 +485,6 @@ async def composed(scope, receive, send):
         return
     await (probe_app if scope["path"].startswith("/probe") else app)(scope, receive, send)
 '''
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Host:

@@ -27,7 +27,6 @@ import functools
 import gc
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -49,6 +48,7 @@ from http_raw import (
     Raw,
     Reply,
     client,
+    free_port,
     init_body,
     initialize,
     modern,
@@ -1207,12 +1207,6 @@ async def count(n: int, ctx: Context) -> str:
 
 mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_sdk_server_sse_through_our_decoder(anyio_backend: str, tmp_path: Path) -> None:

@@ -25,7 +25,6 @@ when missing (``.ci/run`` installs them before the tests).
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -35,6 +34,7 @@ from typing import Any
 
 import anyio
 import pytest
+from http_raw import free_port
 from inproc import until_listening
 
 from mcpwire import Client, JSONRPCError, Task
@@ -72,13 +72,6 @@ def node() -> str:
         sys.path.remove(str(ROOT / "conformance"))
     run.ensure_installed()
     return str(run.NODE_BIN / "node")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def judged(out: str, names: set[str] = CHECKS) -> dict[str, dict[str, Any]]:

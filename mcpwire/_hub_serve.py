@@ -1,0 +1,270 @@
+"""The hub as one MCP server: every server's tools, prompts and resources behind
+a single connection (``mcpwire hub --serve``).
+
+Theory of operation
+-------------------
+``HubServer(hub)`` is a ``Server`` whose registries mirror a running ``Hub``:
+each exposed tool under its exposed name, with the downstream server's input
+and output schemas, title, annotations, icons and ``_meta`` as they were
+listed; each prompt under its exposed name; each resource and resource
+template under its own URI (the first server to list a URI wins it); and as
+its ``instructions``, each ready server's, under the server's name. So any
+MCP client, in either era, gets the hub's supervision, lazy and idle servers,
+profiles, provider-safe names and approvals, through one server entry of its
+config (pain points #10, #16, #17).
+
+Calls are forwarded through the hub (``Hub.call_tool``, ``get_prompt``,
+``read_resource``), so the hub's routing, refusals, approval hook, timeouts
+and reconnection apply. Arguments are not validated here: the server that
+owns the tool validates them. A downstream result is passed through as it
+came; a downstream JSON-RPC error is answered with the same code, message and
+data; what the hub refuses or cannot reach (a disabled or filtered tool, a
+crashed server, a timeout) is a tool result with ``isError``, which a model
+can read. Progress of a forwarded call is relayed to the client that asked
+for it, and cancelling the call upstream cancels it downstream.
+
+``follow()`` keeps the mirror in step: on every hub event (a server ready,
+lost or stopped, a list change, a reload or profile switch) it rebuilds the
+registries and sends ``notifications/*/list_changed`` for each list that
+changed. The capabilities always offer tools, prompts and resources with
+``listChanged``, since a server may come up after the client initialized.
+
+With ``search=True`` the tools are the three of ``ToolSearch``
+(``search_tools``, ``describe_tool``, ``call_tool``) in place of every schema,
+for clients that cap the tool count.
+
+Not forwarded: requests downstream servers make of their client (sampling,
+elicitation, roots) are answered by the hub's own ``client_options``, and
+resource subscriptions and completions are not relayed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ._content import ToolResult
+from ._errors import JSONRPCError, MCPWireError
+from ._hub_search import ToolSearch
+from ._registry import PromptDef, ResourceDef, TemplateDef, ToolDef
+from ._server import Server
+from ._uritemplate import UriTemplate
+from ._version import __version__
+
+if TYPE_CHECKING:
+    from ._context import Context
+    from ._hub import Hub
+    from ._hub_names import HubPrompt, HubTool
+    from ._types import CallToolResult, Resource, ResourceTemplate
+    from .sansio._json import JSONObject, JSONValue
+
+__all__ = ("HubServer",)
+
+#: The keyword a forwarding handler receives its ``Context`` under: a name no
+#: client sends as a tool argument (JSON allows it, but no schema declares it).
+_CTX = "\x00context"
+#: Seconds a burst of hub events may take to land before the mirror is rebuilt.
+_SETTLE = 0.05
+_ACCEPT_ANY: JSONObject = {}
+#: Offered whatever the hub holds now: a server may come up after the client initialized.
+_ALWAYS = ("tools", "prompts", "resources")
+
+
+class HubServer(Server):
+    """A ``Server`` that mirrors ``hub`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        *,
+        name: str = "mcpwire-hub",
+        search: bool = False,
+        provider: str | None = None,
+    ) -> None:
+        super().__init__(name, __version__)
+        self.hub = hub
+        self.search = ToolSearch(hub, provider=provider) if search else None
+        self.sync()
+
+    def capabilities(self) -> JSONObject:
+        caps = super().capabilities()
+        for kind in _ALWAYS:
+            caps[kind] = {"listChanged": True}
+        return caps
+
+    def offers(self, feature: str) -> bool:
+        return feature in _ALWAYS or super().offers(feature)
+
+    def sync(self) -> list[str]:
+        """Rebuild the registries from the hub; returns the lists that changed
+        (``"tools"``, ``"prompts"``, ``"resources"``)."""
+        before = self._listings()
+        parts = [f"{server}: {text}" for server, text in self.hub.instructions().items()]
+        self.instructions = "\n\n".join(parts) or None  # for connections made from now on
+        if self.search is not None:
+            self.tools = {d.name: d for d in map(self._search_tool, self.search.definitions())}
+        else:
+            self.tools = {t.name: self._tool(t) for t in self.hub.tools()}
+        self.prompts = {p.name: self._prompt(p) for p in self.hub.prompts()}
+        resources: dict[str, ResourceDef] = {}
+        for server, resource in self.hub.resources():
+            resources.setdefault(resource.uri, self._resource(server, resource))
+        self.resources = resources
+        templates: dict[str, TemplateDef] = {}
+        for server, template in self.hub.resource_templates():
+            templates.setdefault(template.uri_template, self._template(server, template))
+        self.templates = list(templates.values())
+        after = self._listings()
+        return [kind for kind, listing in after.items() if listing != before.get(kind)]
+
+    async def follow(self) -> None:
+        """Keep the mirror in step with the hub and tell clients what changed.
+        Runs until cancelled or the hub closes."""
+        events = self.hub.events()
+        async for _ in events:
+            await anyio.sleep(_SETTLE)
+            events.pending()
+            for kind in self.sync():
+                if kind == "tools":
+                    await self.notify_tools_changed()
+                elif kind == "prompts":
+                    await self.notify_prompts_changed()
+                else:
+                    await self.notify_resources_changed()
+
+    def _listings(self) -> dict[str, list[JSONValue]]:
+        resources: list[JSONValue] = [r.to_json() for r in self.resources.values()]
+        return {
+            "tools": [t.to_json() for t in self.tools.values()],
+            "prompts": [p.to_json() for p in self.prompts.values()],
+            "resources": resources + [t.to_json() for t in self.templates],
+        }
+
+    # -- the mirrored definitions ---------------------------------------------------------
+
+    def _tool(self, exposed: HubTool) -> ToolDef:
+        listed = exposed.tool
+        hub, name = self.hub, exposed.name
+
+        async def forward(**kwargs: Any) -> ToolResult:
+            ctx: Context = kwargs.pop(_CTX)
+
+            async def progress(done: float, total: float | None, message: str | None) -> None:
+                await ctx.report_progress(done, total, message)
+
+            return await _forwarded(hub.call_tool(name, kwargs, on_progress=progress))
+
+        return _tool_def(
+            name,
+            forward,
+            listed.input_schema,
+            output_schema=listed.output_schema,
+            title=listed.title,
+            description=listed.description,
+            annotations=listed.annotations,
+            icons=listed.icons,
+            meta=listed.meta,
+        )
+
+    def _search_tool(self, definition: dict[str, Any]) -> ToolDef:
+        search, name = self.search, definition["name"]
+        assert search is not None
+
+        async def run(**kwargs: Any) -> ToolResult:
+            kwargs.pop(_CTX)
+            return await _forwarded(search.call(name, kwargs))
+
+        return _tool_def(
+            name, run, definition["inputSchema"], description=definition["description"]
+        )
+
+    def _prompt(self, exposed: HubPrompt) -> PromptDef:
+        hub, name, raw = self.hub, exposed.name, exposed.prompt.raw
+        listed = raw.get("arguments")
+        arguments = [
+            a
+            for a in (listed if isinstance(listed, list) else [])
+            if isinstance(a, dict) and isinstance(a.get("name"), str)
+        ]
+
+        async def get(**kwargs: Any) -> JSONObject:
+            strings = {k: v if isinstance(v, str) else str(v) for k, v in kwargs.items()}
+            result = await hub.get_prompt(name, strings)
+            return result.raw or {"messages": []}
+
+        described = _listed(get, raw)
+        return PromptDef(
+            name, get, arguments, title=described["title"], description=described["description"],
+            icons=described["icons"], meta=described["meta"],
+        )  # fmt: skip
+
+    def _resource(self, server: str, resource: Resource) -> ResourceDef:
+        hub, uri = self.hub, resource.uri
+
+        async def read() -> list[JSONValue]:
+            return [c.raw for c in await hub.read_resource(uri, server=server)]
+
+        return ResourceDef(uri=uri, size=resource.size, **_listed(read, resource.raw))
+
+    def _template(self, server: str, template: ResourceTemplate) -> TemplateDef:
+        hub, parsed = self.hub, UriTemplate(template.uri_template)
+
+        async def read(**variables: Any) -> list[JSONValue]:
+            uri = parsed.expand(variables)
+            return [c.raw for c in await hub.read_resource(uri, server=server)]
+
+        return TemplateDef(template=parsed, **_listed(read, template.raw))
+
+
+def _tool_def(name: str, fn: Any, input_schema: JSONObject, **listed: Any) -> ToolDef:
+    from ._jsonschema import compile
+
+    # The owning server validates the arguments; here every object is let through.
+    return ToolDef(
+        name, fn, input_schema, context_param=_CTX, validator=compile(_ACCEPT_ANY), **listed
+    )
+
+
+def _listed(fn: Any, raw: JSONObject) -> dict[str, Any]:
+    def text(key: str) -> str | None:
+        value = raw.get(key)
+        return value if isinstance(value, str) else None
+
+    annotations, icons, meta = raw.get("annotations"), raw.get("icons"), raw.get("_meta")
+    return {
+        "name": text("name") or "",
+        "fn": fn,
+        "title": text("title"),
+        "description": text("description"),
+        "mime_type": text("mimeType"),
+        "annotations": annotations if isinstance(annotations, dict) else None,
+        "icons": icons if isinstance(icons, list) else None,
+        "meta": meta if isinstance(meta, dict) else None,
+        "context_param": None,
+    }
+
+
+async def _forwarded(call: Any) -> ToolResult:
+    """The result of a forwarded call as it came; what the hub could not do, as an error
+    result a model can read; a downstream JSON-RPC error, raised as it came."""
+    try:
+        result: CallToolResult = await call
+    except JSONRPCError:
+        raise
+    except (MCPWireError, TimeoutError) as exc:
+        return ToolResult([{"type": "text", "text": str(exc)}], is_error=True)
+    raw = result.raw
+    if raw:
+        content = raw.get("content")
+        meta = raw.get("_meta")
+        return ToolResult(
+            content if isinstance(content, list) else [],
+            raw.get("structuredContent"),
+            raw.get("isError") is True,
+            meta if isinstance(meta, dict) else None,
+        )
+    blocks: list[JSONValue] = [
+        c.raw or {"type": "text", "text": c.text or ""} for c in result.content
+    ]
+    return ToolResult(blocks, result.structured, result.is_error, result.meta)
