@@ -40,6 +40,7 @@ resource subscriptions and completions are not relayed.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
     from .sansio._json import JSONObject, JSONValue
 
 __all__ = ("HubServer",)
+
+logger = logging.getLogger("mcpwire.hub")
 
 #: The keyword a forwarding handler receives its ``Context`` under: a name no
 #: client sends as a tool argument (JSON allows it, but no schema declares it).
@@ -113,7 +116,12 @@ class HubServer(Server):
         self.resources = resources
         templates: dict[str, TemplateDef] = {}
         for server, template in self.hub.resource_templates():
-            templates.setdefault(template.uri_template, self._template(server, template))
+            if template.uri_template in templates:
+                continue
+            try:
+                templates[template.uri_template] = self._template(server, template)
+            except ValueError as exc:  # not RFC 6570: nothing could be routed to it
+                logger.warning("server %r: resource template left out: %s", server, exc)
         self.templates = list(templates.values())
         after = self._listings()
         return [kind for kind, listing in after.items() if listing != before.get(kind)]

@@ -323,3 +323,89 @@ async def test_cancelling_upstream_cancels_downstream(tmp_path: Path) -> None:
                     await anyio.sleep(0.02)
         assert marker.read_text() == "cancelled"
         assert hub.status("probe").state is ServerState.READY  # cancelled, not crashed
+
+
+#: A downstream server written by hand, listing things no SDK would: odd types in
+#: every field, a template that is not RFC 6570, prompt arguments of every shape.
+ODD_SERVER = r"""
+import json, sys
+
+LISTS = {
+    "tools/list": {"tools": [
+        {"name": "odd", "inputSchema": {"type": "object"}, "annotations": ["x"],
+         "outputSchema": "not a schema", "icons": {"a": 1}, "title": 5, "_meta": 3},
+        {"name": "plain", "inputSchema": {"type": "object"}},
+    ]},
+    "resources/list": {"resources": [
+        {"uri": "odd://r", "name": 5, "mimeType": 7, "annotations": "x"},
+        {"uri": "odd://r", "name": "duplicate"},
+    ]},
+    "resources/templates/list": {"resourceTemplates": [
+        {"uriTemplate": "odd://{", "name": "broken"},
+        {"uriTemplate": "odd://items/{id}", "name": "items"},
+    ]},
+    "prompts/list": {"prompts": [
+        {"name": "p1", "arguments": "x"},
+        {"name": "p2", "arguments": [1, {"name": 2}, {"name": "ok", "required": True}]},
+    ]},
+}
+
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method, params = msg.get("method"), msg.get("params") or {}
+    if method == "initialize":
+        result = {"protocolVersion": "2025-11-25", "serverInfo": {"name": "odd", "version": "0"},
+                  "capabilities": {"tools": {}, "resources": {}, "prompts": {}}}
+    elif method in LISTS:
+        result = LISTS[method]
+    elif method == "resources/read":
+        result = {"contents": [{"uri": params["uri"], "text": "read " + params["uri"]}]}
+    elif method == "tools/call":
+        result = {"content": [{"type": "text", "text": "called " + params["name"]}],
+                  "_meta": {"odd/extra": True}}
+    elif method == "prompts/get":
+        result = {"messages": [{"role": "user", "content": {"type": "text",
+                  "text": json.dumps(params.get("arguments"))}}]}
+    elif method == "ping":
+        result = {}
+    else:
+        answer = {"jsonrpc": "2.0", "id": msg["id"],
+                  "error": {"code": -32601, "message": "Method not found"}}
+        print(json.dumps(answer), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", [MODERN, "legacy"])
+async def test_odd_listings_are_mirrored_as_far_as_they_make_sense(
+    tmp_path: Path, mode: str
+) -> None:
+    script = tmp_path / "odd_server.py"
+    script.write_text(ODD_SERVER)
+    odd = ServerConfig(name="odd", command=PY, args=[str(script)])
+    async with Hub(servers=[odd]) as hub:
+        await ready(hub)
+        assert hub.status("odd").state is ServerState.READY
+        async with Client(HubServer(hub), mode=mode) as client:
+            tools = {t.name: t for t in await client.list_tools()}
+            assert set(tools) == {"odd__odd", "odd__plain"}
+            assert tools["odd__odd"].annotations is None and tools["odd__odd"].title is None
+            with anyio.fail_after(WAIT):
+                called = await client.call_tool("odd__odd")
+            assert called.text == "called odd" and (called.meta or {}).get("odd/extra") is True
+            resources = await client.list_resources()
+            assert [r.uri for r in resources] == ["odd://r"]
+            templates = await client.list_resource_templates()
+            assert [t.uri_template for t in templates] == ["odd://items/{id}"]
+            with anyio.fail_after(WAIT):
+                assert (await client.read_resource("odd://items/7"))[0].text == "read odd://items/7"
+                assert (await client.read_resource("odd://r"))[0].text == "read odd://r"
+            prompts = {p.name: p for p in await client.list_prompts()}
+            assert prompts["odd__p1"].arguments == []
+            assert [a.name for a in prompts["odd__p2"].arguments] == ["ok"]
+            with anyio.fail_after(WAIT):
+                got = await client.get_prompt("odd__p2", {"ok": "yes"})
+            assert got.raw["messages"][0]["content"]["text"] == '{"ok": "yes"}'
