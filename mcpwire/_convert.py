@@ -18,9 +18,8 @@ from __future__ import annotations
 import enum
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ._jsonschema import Validator, compile
 from ._schema_types import (
     _MAPPINGS,
     _SEQUENCES,
@@ -34,6 +33,9 @@ from ._schema_types import (
     _unwrap,
 )
 from .sansio._json import JSONValue
+
+if TYPE_CHECKING:
+    from ._jsonschema import Validator
 
 __all__ = ("_Converters", "convert_arguments")
 
@@ -116,6 +118,8 @@ class _Converters:
             for i, (m, conv) in enumerate(zip(members, convs, strict=True)):
                 check = checks[i]
                 if check is None:
+                    from ._jsonschema import compile
+
                     builder = _Builder()
                     check = checks[i] = compile(builder.finish(dict(builder.schema(m, "union"))))
                 if check.is_valid(v):

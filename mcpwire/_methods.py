@@ -342,8 +342,7 @@ async def _tools_call(call: Call) -> JSONObject:
         args = {}
     if not isinstance(args, dict):
         raise invalid_params("tools/call: arguments must be an object")
-    assert tool.validator is not None
-    problems = tool.validator.validate(args)
+    problems = (tool.validator or tool.checker()).validate(args)
     tasked = call.era == "legacy" and (tool.task != "forbidden" or "task" in call.params)
     if tasked and _tasks.legacy_tasks(call.server, call.version):  # 2025-11-25 tasks
 

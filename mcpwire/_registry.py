@@ -1,9 +1,12 @@
 """Tool, resource, template and prompt definitions, and their result conversion.
 
 A definition is made once, at registration: the input schema is derived from
-the function (or taken verbatim when given), compiled into a validator, and the
-function's parameters are classified (which ones get the ``Context``, how JSON
-arguments convert to Python values). Calls then only validate, convert, call
+the function (or taken verbatim when given), and the function's parameters are
+classified (which ones get the ``Context``, how JSON arguments convert to
+Python values). A schema given verbatim is compiled into a validator at once,
+so a bad one fails the registration; a derived one, valid by construction, is
+compiled on the tool's first call (``ToolDef.checker``), so a server that is
+only listed never loads the validator. Calls then only validate, convert, call
 and shape the result, so the per-call cost stays small.
 """
 
@@ -215,10 +218,17 @@ class ToolDef(Record, frozen=False):
             thread=thread,
             context_param=ctx,
             params=params,
-            validator=_schema.compile(schema),
+            validator=None if input_schema is None else _schema.compile(schema),
             task=task,
             task_start=task_start,
         )
+
+    def checker(self) -> _schema.Validator:
+        """The validator of the input schema, compiled on first use."""
+        validator = self.validator
+        if validator is None:
+            validator = self.validator = _schema.compile(self.input_schema)
+        return validator
 
     def to_json(self, execution: bool = False) -> JSONObject:
         """The wire ``Tool``; ``execution`` adds 2025-11-25's ``execution.taskSupport``."""

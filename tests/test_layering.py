@@ -160,3 +160,44 @@ def test_a_client_that_runs_tasks_leaves_the_server_unloaded() -> None:
     code = "from mcpwire import Client\nimport mcpwire._client_task_host, mcpwire._task_legacy\n"
     watch = ["mcpwire._server", "mcpwire._methods", "mcpwire._jsonschema", "mcpwire._cursor"]
     assert modules_after(code, watch) == ["mcpwire._cursor"]
+
+
+def test_a_server_loads_its_validator_on_the_first_call() -> None:
+    """A server that is only listed (a hub's idle server) never loads the JSON Schema
+    validator: a derived input schema is compiled on the tool's first call, which
+    still validates (issue 7's idle RSS target)."""
+    code = """
+import anyio, mcpwire, sys
+from mcpwire import Server, Session
+server = Server("probe")
+
+@server.tool()
+def echo(text: str) -> str:
+    return text
+
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"}}
+
+async def main() -> None:
+    ours, theirs = mcpwire.memory_pair(wire=True)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, theirs)
+        async with Session(ours) as session:
+            await session.request("initialize", INIT)
+            await session.notify("notifications/initialized")
+            await session.request("tools/list")
+            print("listed", "mcpwire._jsonschema" in sys.modules)
+            bad = await session.request("tools/call", {"name": "echo", "arguments": {"text": 5}})
+            print("bad", bad.get("isError"))
+            good = await session.request("tools/call", {"name": "echo", "arguments": {"text": "x"}})
+            print("good", good["content"][0]["text"])
+            print("called", "mcpwire._jsonschema" in sys.modules)
+        tg.cancel_scope.cancel()
+
+anyio.run(main)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:4] == ["listed False", "bad True", "good x", "called True"]
