@@ -211,7 +211,7 @@ async def test_the_reference_sdk_client_uses_the_hub_over_stdio(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("mode", [MODERN, "legacy"])
-async def test_our_client_uses_the_hub_over_http(tmp_path: Path, mode: str) -> None:
+async def test_our_client_and_the_sdk_use_the_hub_over_http(tmp_path: Path, mode: str) -> None:
     config = write_config(tmp_path)
     port = free_port()
     proc = subprocess.Popen(
@@ -226,6 +226,12 @@ async def test_our_client_uses_the_hub_over_http(tmp_path: Path, mode: str) -> N
                 assert (await client.call_tool("a__echo", {"message": "x"})).text == "x"
                 names = {t.name for t in await client.list_tools()}
                 assert "ref__echo" in names and "off__echo" not in names
+        with warnings.catch_warnings(), anyio.fail_after(WAIT):
+            warnings.simplefilter("ignore")
+            async with SdkClient(url, mode=mode, read_timeout_seconds=15, cache=None) as sdk:  # type: ignore[arg-type]
+                assert "a__tag" in {t.name for t in (await sdk.list_tools()).tools}
+                result = await sdk.call_tool("ref__echo", {"message": "SDK over HTTP"})
+                assert result.content[0].text == "SDK over HTTP"  # type: ignore[union-attr]
     finally:
         proc.terminate()
         out, _ = proc.communicate(timeout=30)
