@@ -78,12 +78,18 @@ async def test_a_call_in_flight_keeps_the_server_running(tmp_path: Path) -> None
     async with Hub(servers=[idle_server(script, 0.3)]) as hub:
         await ready(hub)
         before = await pid_of(hub)
-        with anyio.fail_after(WAIT):
-            assert (await hub.call_tool("s__nap", {"seconds": 1.2})).text
-        # Four idle timeouts passed during the call; the server stayed, and the
-        # clock restarted when the call ended.
-        assert hub.status("s").state is ServerState.READY
-        assert await pid_of(hub) == before
+        during: list[int] = []
+
+        async def look_during_the_nap() -> None:
+            await anyio.sleep(1.2)  # four idle timeouts into the call
+            during.append(await pid_of(hub))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(look_during_the_nap)
+            with anyio.fail_after(WAIT):
+                assert (await hub.call_tool("s__nap", {"seconds": 2.0})).text == "rested"
+        # The server stayed while the call ran; the clock restarted when it ended.
+        assert during == [before]
         await wait_state(hub, "s", ServerState.IDLE)
         assert await wait_until_dead(before)
 
@@ -142,7 +148,7 @@ async def test_a_reload_sets_the_timeout_in_place(tmp_path: Path) -> None:
         reloaded = await hub.reload()
         assert reloaded.updated == ("s",) and reloaded.restarted == ()
         # The server was unused for over a second already: it stops at once.
-        await wait_state(hub, "s", ServerState.IDLE, timeout=1.0)
+        await wait_state(hub, "s", ServerState.IDLE, timeout=5.0)
         assert await wait_until_dead(pid)
         write_config(config, {"s": entry(script)})
         await hub.reload()
