@@ -34,8 +34,10 @@ With ``search=True`` the tools are the three of ``ToolSearch``
 for clients that cap the tool count.
 
 Not forwarded: requests downstream servers make of their client (sampling,
-elicitation, roots) are answered by the hub's own ``client_options``, and
-resource subscriptions and completions are not relayed.
+elicitation, roots) are answered by the hub's own ``client_options``; their
+log messages, resource subscriptions and completions are not relayed (a log
+would have to be tied to the upstream request it belongs to, which the
+2026-07-28 era requires and the hub's calls do not carry).
 """
 
 from __future__ import annotations
