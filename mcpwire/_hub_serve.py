@@ -33,9 +33,13 @@ With ``search=True`` the tools are the three of ``ToolSearch``
 (``search_tools``, ``describe_tool``, ``call_tool``) in place of every schema,
 for clients that cap the tool count.
 
+Completions of a prompt's or a resource template's arguments are asked of
+the server that owns it (under its own name for the prompt); a server that
+cannot complete gives no values.
+
 Not forwarded: requests downstream servers make of their client (sampling,
 elicitation, roots) are answered by the hub's own ``client_options``; their
-log messages, resource subscriptions and completions are not relayed (a log
+log messages and resource subscriptions are not relayed (a log
 would have to be tied to the upstream request it belongs to, which the
 2026-07-28 era requires and the hub's calls do not carry).
 """
@@ -50,7 +54,7 @@ import anyio
 from ._content import ToolResult
 from ._errors import JSONRPCError, MCPWireError
 from ._hub_search import ToolSearch
-from ._registry import PromptDef, ResourceDef, TemplateDef, ToolDef
+from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef
 from ._server import Server
 from ._uritemplate import UriTemplate
 from ._version import __version__
@@ -117,14 +121,20 @@ class HubServer(Server):
             resources.setdefault(resource.uri, self._resource(server, resource))
         self.resources = resources
         templates: dict[str, TemplateDef] = {}
+        owners: dict[str, str] = {}
         for server, template in self.hub.resource_templates():
             if template.uri_template in templates:
                 continue
             try:
                 templates[template.uri_template] = self._template(server, template)
+                owners[template.uri_template] = server
             except ValueError as exc:  # not RFC 6570: nothing could be routed to it
                 logger.warning("server %r: resource template left out: %s", server, exc)
         self.templates = list(templates.values())
+        self.completions = [
+            *(self._completer("ref/prompt", p.name, p.server) for p in self.hub.prompts()),
+            *(self._completer("ref/resource", t, owners[t]) for t in templates),
+        ]
         after = self._listings()
         return [kind for kind, listing in after.items() if listing != before.get(kind)]
 
@@ -216,6 +226,28 @@ class HubServer(Server):
             return [c.raw for c in await hub.read_resource(uri, server=server)]
 
         return ResourceDef(uri=uri, size=resource.size, **_listed(read, resource.raw))
+
+    def _completer(self, kind: str, name: str, server: str) -> CompletionDef:
+        hub = self.hub
+
+        async def complete(argument: str, value: str, context: dict[str, Any]) -> JSONObject:
+            if kind == "ref/prompt":
+                ref: JSONObject = {"type": kind, "name": hub._registry.route_prompt(name)[1]}
+            else:
+                ref = {"type": kind, "uri": name}
+            given = {k: v if isinstance(v, str) else str(v) for k, v in context.items()}
+            try:
+                found = await hub._sups[server].call(
+                    lambda client: client.complete(ref, argument, value, given or None)
+                )
+            except (MCPWireError, TimeoutError, KeyError):
+                return {"values": [], "total": 0, "hasMore": False}
+            out: JSONObject = {"values": list(found.values), "hasMore": found.has_more}
+            if found.total is not None:
+                out["total"] = found.total
+            return out
+
+        return CompletionDef(complete, kind, name, None)
 
     def _template(self, server: str, template: ResourceTemplate) -> TemplateDef:
         hub, parsed = self.hub, UriTemplate(template.uri_template)

@@ -415,3 +415,27 @@ async def test_odd_listings_are_mirrored_as_far_as_they_make_sense(
             with anyio.fail_after(WAIT):
                 got = await client.get_prompt("odd__p2", {"ok": "yes"})
             assert got.raw["messages"][0]["content"]["text"] == '{"ok": "yes"}'
+
+
+async def test_completions_are_asked_of_the_owning_server(tmp_path: Path) -> None:
+    script, _ = write_scripts(tmp_path)
+    everything = ServerConfig(name="ev", command=PY, args=["-m", "mcpwire.examples.everything"])
+    plain = ServerConfig(name="a", command=PY, args=[script])
+    async with Hub(servers=[everything, plain]) as hub:
+        await ready(hub)
+        async with Client(HubServer(hub)) as client:
+            assert "completions" in client.server_capabilities
+            with anyio.fail_after(WAIT):
+                styles = await client.complete(
+                    {"type": "ref/prompt", "name": "ev__greet"}, "style", "p"
+                )
+                items = await client.complete(
+                    {"type": "ref/resource", "uri": "demo://items/{item_id}"}, "item_id", "4"
+                )
+                none = await client.complete({"type": "ref/prompt", "name": "a__hello"}, "name", "")
+            assert styles.values == ["pirate", "poetic"] and styles.total == 2
+            assert items.values == ["42"]
+            assert none.values == []  # the server has no completer for it
+            with pytest.raises(JSONRPCError) as caught:
+                await client.complete({"type": "ref/prompt", "name": "nope"}, "x", "")
+            assert caught.value.code == -32602
