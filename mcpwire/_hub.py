@@ -583,9 +583,11 @@ class Hub:
 
 
 def _settling(sup: Supervisor) -> bool:
-    """Starting, or not yet in step with a config (or profile) that enabled or
-    disabled it: its actor has been told, and has not moved yet."""
-    return sup.state in _WAITING or (sup.state is ServerState.DISABLED) != sup.config.disabled
+    """Starting, or told of a config that enabled or disabled it and not yet moved."""
+    if sup.state in _WAITING:
+        return True
+    stuck = sup.invalid or sup.state is ServerState.STOPPED  # these never move
+    return not stuck and (sup.state is ServerState.DISABLED) != sup.config.disabled
 
 
 def _absolute(paths: Sequence[str]) -> list[str]:

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import json_values
 from test_hub_support import (
+    PY,
     WAIT,
     entry,
     ready,
@@ -365,3 +366,13 @@ async def test_wait_ready_waits_for_a_server_a_reload_enabled(tmp_path: Path) ->
         assert hub.status("s").state is ServerState.READY
         states = [e.new for e in events.pending() if isinstance(e, ServerStateChanged)]
         assert states == [ServerState.STARTING, ServerState.READY]
+
+
+async def test_wait_ready_does_not_wait_for_a_server_that_cannot_move() -> None:
+    """A disabled server whose name the hub cannot expose sits ``failed`` for good:
+    its config says disabled and its state is not, yet nothing is settling."""
+    bad = ServerConfig(name="a__b", command=PY, args=["-c", "pass"], disabled=True)
+    async with Hub(servers=[bad]) as hub:
+        with anyio.fail_after(5):
+            await hub.wait_ready(timeout=WAIT)
+        assert hub.status("a__b").state is ServerState.FAILED
