@@ -344,7 +344,7 @@ class Hub:
         return [self.status(name) for name in self._sups]
 
     async def wait_ready(self, timeout: float | None = None) -> None:
-        """Wait until no enabled server is still starting; ``TimeoutError`` after ``timeout``."""
+        """Wait until no server is connecting (backoffs aside); TimeoutError after ``timeout``."""
         self._check_open()
         with anyio.fail_after(timeout):
             while True:
@@ -399,8 +399,9 @@ class Hub:
                 reason = sup.config.disabled_reason
                 raise ToolCallRefused(f"server {sup.name!r} is disabled ({reason})") from None
             if not sup.exposed:
+                state = sup.state or ServerState.STARTING
                 raise HubError(
-                    f"unknown tool {exposed_name!r}: server {sup.name!r} is {sup.state} "
+                    f"unknown tool {exposed_name!r}: server {sup.name!r} is {state} "
                     "and has not listed its tools"
                 ) from None
             raise
@@ -583,8 +584,8 @@ class Hub:
 
 
 def _settling(sup: Supervisor) -> bool:
-    """Starting, or told of a config that enabled or disabled it and not yet moved."""
-    if sup.state in _WAITING:
+    """Connecting (not in a backoff), or not yet in step with its config's ``disabled``."""
+    if sup.state in _WAITING or (sup.state is ServerState.RESTARTING and sup.attempting):
         return True
     stuck = sup.invalid or sup.state is ServerState.STOPPED  # these never move
     return not stuck and (sup.state is ServerState.DISABLED) != sup.config.disabled

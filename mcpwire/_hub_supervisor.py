@@ -118,6 +118,7 @@ class Supervisor:
         self.settled = 0
         self.failures = 0
         self.done = anyio.Event()
+        self.attempting = False
         self._crashes: collections.deque[float] = collections.deque()
         self._suspended = False
         self._blocked = False
@@ -343,9 +344,11 @@ class Supervisor:
                 await self._sleep(math.inf)  # until a call needs it, a restart or a stop
                 continue
             self.reason = ""
+            self.attempting = True  # until the attempt ends (not a backoff: Hub.wait_ready)
             self._set(ServerState.STARTING if first else ServerState.RESTARTING)
             first = False
             outcome, error, tail = await self._attempt()
+            self.attempting = False
             if self._stopping:
                 return
             if outcome is _Outcome.RESTART:

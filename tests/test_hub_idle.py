@@ -7,12 +7,16 @@ Every server is a real process (the hub test server of ``test_hub_support``);
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from fuzzing import in_own_thread
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from test_hub_support import (
     PY,
     WAIT,
@@ -33,6 +37,7 @@ from mcpwire import (
     ServerConfig,
     ServerState,
     ServerStateChanged,
+    ToolCallRefused,
     parse_config,
 )
 
@@ -192,3 +197,135 @@ def test_idle_timeout_is_read_from_config_files() -> None:
         parse_config(doc, environ={})
     with pytest.raises(ValueError, match="idle_timeout"):
         ServerConfig(name="s", command="x", idle_timeout=0)
+
+
+# -- a drawn program of calls, waits, restarts, profile switches and reloads ------------------
+
+S = ServerState
+#: Where a healthy server's state may go, with idle stops and profiles (``_hub_supervisor``).
+#: A server enabled again, or started after an idle stop, starts: it does not restart.
+MOVES: dict[ServerState | None, set[ServerState]] = {
+    None: {S.STARTING, S.DISABLED, S.STOPPED},
+    S.STARTING: {S.READY, S.RESTARTING, S.DISABLED, S.STOPPED},
+    S.READY: {S.IDLE, S.RESTARTING, S.DISABLED, S.STOPPED},
+    S.IDLE: {S.STARTING, S.DISABLED, S.STOPPED},
+    S.RESTARTING: {S.READY, S.DISABLED, S.STOPPED},
+    S.DISABLED: {S.STARTING, S.STOPPED},
+    S.STOPPED: set(),
+}
+PROFILES = {"both": ["a", "b"], "only-a": ["a"], "only-b": ["b"]}
+idle_steps = st.one_of(
+    st.tuples(st.just("call"), st.sampled_from("ab"), st.booleans()),
+    st.tuples(st.just("wait"), st.sampled_from((0.1, 0.6, 1.3))),
+    st.tuples(st.just("profile"), st.sampled_from((None, *PROFILES))),
+    st.tuples(st.just("restart"), st.sampled_from("ab")),
+    st.tuples(st.just("idle"), st.sampled_from((None, "1s", "2s"))),
+)
+
+
+async def run_idle_program(tmp: Path, steps: list[tuple[Any, ...]]) -> None:
+    script, _ = write_scripts(tmp)
+    config = tmp / "mcp.json"
+    idle: str | None = "1s"
+
+    def write() -> None:
+        extra = {} if idle is None else {"idleTimeout": idle}
+        servers = {n: entry(script, "--tag", n, **extra) for n in "ab"}
+        config.write_text(json.dumps({"mcpServers": servers, "profiles": PROFILES}))
+
+    write()
+    pids: list[int] = []
+    async with Hub([config], profile="both", watch=False) as hub:
+        events = hub.events()
+        await ready(hub)
+
+        def running() -> set[str]:
+            return set(PROFILES[hub.profile]) if hub.profile else {"a", "b"}
+
+        pending = [0]  # background calls not yet finished
+
+        async def call(name: str, background: bool = False) -> None:
+            expect = name in running()  # no profile switch runs meanwhile (see below)
+            try:
+                with anyio.fail_after(WAIT):
+                    pid = int((await hub.call_tool(f"{name}__pid")).text)
+            except ToolCallRefused:
+                assert not expect, f"{name} refused while in the profile"
+                return
+            finally:
+                pending[0] -= background
+            assert expect, f"{name} answered while out of the profile"
+            pids.append(pid)
+
+        async with anyio.create_task_group() as tg:
+            for step in steps:
+                kind = step[0]
+                if kind == "call" and step[2]:
+                    pending[0] += 1
+                    tg.start_soon(call, step[1], True)  # alongside the next steps
+                elif kind == "call":
+                    await call(step[1])
+                elif kind == "wait":
+                    await anyio.sleep(step[1])
+                elif kind == "restart":
+                    if step[1] in running():
+                        with anyio.fail_after(WAIT):
+                            assert await hub.restart(step[1]) is S.READY
+                    else:
+                        with pytest.raises(ToolCallRefused):
+                            await hub.restart(step[1])
+                else:
+                    # Background calls finish first, so each knows the profile it ran under.
+                    with anyio.fail_after(WAIT):
+                        while pending[0]:
+                            await anyio.sleep(0.01)
+                    if kind == "profile":
+                        await hub.use_profile(step[1])
+                    else:
+                        idle = step[1]
+                        write()
+                        await hub.reload()
+        await ready(hub)
+        for name in "ab":
+            state = hub.status(name).state
+            assert state in ((S.READY, S.IDLE) if name in running() else (S.DISABLED,)), name
+        exposed = {t.name.split("__")[0] for t in hub.tools()}
+        assert exposed == running()
+    seen = events.pending()  # the stream keeps what it buffered, up to the hub's close
+    last: dict[str, ServerState | None] = {}
+    for event in seen:
+        if isinstance(event, ServerStateChanged):
+            assert event.old == last.get(event.server), event
+            assert event.new in MOVES[event.old], event
+            assert event.error is None, event  # healthy servers never fail
+            last[event.server] = event.new
+    assert set(last.values()) == {S.STOPPED}
+    for pid in pids:
+        assert await wait_until_dead(pid), f"process {pid} outlived the hub"
+
+
+EXAMPLE_PROGRAM = [
+    ("call", "a", False),
+    ("wait", 1.3),
+    ("call", "a", True),
+    ("profile", "only-b"),
+    ("call", "a", False),
+    ("idle", None),
+    ("profile", None),
+    ("call", "b", True),
+]
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=st.lists(idle_steps, min_size=3, max_size=8))
+@example(steps=EXAMPLE_PROGRAM)
+def test_idle_stops_and_profiles_under_a_drawn_program(
+    anyio_backend: str, tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[Any, ...]]
+) -> None:
+    tmp = tmp_path_factory.mktemp("idle-program")
+    in_own_thread(anyio.run, run_idle_program, tmp, steps, backend=anyio_backend)
