@@ -48,15 +48,9 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 
-from ._hub_auth import (
-    DEFAULT_AUTHORIZE_TIMEOUT,
-    AuthorizeHook,
-    OAuthState,
-    oauth_client,
-    oauth_state,
-)
+from ._hub_auth import DEFAULT_AUTHORIZE_TIMEOUT, AuthorizeHook, HubOAuth
 from ._hub_cache import ToolCache
-from ._hub_config import OAuthSettings, ServerConfig, load_configs
+from ._hub_config import ServerConfig, load_configs
 from ._hub_errors import ConfigError, ConfigIssue, HubError, ToolCallRefused
 from ._hub_events import (
     DEFAULT_EVENT_BUFFER,
@@ -82,10 +76,10 @@ from ._hub_supervisor import Supervisor
 from ._hub_watch import DEFAULT_DEBOUNCE, DEFAULT_POLL_INTERVAL, PathWatcher
 
 if TYPE_CHECKING:
-    from ._oauth import OAuthClient
     from ._session import ProgressCallback
     from ._types import (
         CallToolResult,
+        Completion,
         GetPromptResult,
         Resource,
         ResourceContents,
@@ -183,17 +177,14 @@ class Hub:
         self.tool_count_warnings = tuple(tool_count_warnings)
         self.environ = environ
         self.client_options: dict[str, object] = dict(client_options or {})
-        self.authorize = authorize
-        self.token_store = None if token_store is None else os.fspath(token_store)
-        if not authorize_timeout > 0:
-            raise ValueError("authorize_timeout must be a positive number of seconds")
-        self.authorize_timeout = authorize_timeout
+        store = None if token_store is None else os.fspath(token_store)
+        #: OAuth for the servers with ``oauth`` in their config (``_hub_auth``).
+        self.oauth = HubOAuth(authorize, store, authorize_timeout)
         self.tool_cache = ToolCache(tool_cache) if tool_cache is not None else None
         #: The profile in force (``None``: every server as configured), and the
         #: profiles the config in force defines (``_hub_profiles``).
         self.profile = profile
         self.profiles: dict[str, Profile] = {}
-        self._oauth: dict[tuple[str, str, OAuthSettings], OAuthState] = {}
         #: Warnings from the config currently in force (unknown keys, overrides...).
         self.warnings: list[ConfigIssue] = []
         self._max_starts = max_concurrent_starts
@@ -210,25 +201,6 @@ class Hub:
         self._reload_lock: anyio.Lock | None = None
         self._changed: anyio.Event | None = None
         self._closed = False
-
-    def oauth_for(self, config: ServerConfig) -> OAuthClient | None:
-        """The ``OAuthClient`` for a new connection to ``config``'s server, if it has ``oauth``."""
-        settings = config.oauth
-        if settings is None or config.url is None:
-            return None
-        key = (config.name, config.url, settings)
-        state = self._oauth.get(key)
-        if state is None:
-            state = self._oauth[key] = oauth_state(config, settings, self.token_store)
-        return oauth_client(config, settings, state, self.authorize, timeout=self.authorize_timeout)
-
-    def authorizing(self, config: ServerConfig) -> bool:
-        """True while an OAuth authorization of ``config``'s server waits for the user."""
-        settings = config.oauth
-        if settings is None or config.url is None:
-            return False
-        state = self._oauth.get((config.name, config.url, settings))
-        return state is not None and state.waiting > 0
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -492,6 +464,29 @@ class Hub:
         route = self._registry.route_prompt(name)
         return await self._sups[route[0]].call(
             lambda client: client.get_prompt(route[1], arguments)
+        )
+
+    async def complete(
+        self,
+        ref: JSONObject,
+        argument: str,
+        value: str,
+        context: dict[str, str] | None = None,
+        *,
+        server: str | None = None,
+    ) -> Completion:
+        """Complete an argument of a prompt (``{"type": "ref/prompt", "name": exposed
+        name}``) or of ``server``'s resource template (``{"type": "ref/resource",
+        "uri": template}``), as the server that owns it does."""
+        self._check_open()
+        if ref.get("type") == "ref/prompt":
+            server, name = self._registry.route_prompt(str(ref.get("name")))
+            ref = {"type": "ref/prompt", "name": name}
+        elif server is None:
+            raise HubError("say which server's resource template to complete")
+        self.status(server)
+        return await self._sups[server].call(
+            lambda client: client.complete(ref, argument, value, context)
         )
 
     # -- what supervisors report -------------------------------------------------------

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 __all__ = (
     "DEFAULT_AUTHORIZE_TIMEOUT",
     "AuthorizeHook",
+    "HubOAuth",
     "OAuthState",
     "oauth_client",
     "oauth_state",
@@ -72,6 +73,38 @@ class OAuthState:
     redirect_uri: str
     #: Authorizations waiting for the user now (the startup watchdog waits too).
     waiting: int = 0
+
+
+class HubOAuth:
+    """The hub's OAuth: one ``OAuthState`` per server (name, URL and settings), made
+    on its first connection and kept for the hub's life."""
+
+    def __init__(
+        self, authorize: AuthorizeHook | None, token_store: str | None, timeout: float
+    ) -> None:
+        if not timeout > 0:
+            raise ValueError("authorize_timeout must be a positive number of seconds")
+        self.authorize, self.token_store, self.timeout = authorize, token_store, timeout
+        self._states: dict[tuple[str, str, OAuthSettings], OAuthState] = {}
+
+    def client_for(self, config: ServerConfig) -> OAuthClient | None:
+        """The ``OAuthClient`` for a new connection to ``config``'s server, if it has ``oauth``."""
+        settings = config.oauth
+        if settings is None or config.url is None:
+            return None
+        key = (config.name, config.url, settings)
+        state = self._states.get(key)
+        if state is None:
+            state = self._states[key] = oauth_state(config, settings, self.token_store)
+        return oauth_client(config, settings, state, self.authorize, timeout=self.timeout)
+
+    def authorizing(self, config: ServerConfig) -> bool:
+        """True while an OAuth authorization of ``config``'s server waits for the user."""
+        settings = config.oauth
+        if settings is None or config.url is None:
+            return False
+        state = self._states.get((config.name, config.url, settings))
+        return state is not None and state.waiting > 0
 
 
 def oauth_state(

@@ -98,8 +98,7 @@ class HubServer(Server):
 
     def capabilities(self) -> JSONObject:
         caps = super().capabilities()
-        for kind in _ALWAYS:
-            caps[kind] = {"listChanged": True}
+        caps["resources"] = {"listChanged": True}  # subscriptions are not relayed
         return caps
 
     def offers(self, feature: str) -> bool:
@@ -228,19 +227,15 @@ class HubServer(Server):
         return ResourceDef(uri=uri, size=resource.size, **_listed(read, resource.raw))
 
     def _completer(self, kind: str, name: str, server: str) -> CompletionDef:
-        hub = self.hub
+        hub, key = self.hub, "name" if kind == "ref/prompt" else "uri"
 
         async def complete(argument: str, value: str, context: dict[str, Any]) -> JSONObject:
-            if kind == "ref/prompt":
-                ref: JSONObject = {"type": kind, "name": hub._registry.route_prompt(name)[1]}
-            else:
-                ref = {"type": kind, "uri": name}
             given = {k: v if isinstance(v, str) else str(v) for k, v in context.items()}
             try:
-                found = await hub._sups[server].call(
-                    lambda client: client.complete(ref, argument, value, given or None)
+                found = await hub.complete(
+                    {"type": kind, key: name}, argument, value, given or None, server=server
                 )
-            except (MCPWireError, TimeoutError, KeyError):
+            except (MCPWireError, TimeoutError):
                 return {"values": [], "total": 0, "hasMore": False}
             out: JSONObject = {"values": list(found.values), "hasMore": found.has_more}
             if found.total is not None:

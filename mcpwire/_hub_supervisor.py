@@ -495,10 +495,11 @@ class Supervisor:
         """Close the session if the server is not ready in time (or on restart/stop)."""
         with anyio.move_on_after(startup):
             await self._abort.wait()
-        while not self._ready and not self._abort.is_set() and self.hub.authorizing(self.config):
+        oauth = self.hub.oauth
+        while not self._ready and not self._abort.is_set() and oauth.authorizing(self.config):
             # The user's step of an OAuth flow is not startup time (it has its own
             # bound); once it is over, the rest of the start gets the full time.
-            while self.hub.authorizing(self.config) and not self._abort.is_set():
+            while oauth.authorizing(self.config) and not self._abort.is_set():
                 await anyio.sleep(_AUTHORIZING_POLL)
             with anyio.move_on_after(startup):
                 await self._abort.wait()
@@ -572,7 +573,7 @@ class Supervisor:
             self.config,
             startup_timeout=self.startup_timeout,
             options=self.hub.client_options,
-            auth=self.hub.oauth_for(self.config),
+            auth=self.hub.oauth.client_for(self.config),
             on_notification=self._on_notification,
             on_spawn=spawned,
             on_spawn_error=spawn_failed,

@@ -226,21 +226,22 @@ class Server:
         return info
 
     def capabilities(self) -> JSONObject:
+        """What ``initialize`` and ``server/discover`` advertise: the features ``offers``."""
         caps: JSONObject = {"logging": {}}
-        if self.tools:
+        if self.offers("tools"):
             caps["tools"] = {"listChanged": True}
-        if self.resources or self.templates:
+        if self.offers("resources"):
             caps["resources"] = {"subscribe": True, "listChanged": True}
-        if self.prompts:
+        if self.offers("prompts"):
             caps["prompts"] = {"listChanged": True}
-        if self.completions or self.prompts or self.templates:
+        if self.offers("completion"):
             caps["completions"] = {}
         return caps
 
     def offers(self, feature: str) -> bool:
         """Whether the methods of ``feature`` (a method's prefix: ``"tools"``,
-        ``"resources"``, ...) are served: what ``capabilities`` advertises, and
-        -32601 for the rest. A subclass that changes one changes the other."""
+        ``"resources"``, ...) are served; the rest are -32601. ``capabilities``
+        advertises what this offers, so a subclass overrides this alone."""
         if feature == "tools":
             return bool(self.tools)
         if feature == "resources":

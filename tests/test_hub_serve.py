@@ -26,7 +26,7 @@ from mcp import Client as SdkClient
 from mcp import StdioServerParameters
 from test_hub_support import PY, WAIT, entry, ready, wait_state, write_scripts
 
-from mcpwire import Client, Hub, HubServer, JSONRPCError, ServerConfig, ServerState
+from mcpwire import Client, Hub, HubError, HubServer, JSONRPCError, ServerConfig, ServerState
 
 pytestmark = pytest.mark.anyio
 
@@ -439,3 +439,12 @@ async def test_completions_are_asked_of_the_owning_server(tmp_path: Path) -> Non
             with pytest.raises(JSONRPCError) as caught:
                 await client.complete({"type": "ref/prompt", "name": "nope"}, "x", "")
             assert caught.value.code == -32602
+        # The hub's own API, which the mirror goes through.
+        with anyio.fail_after(WAIT):
+            direct = await hub.complete({"type": "ref/prompt", "name": "ev__greet"}, "style", "f")
+        assert direct.values == ["friendly", "formal"]
+        template = {"type": "ref/resource", "uri": "demo://items/{item_id}"}
+        with pytest.raises(HubError, match="say which server"):
+            await hub.complete(template, "item_id", "")
+        with anyio.fail_after(WAIT):
+            assert (await hub.complete(template, "item_id", "", server="ev")).total == 4
