@@ -19,15 +19,14 @@ and the next listing writes a good one.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import os
-import tempfile
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ._files import replace_file
 from ._hub_status import Discovery
 from ._types import Prompt, Resource, ResourceTemplate, Tool
 
@@ -89,22 +88,10 @@ class ToolCache:
             "serverInfo": found.server_info,
             "protocolVersion": found.protocol_version,
         }
-        data = orjson.dumps({"format": FORMAT, "servers": servers})
         try:
-            fd, temporary = tempfile.mkstemp(
-                prefix=".mcpwire-tools-", dir=os.path.dirname(self.path)
-            )
+            replace_file(self.path, orjson.dumps({"format": FORMAT, "servers": servers}))
         except OSError as exc:
             logger.warning("tool cache %s could not be written: %s", self.path, exc)
-            return
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(temporary, self.path)
-        except OSError as exc:
-            logger.warning("tool cache %s could not be written: %s", self.path, exc)
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
 
     def _load(self) -> dict[str, Any]:
         if self._servers is None:

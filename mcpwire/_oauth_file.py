@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
@@ -41,6 +40,7 @@ import anyio.to_thread
 import orjson
 
 from ._errors import AuthorizationError
+from ._files import replace_file
 from ._oauth import ClientInfo, OAuthTokens
 
 try:
@@ -145,18 +145,7 @@ class FileTokenStorage:
         folder = self.path.parent
         if not folder.exists():
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                os.chmod(temp, 0o600)  # mkstemp makes it 0600 already; be explicit
-                f.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(temp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+        replace_file(self.path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))  # mode 0600
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
