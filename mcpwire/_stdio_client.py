@@ -256,6 +256,10 @@ class StdioClientTransport(_Ends):
             daemon=True,
         )
         self._stderr_thread.start()
+        if hasattr(os, "waitid"):
+            threading.Thread(
+                target=self._watch_exit, name=f"mcpwire-exit-{self.process.pid}", daemon=True
+            ).start()
         self._closed_locally = False
         self._closed = False
         self._stopped: anyio.Event | None = None
@@ -415,17 +419,44 @@ class StdioClientTransport(_Ends):
 
     async def _sweep_group(self) -> None:
         # The server is gone; anything it left in its process group goes too.
-        if sys.platform == "win32":  # pragma: no cover
-            return
-        if not self._group_alive():
-            return
-        self._signal_group(signal.SIGTERM)
-        deadline = time.monotonic() + _SWEEP_GRACE
-        while self._group_alive():
-            if time.monotonic() >= deadline:
-                self._signal_group(_SIGKILL)
-                return
+        deadline = self._start_sweep()
+        while deadline is not None and not self._swept(deadline):
             await anyio.sleep(0.01)
+
+    def _watch_exit(self) -> None:
+        """In a daemon thread (POSIX): once the server exits, what it left in its
+        process group is signalled as at shutdown (SIGTERM, then SIGKILL). A
+        process left behind may hold the server's stdout open, and the end of
+        stdout is how the connection learns that the server is gone: without
+        this, calls would wait out their timeouts and a hub would keep a dead
+        server ``ready``. The server is the process started, so a launcher that
+        exits and leaves another process serving its pipes is not supported.
+        ``WNOWAIT`` leaves the exit status to ``Popen``, which reports it."""
+        try:
+            os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOWAIT)
+        except OSError:
+            pass  # reaped already: it has exited
+        if self._closed:
+            return  # aclose() sweeps the group itself
+        deadline = self._start_sweep()
+        while deadline is not None and not self._swept(deadline):
+            time.sleep(0.01)
+
+    def _start_sweep(self) -> float | None:
+        """SIGTERM the group if anything is left in it; the deadline for SIGKILL."""
+        if sys.platform == "win32" or not self._group_alive():  # pragma: no cover
+            return None
+        self._signal_group(signal.SIGTERM)
+        return time.monotonic() + _SWEEP_GRACE
+
+    def _swept(self, deadline: float) -> bool:
+        """The group is gone, or is SIGKILLed now that ``deadline`` has passed."""
+        if not self._group_alive():
+            return True
+        if time.monotonic() >= deadline:
+            self._signal_group(_SIGKILL)
+            return True
+        return False
 
     def _group_alive(self) -> bool:
         try:

@@ -133,6 +133,10 @@ CHILD_SCRIPT = textwrap.dedent(
                 stdout=subprocess.DEVNULL,
             )
             result(rid, {"pid": p.pid})
+        elif method == "spawn-holding":
+            # A helper that inherits stdin, stdout and stderr, in the same group.
+            p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+            result(rid, {"pid": p.pid})
         else:
             send({"jsonrpc": "2.0", "id": rid,
                   "error": {"code": -32601, "message": "Method not found"}})
@@ -540,6 +544,27 @@ async def test_client_pending_requests_all_fail_when_child_dies(
     # The first "die" kills the child; the other two die with it.
     assert len(errors) == 3
     assert all(e.exit_code == -9 for e in errors)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("method", "code"), [("die", -9), ("exit3", 3)])
+async def test_client_child_dies_while_a_grandchild_holds_its_stdout(
+    scripts: dict[str, str], anyio_backend: str, method: str, code: int
+) -> None:
+    """The end of stdout never comes while a process the server left behind holds
+    it: the server's exit is watched too, and what it left in its group is swept,
+    so the pending call fails with the exit status instead of hanging until its
+    timeout (and a hub does not keep a dead server ``ready``)."""
+    transport = child(scripts)
+    async with Session(transport) as session:
+        with anyio.fail_after(WAIT):
+            helper = (await session.request("spawn-holding"))["pid"]
+            assert isinstance(helper, int) and not pid_gone(helper)
+            with pytest.raises(ConnectionClosed) as info:
+                await session.request(method, timeout=60)
+    assert info.value.exit_code == code
+    assert wait_gone(helper, 1.0), "the grandchild outlived the server"
+    assert transport.process.returncode == code
 
 
 @pytest.mark.anyio
