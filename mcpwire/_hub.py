@@ -39,6 +39,7 @@ The hub must be entered and left in the same task (like any anyio task group).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -70,7 +71,7 @@ from ._hub_names import (
 )
 from ._hub_profiles import Profile, apply_profile, check_profiles, unknown_profile
 from ._hub_registry import Registry, always_allowed
-from ._hub_reload import apply_config
+from ._hub_reload import apply_config, on_paths_changed, watched_paths
 from ._hub_status import RestartPolicy, ServerStatus
 from ._hub_supervisor import Supervisor
 from ._hub_watch import DEFAULT_DEBOUNCE, DEFAULT_POLL_INTERVAL, PathWatcher
@@ -217,14 +218,14 @@ class Hub:
             self._start(config)
         self._configs = servers
         if self._watch:
-            self._watcher.set_paths(self._watched())
+            self._watcher.set_paths(watched_paths(self))
             self._watch_scope = anyio.CancelScope()
             self._tg.start_soon(self._watch_paths, self._watch_scope)
         return self
 
     async def _watch_paths(self, scope: anyio.CancelScope) -> None:
         with scope:
-            await self._watcher.run(self._on_paths_changed)
+            await self._watcher.run(functools.partial(on_paths_changed, self))
 
     async def __aexit__(self, *exc_info: object) -> None:
         tg = self._tg
@@ -319,12 +320,16 @@ class Hub:
         """Wait until no server is connecting (backoffs aside); TimeoutError after ``timeout``."""
         self._check_open()
         with anyio.fail_after(timeout):
-            while True:
-                assert self._changed is not None
-                changed = self._changed
-                if not any(map(_settling, self._sups.values())):
-                    return
-                await changed.wait()
+            await self._until(lambda: not any(map(_settling, self._sups.values())))
+
+    async def _until(self, settled: Callable[[], bool]) -> None:
+        """Wait until ``settled()`` holds; it is checked after each state change."""
+        while True:
+            assert self._changed is not None
+            changed = self._changed  # taken before the check: no change is missed
+            if settled():
+                return
+            await changed.wait()
 
     async def restart(self, name: str) -> ServerState:
         """Restart a server now, clearing a crash-loop suspension; returns where it settled."""
@@ -378,6 +383,24 @@ class Hub:
                 ) from None
             raise
 
+    async def _route(self, name: str, route: Callable[[str], tuple[str, str]]) -> tuple[str, str]:
+        """``route(name)``. A name that does not route yet, of a server that a reload
+        or profile switch has just enabled (or that is connecting), is routed again
+        once the server has settled, within its startup timeout: such a server's
+        tools are not known until it has listed them, and a call made right after
+        enabling it must not fail for that."""
+        try:
+            return route(name)
+        except ToolCallRefused:
+            raise
+        except HubError:
+            sup = self._sups.get(name.split(self.separator, 1)[0])
+            if sup is None or not _settling(sup):
+                raise
+        with anyio.move_on_after(sup.startup_timeout + 1.0):
+            await self._until(lambda: not _settling(sup))
+        return route(name)
+
     def resources(self) -> list[tuple[str, Resource]]:
         """(server, resource) for every resource of a ready server."""
         return [(n, r) for n, d in self._ready_discoveries() for r in d.resources]
@@ -423,7 +446,7 @@ class Hub:
             RequestTimeout: no answer within ``timeout`` (default: the server's).
         """
         self._check_open()
-        server, tool = self.resolve(name)
+        server, tool = await self._route(name, self.resolve)
         sup = self._sups[server]
         config = sup.config
         if config.disabled:
@@ -461,7 +484,7 @@ class Hub:
     ) -> GetPromptResult:
         """Get a prompt by its exposed name."""
         self._check_open()
-        route = self._registry.route_prompt(name)
+        route = await self._route(name, self._registry.route_prompt)
         return await self._sups[route[0]].call(
             lambda client: client.get_prompt(route[1], arguments)
         )
@@ -480,7 +503,7 @@ class Hub:
         "uri": template}``), as the server that owns it does."""
         self._check_open()
         if ref.get("type") == "ref/prompt":
-            server, name = self._registry.route_prompt(str(ref.get("name")))
+            server, name = await self._route(str(ref.get("name")), self._registry.route_prompt)
             ref = {"type": "ref/prompt", "name": name}
         elif server is None:
             raise HubError("say which server's resource template to complete")
@@ -558,25 +581,6 @@ class Hub:
             self._publish(event)
             return event
 
-    def _watched(self) -> list[str]:
-        paths = list(self.config_files)
-        for config in self._configs.values():
-            paths.extend(config.watch_paths)
-        return paths
-
-    async def _on_paths_changed(self, paths: set[str]) -> None:
-        if paths & set(self.config_files):
-            try:
-                await self.reload()
-            except HubError:
-                pass  # ConfigRejected was published (the last good config stays), or closing
-        for name, config in list(self._configs.items()):
-            sup = self._sups.get(name)
-            watched = set(_absolute(config.watch_paths))
-            if sup is not None and watched & paths and not config.disabled:
-                logger.info("restarting %r: %s changed", name, ", ".join(sorted(watched & paths)))
-                sup.restart_soon()
-
 
 def _settling(sup: Supervisor) -> bool:
     """Connecting (not in a backoff), or not yet in step with its config's ``disabled``."""
@@ -584,10 +588,6 @@ def _settling(sup: Supervisor) -> bool:
         return True
     stuck = sup.invalid or sup.state is ServerState.STOPPED  # these never move
     return not stuck and (sup.state is ServerState.DISABLED) != sup.config.disabled
-
-
-def _absolute(paths: Sequence[str]) -> list[str]:
-    return [os.path.abspath(p) for p in paths]
 
 
 if TYPE_CHECKING:

@@ -9,19 +9,27 @@ that was enabled or disabled is restarted; one whose policy alone changed
 config in place and has its tools registered again; an unchanged one is left
 alone. The servers then follow the new config's order, also a server added in
 place of another (a rename keeps its place).
+
+The hub's watcher calls ``on_paths_changed``: a changed config file is
+reloaded, and a server one of whose ``watchPaths`` changed is restarted.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from typing import TYPE_CHECKING
 
+from ._hub_errors import HubError
 from ._hub_events import ConfigReloaded
 
 if TYPE_CHECKING:
     from ._hub import Hub
     from ._hub_config import ServerConfig
 
-__all__ = ("apply_config",)
+__all__ = ("apply_config", "on_paths_changed", "watched_paths")
+
+logger = logging.getLogger("mcpwire.hub")
 
 
 async def apply_config(hub: Hub, new: dict[str, ServerConfig]) -> ConfigReloaded:
@@ -46,7 +54,7 @@ async def apply_config(hub: Hub, new: dict[str, ServerConfig]) -> ConfigReloaded
             hub._discovered(sup)
     hub._sups = {name: hub._sups[name] for name in new}
     hub._configs = new
-    hub._watcher.set_paths(hub._watched())
+    hub._watcher.set_paths(watched_paths(hub))
     return ConfigReloaded(
         files=tuple(hub.config_files),
         added=tuple(added),
@@ -56,3 +64,29 @@ async def apply_config(hub: Hub, new: dict[str, ServerConfig]) -> ConfigReloaded
         warnings=tuple(map(str, hub.warnings)),
         profile=hub.profile,
     )
+
+
+def watched_paths(hub: Hub) -> list[str]:
+    """The config files and every server's ``watchPaths``."""
+    paths = list(hub.config_files)
+    for config in hub._configs.values():
+        paths.extend(config.watch_paths)
+    return paths
+
+
+async def on_paths_changed(hub: Hub, paths: set[str]) -> None:
+    if paths & set(hub.config_files):
+        try:
+            await hub.reload()
+        except HubError:
+            pass  # ConfigRejected was published (the last good config stays), or closing
+    for name, config in list(hub._configs.items()):
+        sup = hub._sups.get(name)
+        watched = _absolute(config.watch_paths)
+        if sup is not None and watched & paths and not config.disabled:
+            logger.info("restarting %r: %s changed", name, ", ".join(sorted(watched & paths)))
+            sup.restart_soon()
+
+
+def _absolute(paths: tuple[str, ...]) -> set[str]:
+    return {os.path.abspath(p) for p in paths}

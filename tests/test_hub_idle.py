@@ -324,6 +324,7 @@ EXAMPLE_PROGRAM = [
 )
 @given(steps=st.lists(idle_steps, min_size=3, max_size=8))
 @example(steps=EXAMPLE_PROGRAM)
+@example(steps=[("profile", "only-a"), ("wait", 0.1), ("profile", None), ("call", "b", False)])
 def test_idle_stops_and_profiles_under_a_drawn_program(
     anyio_backend: str, tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[Any, ...]]
 ) -> None:

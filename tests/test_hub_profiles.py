@@ -35,6 +35,7 @@ from mcpwire import (
     ConfigRejected,
     ConfigReloaded,
     Hub,
+    HubError,
     Profile,
     ServerConfig,
     ServerState,
@@ -376,3 +377,51 @@ async def test_wait_ready_does_not_wait_for_a_server_that_cannot_move() -> None:
         with anyio.fail_after(5):
             await hub.wait_ready(timeout=WAIT)
         assert hub.status("a__b").state is ServerState.FAILED
+
+
+async def test_a_call_right_after_a_server_is_enabled_waits_for_its_start(tmp_path: Path) -> None:
+    """Found by the drawn program of ``test_hub_idle``: switch to a profile without
+    a server, switch back, and call it at once. The hub forgets a disabled server's
+    tools, and its actor has not started yet; the call (and a prompt, and a
+    completion) waits for the start instead of failing with "unknown tool"."""
+    script, _ = write_scripts(tmp_path)
+    config = tmp_path / "mcp.json"
+    write(config, three(script), PROFILES)
+    async with Hub([config], watch=False) as hub:
+        await ready(hub)
+        await hub.use_profile("c")
+        await wait_state(hub, "a", ServerState.DISABLED)
+        assert not any(n.startswith("a__") for n in exposed(hub))
+        await hub.use_profile(None)
+        assert hub.status("a").state is ServerState.DISABLED  # the actor has not moved
+        got: dict[str, object] = {}
+
+        async def call() -> None:
+            got["pid"] = (await hub.call_tool("a__pid")).text
+
+        async def prompt() -> None:
+            got["prompt"] = await hub.get_prompt("a__hello", {"name": "Ann"})
+
+        async def complete() -> None:
+            got["completion"] = await hub.complete(
+                {"type": "ref/prompt", "name": "a__hello"}, "name", "A"
+            )
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                for job in (call, prompt, complete):
+                    tg.start_soon(job)
+        assert got["pid"] == str(hub.status("a").pid)
+        assert "Hello, Ann!" in str(got["prompt"])
+        assert "completion" in got
+        # A name the server does not offer still fails, once the server has settled.
+        await hub.use_profile("c")
+        await wait_state(hub, "a", ServerState.DISABLED)
+        await hub.use_profile(None)
+        with anyio.fail_after(WAIT), pytest.raises(HubError, match="unknown tool 'a__nope'"):
+            await hub.call_tool("a__nope")
+        assert hub.status("a").state is ServerState.READY
+        # A server that is disabled, and stays so, is refused at once.
+        await hub.use_profile("c")
+        with anyio.fail_after(1), pytest.raises(ToolCallRefused, match="not in profile 'c'"):
+            await hub.call_tool("a__pid")
