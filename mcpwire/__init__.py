@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from ._hub_names import HubTool as HubTool
     from ._hub_names import NameRule as NameRule
     from ._hub_profiles import Profile as Profile
+    from ._hub_relay import AskRelay as AskRelay
     from ._hub_search import ToolSearch as ToolSearch
     from ._hub_serve import HubServer as HubServer
     from ._hub_status import ErrorEntry as ErrorEntry
@@ -132,6 +133,7 @@ if TYPE_CHECKING:
 __all__ = (
     "ASGIApp",
     "AccessToken",
+    "AskRelay",
     "Audio",
     "CallToolResult",
     "Client",
@@ -296,6 +298,7 @@ _LAZY = {
     "ToolsChanged": "._hub_events",
     "ToolSearch": "._hub_search",
     "HubServer": "._hub_serve",
+    "AskRelay": "._hub_relay",
     "Profile": "._hub_profiles",
     "HubPrompt": "._hub_names",
     "HubTool": "._hub_names",

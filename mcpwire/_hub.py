@@ -51,7 +51,7 @@ import anyio.abc
 
 from ._hub_auth import DEFAULT_AUTHORIZE_TIMEOUT, AuthorizeHook, HubOAuth
 from ._hub_cache import ToolCache
-from ._hub_config import ServerConfig, load_configs
+from ._hub_config import ServerConfig
 from ._hub_errors import ConfigError, ConfigIssue, HubError, ToolCallRefused
 from ._hub_events import (
     DEFAULT_EVENT_BUFFER,
@@ -69,14 +69,15 @@ from ._hub_names import (
     NameRule,
     resolve_rule,
 )
-from ._hub_profiles import Profile, apply_profile, check_profiles, unknown_profile
+from ._hub_profiles import Profile, unknown_profile
 from ._hub_registry import Registry, always_allowed
-from ._hub_reload import apply_config, on_paths_changed, watched_paths
+from ._hub_reload import apply_config, load_servers, on_paths_changed, watched_paths
 from ._hub_status import RestartPolicy, ServerStatus
 from ._hub_supervisor import Supervisor
 from ._hub_watch import DEFAULT_DEBOUNCE, DEFAULT_POLL_INTERVAL, PathWatcher
 
 if TYPE_CHECKING:
+    from ._hub_relay import AskRelay
     from ._session import ProgressCallback
     from ._types import (
         CallToolResult,
@@ -136,6 +137,8 @@ class Hub:
             they start on first use (``_hub_cache``; ``None``: lazy is ignored).
         profile: the named profile to run (``_hub_profiles``): only its servers,
             each narrowed to its tools; ``use_profile`` switches it.
+        relay: hands servers' sampling and elicitation asks to the client
+            upstream of a ``HubServer`` (``_hub_relay``).
     """
 
     def __init__(
@@ -161,6 +164,7 @@ class Hub:
         authorize_timeout: float = DEFAULT_AUTHORIZE_TIMEOUT,
         tool_cache: str | os.PathLike[str] | None = None,
         profile: str | None = None,
+        relay: AskRelay | None = None,
     ) -> None:
         if isinstance(configs, (str, os.PathLike)):
             configs = [configs]
@@ -178,6 +182,7 @@ class Hub:
         self.tool_count_warnings = tuple(tool_count_warnings)
         self.environ = environ
         self.client_options: dict[str, object] = dict(client_options or {})
+        self.relay = relay
         store = None if token_store is None else os.fspath(token_store)
         #: OAuth for the servers with ``oauth`` in their config (``_hub_auth``).
         self.oauth = HubOAuth(authorize, store, authorize_timeout)
@@ -208,7 +213,7 @@ class Hub:
     async def __aenter__(self) -> Hub:
         if self._tg is not None or self._closed:
             raise HubError("a Hub can be entered only once")
-        servers = self._load(self.profile)
+        servers = load_servers(self, self.profile)
         self._limiter = anyio.CapacityLimiter(self._max_starts)
         self._reload_lock = anyio.Lock()
         self._changed = anyio.Event()
@@ -262,24 +267,6 @@ class Hub:
         finally:
             self._bus.close()
 
-    def _load(self, profile: str | None) -> dict[str, ServerConfig]:
-        """The servers of the config files and the code, as ``profile`` runs them."""
-        loaded = load_configs(self.config_files, environ=self.environ)
-        servers = dict(loaded.servers)
-        for config in self.explicit_servers:
-            servers.pop(config.name, None)
-            servers[config.name] = config
-        chosen = None
-        if profile is not None:
-            chosen = loaded.profiles.get(profile)
-            if chosen is None:
-                raise ConfigError([unknown_profile(profile, loaded.profiles, self.config_files)])
-        self.warnings = list(loaded.warnings) + check_profiles(servers, loaded.profiles)
-        self.profiles = dict(loaded.profiles)
-        for issue in self.warnings:
-            logger.warning("%s", issue)
-        return apply_profile(servers, chosen)
-
     def _start(self, config: ServerConfig) -> None:
         assert self._tg is not None
         sup = Supervisor(self, config)
@@ -294,6 +281,11 @@ class Hub:
         await sup.stop()
         self._forget(sup)
         del self._sups[name]
+
+    def options_for(self, server: str) -> dict[str, object]:
+        """The ``Client`` options ``server`` connects with."""
+        options = self.client_options
+        return options if self.relay is None else self.relay.client_options(server, options)
 
     def _check_open(self) -> None:
         if self._tg is None or self._closed:
@@ -571,7 +563,7 @@ class Hub:
         async with self._reload_lock:
             self._check_open()  # the hub may have closed while this waited
             try:
-                new = self._load(profile)
+                new = load_servers(self, profile)
             except ConfigError as exc:
                 logger.error("config not applied, the last good one stays: %s", exc)
                 self._publish(ConfigRejected(files=tuple(self.config_files), error=str(exc)))

@@ -17,7 +17,8 @@
 * ``--serve stdio|http`` (``--host``, ``--port``) serves every server's
   tools, prompts and resources as one MCP server (``_hub_serve``), following
   config edits live; ``--search`` offers the three tool-search tools instead
-  of every tool.
+  of every tool. The servers' sampling and elicitation asks during a call go
+  to the client that made it (``_hub_relay``).
 * ``--login-path`` starts servers with the PATH the user's login shell sets
   (``_login_path``), for hosts started from a desktop without it.
 * ``--emit CLIENT --name NAME -- COMMAND [ARGS...]`` (or ``--url URL``)
@@ -230,6 +231,7 @@ def report(hub: Hub, provider: str | None = None) -> dict[str, object]:
 async def _run(args: argparse.Namespace, configs: list[str]) -> int:
     from ._hub import Hub
     from ._hub_errors import ConfigError
+    from ._hub_relay import AskRelay
 
     if args.login_path:
         from ._login_path import login_shell_path, merge_paths
@@ -248,6 +250,7 @@ async def _run(args: argparse.Namespace, configs: list[str]) -> int:
             token_store=args.token_store,
             tool_cache=args.tool_cache,
             profile=args.profile,
+            relay=AskRelay() if args.serve else None,
         )
         async with hub:
             for issue in hub.warnings:

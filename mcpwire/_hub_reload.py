@@ -1,4 +1,7 @@
-"""Applying a new config to a running hub, server by server.
+"""Reading the config in force, and applying a new one to a running hub, server by server.
+
+``load_servers`` reads the config files (``ConfigError`` for a bad one), puts
+the servers given in code over them, and applies the named profile.
 
 The new config has been validated in full before this runs (a reload, or a
 switch of profile, that fails validation never gets here). Each server is
@@ -20,16 +23,38 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from ._hub_errors import HubError
+from ._hub_config import load_configs
+from ._hub_errors import ConfigError, HubError
 from ._hub_events import ConfigReloaded
+from ._hub_profiles import apply_profile, check_profiles, unknown_profile
 
 if TYPE_CHECKING:
     from ._hub import Hub
     from ._hub_config import ServerConfig
 
-__all__ = ("apply_config", "on_paths_changed", "watched_paths")
+__all__ = ("apply_config", "load_servers", "on_paths_changed", "watched_paths")
 
 logger = logging.getLogger("mcpwire.hub")
+
+
+def load_servers(hub: Hub, profile: str | None) -> dict[str, ServerConfig]:
+    """The servers of ``hub``'s config files and code, as ``profile`` runs them; sets
+    the hub's ``warnings`` and ``profiles`` from the files."""
+    loaded = load_configs(hub.config_files, environ=hub.environ)
+    servers = dict(loaded.servers)
+    for config in hub.explicit_servers:
+        servers.pop(config.name, None)
+        servers[config.name] = config
+    chosen = None
+    if profile is not None:
+        chosen = loaded.profiles.get(profile)
+        if chosen is None:
+            raise ConfigError([unknown_profile(profile, loaded.profiles, hub.config_files)])
+    hub.warnings = list(loaded.warnings) + check_profiles(servers, loaded.profiles)
+    hub.profiles = dict(loaded.profiles)
+    for issue in hub.warnings:
+        logger.warning("%s", issue)
+    return apply_profile(servers, chosen)
 
 
 async def apply_config(hub: Hub, new: dict[str, ServerConfig]) -> ConfigReloaded:

@@ -37,16 +37,18 @@ Completions of a prompt's or a resource template's arguments are asked of
 the server that owns it (under its own name for the prompt); a server that
 cannot complete gives no values.
 
-Not forwarded: requests downstream servers make of their client (sampling,
-elicitation, roots) are answered by the hub's own ``client_options``; their
-log messages and resource subscriptions are not relayed (a log
-would have to be tied to the upstream request it belongs to, which the
-2026-07-28 era requires and the hub's calls do not carry).
+A server's sampling and elicitation asks during a call reach the client
+that made it when the hub has a ``relay`` (``_hub_relay``; ``mcpwire hub
+--serve`` gives it one); without one, and for roots, the hub's own
+``client_options`` answer. Not relayed: servers' log messages and resource
+subscriptions (a log would have to be tied to the upstream request it belongs
+to, which the 2026-07-28 era requires and the hub's calls do not carry).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -164,7 +166,7 @@ class HubServer(Server):
 
     def _tool(self, exposed: HubTool) -> ToolDef:
         listed = exposed.tool
-        hub, name = self.hub, exposed.name
+        hub, name, relay = self.hub, exposed.name, self.hub.relay
 
         async def forward(**kwargs: Any) -> ToolResult:
             ctx: Context = kwargs.pop(_CTX)
@@ -172,7 +174,10 @@ class HubServer(Server):
             async def progress(done: float, total: float | None, message: str | None) -> None:
                 await ctx.report_progress(done, total, message)
 
-            return await _forwarded(hub.call_tool(name, kwargs, on_progress=progress))
+            def call() -> Awaitable[ToolResult]:
+                return _forwarded(hub.call_tool(name, kwargs, on_progress=progress))
+
+            return await (call() if relay is None else relay.forward(exposed.server, ctx, call))
 
         return _tool_def(
             name,
@@ -190,9 +195,18 @@ class HubServer(Server):
         search, name = self.search, definition["name"]
         assert search is not None
 
+        hub = self.hub
+
         async def run(**kwargs: Any) -> ToolResult:
-            kwargs.pop(_CTX)
-            return await _forwarded(search.call(name, kwargs))
+            ctx: Context = kwargs.pop(_CTX)
+
+            def call() -> Awaitable[ToolResult]:
+                return _forwarded(search.call(name, kwargs))
+
+            target = next((t for t in hub.tools() if t.name == kwargs.get("name")), None)
+            if hub.relay is None or name != "call_tool" or target is None:
+                return await call()
+            return await hub.relay.forward(target.server, ctx, call)
 
         return _tool_def(
             name, run, definition["inputSchema"], description=definition["description"]

@@ -572,7 +572,7 @@ class Supervisor:
         return make_client(
             self.config,
             startup_timeout=self.startup_timeout,
-            options=self.hub.client_options,
+            options=self.hub.options_for(self.name),
             auth=self.hub.oauth.client_for(self.config),
             on_notification=self._on_notification,
             on_spawn=spawned,

@@ -1,0 +1,128 @@
+"""Relaying a downstream server's asks to the client upstream (``mcpwire hub --serve``).
+
+A server behind the hub may ask its client for a model's completion
+(``sampling/createMessage``) or for the user's input (``elicitation/create``)
+while it handles a call. With ``Hub(relay=AskRelay())`` the hub declares both
+capabilities to every server, and ``HubServer`` hands each ask to the client
+whose call it serves, in that client's era:
+
+* The upstream call is found by the task the ask arrives in: a 2026-07-28
+  server asks in an ``InputRequiredResult``, which the hub's client answers in
+  the task that made the call. A legacy server asks with a request of its own,
+  which names no call (over stdio nothing links the two), so the ask goes to
+  the only call in flight to that server; with several in flight it cannot be
+  tied to one, and the hub's own callback answers it, as outside any call.
+* A legacy upstream client is asked with a request related to its call.
+* A 2026-07-28 upstream client is asked with an ``InputRequiredResult``: the
+  forwarded call ends, and the client's retry, which carries the answers,
+  makes the call again downstream, where the same ask (by its place among the
+  call's asks) now finds its answer (mrtr.mdx). A legacy server's tool thus
+  runs again from its start, as a 2026-07-28 server's does on every round.
+* Outside a call, or when the upstream client did not declare the capability,
+  the hub's ``client_options`` callback answers; without one, the ask fails
+  with -32601, as from any client that cannot answer it.
+
+Roots are not relayed: servers ask for them outside calls too, where no
+upstream client is to be chosen; ``client_options["roots"]`` answers them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, TypeVar
+
+import anyio
+
+from ._context import CapabilityMissing, InputRequired
+from ._errors import JSONRPCError
+from .sansio._messages import ErrorCode
+
+if TYPE_CHECKING:
+    from ._context import Context
+    from .sansio._json import JSONObject, JSONValue
+
+__all__ = ("AskRelay",)
+
+_T = TypeVar("_T")
+#: The ``Client`` option of each relayed method.
+_OPTIONS = {"sampling": "sampling/createMessage", "elicitation": "elicitation/create"}
+
+
+class _Call:
+    """An upstream call being forwarded: its context, its asks so far, and what
+    a legacy server asked that the upstream client must answer on its retry."""
+
+    __slots__ = ("asks", "ctx", "missing", "scope")
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.asks = 0
+        self.missing: dict[str, JSONValue] = {}
+        self.scope = anyio.CancelScope()
+
+
+class AskRelay:
+    """Hands downstream servers' asks to the upstream client (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._current: ContextVar[_Call | None] = ContextVar("mcpwire_hub_call", default=None)
+        self._calls: dict[str, list[_Call]] = {}
+
+    def client_options(self, server: str, options: Mapping[str, object]) -> dict[str, object]:
+        """``options`` for ``server``'s ``Client``, with the relayed asks bound to it."""
+        bound = dict(options)
+        for option, method in _OPTIONS.items():
+            fallback = options.get(option)
+            bound[option] = functools.partial(self.answer, server, method, fallback)
+        return bound
+
+    async def forward(self, server: str, ctx: Context, call: Callable[[], Awaitable[_T]]) -> _T:
+        """``call()`` on behalf of the upstream request of ``ctx``, to ``server``.
+        Raises ``InputRequired`` when a legacy server asked what a 2026-07-28 client
+        must answer first."""
+        record = _Call(ctx)
+        calls = self._calls.setdefault(server, [])
+        calls.append(record)
+        token = self._current.set(record)
+        try:
+            with record.scope:
+                return await call()
+        finally:
+            self._current.reset(token)
+            calls.remove(record)
+            if not calls:
+                del self._calls[server]
+        raise InputRequired(dict(record.missing))
+
+    async def answer(
+        self, server: str, method: str, fallback: object, params: JSONObject
+    ) -> JSONObject:
+        """Answer ``server``'s ask through the upstream client of its call."""
+        record = self._current.get()
+        in_task = record is not None
+        if record is None:
+            calls = self._calls.get(server, [])
+            record = calls[0] if len(calls) == 1 else None
+        if record is not None:
+            key = f"ask-{record.asks}"
+            record.asks += 1
+            try:
+                answers = await record.ctx.ask_all({key: {"method": method, "params": params}})
+                return answers[key]
+            except CapabilityMissing:
+                pass
+            except InputRequired as exc:
+                if in_task:
+                    raise  # out through the call, as an InputRequiredResult upstream
+                record.missing.update(exc.requests)
+                record.scope.cancel()
+                raise JSONRPCError(
+                    ErrorCode.INTERNAL_ERROR,
+                    "the client asks its user first; the call will be made again with the answer",
+                ) from None
+        if callable(fallback):
+            answered: JSONObject = await fallback(params)
+            return answered
+        raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")

@@ -1,0 +1,284 @@
+"""Downstream servers' sampling and elicitation asks, relayed by the hub to the
+client upstream of ``HubServer`` (``AskRelay``).
+
+Every peer is real: downstream, a server process of ours whose tool asks for a
+completion and then for the user's name, and the reference SDK's ``MCPServer``
+eliciting; upstream, our ``Client`` in both eras and the reference SDK's client
+through ``mcpwire hub --serve stdio``. The era matrix is the point: a legacy
+server asks with a request, a 2026-07-28 one with an ``InputRequiredResult``,
+and a 2026-07-28 client upstream answers with a retry of the call.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client as SdkClient
+from mcp import StdioServerParameters
+from mcp import types as sdk_types
+from test_hub_support import PY, WAIT, ready
+
+from mcpwire import AskRelay, Client, Hub, HubServer, JSONRPCError, ServerConfig
+
+pytestmark = pytest.mark.anyio
+
+MODERN, LEGACY = "2026-07-28", "legacy"
+
+ASKER = textwrap.dedent(
+    """
+    import sys
+    from mcpwire import Context, Server
+
+    server = Server("asker", "1.0.0")
+    RUNS = sys.argv[1]
+
+    @server.tool()
+    async def ask(topic: str, ctx: Context) -> str:
+        \"\"\"Ask the model about a topic, then the user for a name.\"\"\"
+        with open(RUNS, "a") as f:
+            f.write("run\\n")
+        sampled = await ctx.sample(
+            [{"role": "user", "content": {"type": "text", "text": topic}}], 20
+        )
+        answer = await ctx.elicit(
+            "Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
+        name = (answer.get("content") or {}).get("name")
+        return f"{sampled['content']['text']}|{answer['action']}|{name}"
+
+    server.run()
+    """
+)
+
+SDK_ASKER = textwrap.dedent(
+    """
+    import warnings
+    warnings.simplefilter("ignore")
+    from pydantic import BaseModel
+    from mcp.server.mcpserver import Context, MCPServer
+
+    mcp = MCPServer("sdk-asker", version="0.1.0")
+
+    class Name(BaseModel):
+        name: str
+
+    @mcp.tool()
+    async def who(ctx: Context) -> str:
+        \"\"\"Ask the user for a name.\"\"\"
+        result = await ctx.elicit("Your name?", schema=Name)
+        return f"{result.action}:{getattr(getattr(result, 'data', None), 'name', None)}"
+
+    mcp.run()
+    """
+)
+
+
+def scripts(tmp: Path) -> tuple[str, str, Path]:
+    asker, sdk_asker, runs = tmp / "asker.py", tmp / "sdk_asker.py", tmp / "runs.txt"
+    asker.write_text(ASKER)
+    sdk_asker.write_text(SDK_ASKER)
+    return str(asker), str(sdk_asker), runs
+
+
+class Upstream:
+    """The upstream client's callbacks: they record what they were asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, Any]] = []
+
+    async def sampling(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.asked.append(("sampling", params))
+        text = params["messages"][0]["content"]["text"]
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": f"model on {text}"},
+            "model": "test-model",
+        }
+
+    async def elicitation(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.asked.append(("elicitation", params))
+        return {"action": "accept", "content": {"name": "Ann"}}
+
+
+@asynccontextmanager
+async def relayed(
+    tmp: Path, downstream: str, **hub_options: Any
+) -> AsyncIterator[tuple[Hub, HubServer, Path]]:
+    asker, sdk_asker, runs = scripts(tmp)
+    servers = [
+        ServerConfig(name="d", command=PY, args=[asker, str(runs)]),
+        ServerConfig(name="sdk", command=PY, args=[sdk_asker]),
+    ]
+    options = {"mode": downstream, **hub_options.pop("client_options", {})}
+    async with Hub(servers=servers, relay=AskRelay(), client_options=options, **hub_options) as hub:
+        await ready(hub)
+        server = HubServer(hub)
+        yield hub, server, runs
+
+
+@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
+@pytest.mark.parametrize("downstream", [LEGACY, MODERN])
+async def test_asks_reach_the_client_that_made_the_call(
+    tmp_path: Path, upstream: str, downstream: str
+) -> None:
+    user = Upstream()
+    async with (
+        relayed(tmp_path, downstream) as (hub, server, runs),
+        Client(
+            server, mode=upstream, sampling=user.sampling, elicitation=user.elicitation
+        ) as client,
+    ):
+        with anyio.fail_after(WAIT):
+            result = await client.call_tool("d__ask", {"topic": "tides"})
+        assert not result.is_error, result.text
+        assert result.text == "model on tides|accept|Ann"
+        kinds = [kind for kind, _ in user.asked]
+        assert set(kinds) == {"sampling", "elicitation"}
+        sampled = next(p for k, p in user.asked if k == "sampling")
+        assert sampled["maxTokens"] == 20
+        assert sampled["messages"][0]["content"]["text"] == "tides"
+        elicited = next(p for k, p in user.asked if k == "elicitation")
+        assert elicited["message"] == "Your name?"
+        assert elicited["requestedSchema"]["properties"] == {"name": {"type": "string"}}
+        if upstream == LEGACY and downstream == LEGACY:
+            # Each ask went up as a request while the call waited: one run.
+            assert runs.read_text().count("run") == 1
+        if downstream == LEGACY:
+            # The reference SDK's server eliciting, through the same relay. (Its
+            # MCPServer elicits only with a request: in the 2026-07-28 era it
+            # refuses, having "no back-channel for server-initiated requests".)
+            with anyio.fail_after(WAIT):
+                who = await client.call_tool("sdk__who")
+            assert who.text == "accept:Ann", who.text
+        # Nothing of a forwarded call is left behind in the relay.
+        assert hub.relay is not None and not hub.relay._calls
+
+
+async def test_without_an_upstream_answer_the_hubs_own_callback_answers(tmp_path: Path) -> None:
+    """The upstream client declared neither capability: the hub's callbacks answer."""
+    hub_user = Upstream()
+    options = {"sampling": hub_user.sampling, "elicitation": hub_user.elicitation}
+    async with (
+        relayed(tmp_path, LEGACY, client_options=options) as (_, server, _runs),
+        Client(server, mode=MODERN) as client,
+    ):
+        with anyio.fail_after(WAIT):
+            result = await client.call_tool("d__ask", {"topic": "rain"})
+        assert result.text == "model on rain|accept|Ann"
+        assert [k for k, _ in hub_user.asked] == ["sampling", "elicitation"]
+
+
+@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
+async def test_an_ask_nobody_can_answer_fails_as_method_not_found(
+    tmp_path: Path, upstream: str
+) -> None:
+    """As from a client without the callback: the server's tool fails with -32601,
+    and the hub passes its JSON-RPC error on as it came."""
+    async with (
+        relayed(tmp_path, LEGACY) as (_, server, _runs),
+        Client(server, mode=upstream) as client,
+    ):
+        with anyio.fail_after(WAIT), pytest.raises(JSONRPCError) as caught:
+            await client.call_tool("d__ask", {"topic": "fog"})
+        assert caught.value.code == -32601
+        assert "sampling/createMessage" in caught.value.message
+
+
+async def test_a_legacy_servers_ask_with_two_calls_in_flight_is_not_guessed(
+    tmp_path: Path,
+) -> None:
+    """A legacy server's ask names no call: with two in flight to that server it
+    goes to neither upstream client, but to the hub's own callback."""
+    hub_user, first, second = Upstream(), Upstream(), Upstream()
+    gate = anyio.Event()
+
+    async def held_sampling(params: dict[str, Any]) -> dict[str, Any]:
+        await gate.wait()  # both calls are in flight before either is answered
+        return await hub_user.sampling(params)
+
+    options = {"sampling": held_sampling, "elicitation": hub_user.elicitation}
+    results: list[str] = []
+    async with relayed(tmp_path, LEGACY, client_options=options) as (_, server, _runs):
+
+        async def call(user: Upstream, topic: str) -> None:
+            async with Client(
+                server, mode=LEGACY, sampling=user.sampling, elicitation=user.elicitation
+            ) as client:
+                results.append((await client.call_tool("d__ask", {"topic": topic})).text)
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, first, "one")
+                tg.start_soon(call, second, "two")
+                await anyio.sleep(0.5)
+                gate.set()
+    assert sorted(results) == ["model on one|accept|Ann", "model on two|accept|Ann"]
+    # Both samplings came while both calls were in flight; an elicitation that
+    # came once the other call had ended was that call's, and went up.
+    assert [k for k, _ in hub_user.asked].count("sampling") == 2
+    assert all(kind == "elicitation" for kind, _ in first.asked + second.asked)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_reference_sdk_client_answers_through_hub_serve(
+    tmp_path: Path, mode: str
+) -> None:
+    """``mcpwire hub --serve stdio`` relays: the SDK's client, in either era, is
+    asked, and its answers reach the server behind the hub (which the hub
+    speaks to in the 2026-07-28 era)."""
+    asker, sdk_asker, runs = scripts(tmp_path)
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "d": {"command": PY, "args": [asker, str(runs)]},
+                    "sdk": {"command": PY, "args": [sdk_asker]},
+                }
+            }
+        )
+    )
+    asked: list[str] = []
+
+    async def sampling(context: Any, params: Any) -> Any:
+        asked.append("sampling")
+        text = params.messages[0].content.text
+        return sdk_types.CreateMessageResult(
+            role="assistant",
+            content=sdk_types.TextContent(type="text", text=f"sdk model on {text}"),
+            model="sdk-model",
+        )
+
+    async def elicitation(context: Any, params: Any) -> Any:
+        asked.append("elicitation")
+        return sdk_types.ElicitResult(action="accept", content={"name": "Bo"})
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mcpwire", "hub", "--config", str(config), "--serve", "stdio"],
+    )
+    texts: list[str] = []
+    with warnings.catch_warnings(), anyio.fail_after(60):
+        warnings.simplefilter("ignore")
+        async with SdkClient(
+            params,
+            sampling_callback=sampling,
+            elicitation_callback=elicitation,
+            read_timeout_seconds=30,
+            cache=None,
+            mode=mode,  # type: ignore[arg-type]
+        ) as sdk:
+            for topic in ("waves", "sand"):
+                result = await sdk.call_tool("d__ask", {"topic": topic})
+                texts.append(" ".join(getattr(c, "text", "") for c in result.content))
+    assert texts == ["sdk model on waves|accept|Bo", "sdk model on sand|accept|Bo"]
+    assert asked == ["sampling", "elicitation"] * 2
