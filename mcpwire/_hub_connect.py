@@ -35,6 +35,20 @@ class NoTransport(HubError):
     """The transport this server needs is not built into this installation."""
 
 
+def _both(
+    first: Callable[[str, JSONObject], Awaitable[None]], then: object
+) -> Callable[[str, JSONObject], Awaitable[None]]:
+    """The hub's notification callback, followed by one from ``client_options``."""
+    if not callable(then):
+        return first
+
+    async def both(method: str, params: JSONObject) -> None:
+        await first(method, params)
+        await then(method, params)
+
+    return both
+
+
 def make_client(
     config: ServerConfig,
     *,
@@ -52,7 +66,7 @@ def make_client(
     kwargs: dict[str, Any] = dict(options)
     kwargs.setdefault("request_timeout", config.timeout)
     kwargs.setdefault("probe_timeout", min(10.0, max(startup_timeout / 2, 0.5)))
-    kwargs["on_notification"] = on_notification
+    kwargs["on_notification"] = _both(on_notification, options.get("on_notification"))
     if config.transport == "stdio":
         assert config.command is not None
         command, args, env, cwd = config.command, config.args, dict(config.env), config.cwd

@@ -22,6 +22,14 @@ whose call it serves, in that client's era:
   the hub's ``client_options`` callback answers; without one, the ask fails
   with -32601, as from any client that cannot answer it.
 
+A server's log messages (``notifications/message``) while exactly one call to
+it is in flight go to that call's client, as log messages of its request,
+which the client's level filters (``logging/setLevel``, or the request's own
+level in the 2026-07-28 era); the hub asks every server for its logs from
+``debug`` up (``client_options["log_level"]`` sets another level). Logs from
+a server with no call in flight, or several, reach only the hub's own
+``on_notification`` (a notification names no request).
+
 Roots are not relayed: servers ask for them outside calls too, where no
 upstream client is to be chosen; ``client_options["roots"]`` answers them.
 """
@@ -36,7 +44,8 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 
 from ._context import CapabilityMissing, InputRequired
-from ._errors import JSONRPCError
+from ._errors import JSONRPCError, MCPWireError
+from ._versions import LOG_LEVELS
 from .sansio._messages import ErrorCode
 
 if TYPE_CHECKING:
@@ -76,6 +85,10 @@ class AskRelay:
         for option, method in _OPTIONS.items():
             fallback = options.get(option)
             bound[option] = functools.partial(self.answer, server, method, fallback)
+        bound["on_notification"] = functools.partial(
+            self.notified, server, options.get("on_notification")
+        )
+        bound.setdefault("log_level", "debug")
         return bound
 
     async def forward(self, server: str, ctx: Context, call: Callable[[], Awaitable[_T]]) -> _T:
@@ -95,6 +108,23 @@ class AskRelay:
             if not calls:
                 del self._calls[server]
         raise InputRequired(dict(record.missing))
+
+    async def notified(self, server: str, then: object, method: str, params: JSONObject) -> None:
+        """Pass ``server``'s log message on to the client of its only call in flight."""
+        calls = self._calls.get(server, [])
+        if method == "notifications/message" and len(calls) == 1:
+            level, logger = params.get("level"), params.get("logger")
+            if level in LOG_LEVELS:
+                try:
+                    await calls[0].ctx.log(
+                        str(level),
+                        params.get("data"),
+                        logger=logger if isinstance(logger, str) else None,
+                    )
+                except (MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    pass  # the upstream client is gone; its call ends with it
+        if callable(then):
+            await then(method, params)
 
     async def answer(
         self, server: str, method: str, fallback: object, params: JSONObject

@@ -37,12 +37,11 @@ Completions of a prompt's or a resource template's arguments are asked of
 the server that owns it (under its own name for the prompt); a server that
 cannot complete gives no values.
 
-A server's sampling and elicitation asks during a call reach the client
-that made it when the hub has a ``relay`` (``_hub_relay``; ``mcpwire hub
---serve`` gives it one); without one, and for roots, the hub's own
-``client_options`` answer. Not relayed: servers' log messages and resource
-subscriptions (a log would have to be tied to the upstream request it belongs
-to, which the 2026-07-28 era requires and the hub's calls do not carry).
+A server's sampling and elicitation asks, and its log messages, during a
+call reach the client that made it when the hub has a ``relay``
+(``_hub_relay``; ``mcpwire hub --serve`` gives it one); without one, and for
+roots, the hub's own ``client_options`` answer. Resource subscriptions are
+not relayed.
 """
 
 from __future__ import annotations

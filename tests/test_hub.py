@@ -648,3 +648,22 @@ async def test_wait_ready_has_a_deadline(scripts: tuple[str, str]) -> None:
     async with Hub(servers=[server("hang", script, "--hang", startup_timeout=30)]) as hub:
         with pytest.raises(TimeoutError):
             await hub.wait_ready(timeout=0.3)
+
+
+async def test_client_options_on_notification_sees_what_the_hub_sees(tmp_path: Path) -> None:
+    """The hub keeps its registry in step through the client's notification
+    callback; one given in ``client_options`` is called too, not replaced."""
+    script, _ = write_scripts(tmp_path)
+    seen: list[str] = []
+
+    async def note(method: str, params: Any) -> None:
+        seen.append(method)
+
+    servers = [ServerConfig(name="s", command=PY, args=[script])]
+    async with Hub(servers=servers, client_options={"on_notification": note}) as hub:
+        await ready(hub)
+        with anyio.fail_after(WAIT):
+            await hub.call_tool("s__grow", {"name": "fresh"})
+            while "s__fresh" not in {t.name for t in hub.tools()}:
+                await anyio.sleep(0.02)
+    assert "notifications/tools/list_changed" in seen

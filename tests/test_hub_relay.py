@@ -55,6 +55,13 @@ ASKER = textwrap.dedent(
         name = (answer.get("content") or {}).get("name")
         return f"{sampled['content']['text']}|{answer['action']}|{name}"
 
+    @server.tool()
+    async def chatty(topic: str, ctx: Context) -> str:
+        \"\"\"Log while working.\"\"\"
+        await ctx.debug(f"details of {topic}")
+        await ctx.info(f"working on {topic}", logger="asker")
+        return "done"
+
     server.run()
     """
 )
@@ -282,3 +289,35 @@ async def test_the_reference_sdk_client_answers_through_hub_serve(
                 texts.append(" ".join(getattr(c, "text", "") for c in result.content))
     assert texts == ["sdk model on waves|accept|Bo", "sdk model on sand|accept|Bo"]
     assert asked == ["sampling", "elicitation"] * 2
+
+
+@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
+@pytest.mark.parametrize("downstream", [LEGACY, MODERN])
+async def test_a_servers_logs_during_a_call_reach_its_client(
+    tmp_path: Path, upstream: str, downstream: str
+) -> None:
+    """At the level the upstream client set; the hub's own ``on_notification`` in
+    ``client_options`` still sees them too."""
+    at_hub: list[str] = []
+
+    async def hub_note(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/message":
+            at_hub.append(str(params.get("data")))
+
+    logs: list[tuple[str, str, str | None]] = []
+
+    async def note(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/message":
+            logs.append((params["level"], params["data"], params.get("logger")))
+
+    options = {"on_notification": hub_note}
+    async with (
+        relayed(tmp_path, downstream, client_options=options) as (_, server, _runs),
+        Client(server, mode=upstream, on_notification=note, log_level="info") as client,
+    ):
+        if upstream == LEGACY:
+            await client.set_logging_level("info")
+        with anyio.fail_after(WAIT):
+            assert (await client.call_tool("d__chatty", {"topic": "tea"})).text == "done"
+    assert logs == [("info", "working on tea", "asker")]
+    assert at_hub == ["details of tea", "working on tea"]
