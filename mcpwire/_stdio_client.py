@@ -20,6 +20,10 @@ Windows would otherwise write its pipes in the ANSI code page.
   and the rest of stderr are collected (briefly waited for) so the error names
   them: the exit code or signal, or that the child, still running, closed its
   stdout or stopped reading its stdin.
+* The child's exit is watched as well (a thread, POSIX): what it left in its
+  process group is swept at once, and if a process outside the group still
+  holds stdout open, reading ends once the pipe is drained. So a dead server
+  fails the pending requests at once even when its stdout never ends.
 * ``aclose()`` shuts down in the order the lifecycle clause gives: close the
   server's stdin, wait, SIGTERM the group, wait, SIGKILL the group; then it
   sweeps the group once more so grandchildren are not left behind.
@@ -38,6 +42,7 @@ from collections.abc import Awaitable, Collection, Mapping, Sequence
 from typing import IO, TYPE_CHECKING
 
 import anyio
+import anyio.lowlevel
 
 from ._errors import ConnectionClosed
 from ._fdio import FDReader, FDWriter
@@ -248,6 +253,7 @@ class StdioClientTransport(_Ends):
             f.close()
         self._sender = _Sender(FDWriter(in_fd, owned=True))
         self._framed = _Framed(FDReader(out_fd, owned=True), limits, tolerant=True)
+        self._out_fd = out_fd
         self._stderr_done = threading.Event()
         self._stderr_thread = threading.Thread(
             target=_drain,
@@ -267,8 +273,12 @@ class StdioClientTransport(_Ends):
         #: made when a failed write first waits for it).
         self._stdout_ended = False
         self._stdout_end: anyio.Event | None = None
-        #: The task that reads (``receive``): one, for the transport's whole life.
+        #: The task that reads (``receive``): one, for the transport's whole life;
+        #: and its event loop, which the exit watcher ends reading on.
         self._reader_task: int | None = None
+        self._token: anyio.lowlevel.EventLoopToken | None = None
+        #: Reading was ended while a process outside the group held stdout open.
+        self._held_open = False
 
     @property
     def pid(self) -> int:
@@ -278,6 +288,7 @@ class StdioClientTransport(_Ends):
     async def receive(self) -> m.Incoming:
         if self._reader_task is None:
             self._reader_task = anyio.get_current_task().id
+            self._token = anyio.lowlevel.current_token()
         try:
             return await self._framed.receive()
         except anyio.EndOfStream:
@@ -359,6 +370,8 @@ class StdioClientTransport(_Ends):
             reason = f"MCP server {name!r} was killed by {signame}"
         else:
             reason = f"MCP server {name!r} exited with code {code}"
+        if self._held_open:
+            reason += " (a process it started, outside its process group, holds its stdout open)"
         if self._framed.non_json_count:
             sample = self._framed.non_json[-1].decode("utf-8", "replace")
             reason += (
@@ -441,6 +454,38 @@ class StdioClientTransport(_Ends):
         deadline = self._start_sweep()
         while deadline is not None and not self._swept(deadline):
             time.sleep(0.01)
+        self._end_held_stdout()
+
+    def _end_held_stdout(self) -> None:
+        """Once the server has exited and its group is swept, a process that left
+        the group (a session of its own) may still hold stdout open. When the pipe
+        has stayed empty but open for ``_STDOUT_END_WAIT``, everything the server
+        wrote has been read: reading ends on the event loop, as at the end of
+        stdout. A pipe whose writers are all gone reports the end itself."""
+        import select
+
+        import anyio.from_thread
+
+        poller = select.poll()
+        poller.register(self._out_fd, select.POLLIN)
+        quiet_since = time.monotonic()
+        while not (self._stdout_ended or self._closed):
+            events = poller.poll(0)
+            if events and events[0][1] & (select.POLLHUP | select.POLLNVAL):
+                return  # no writer left: the reader meets the end of stdout
+            if events:
+                quiet_since = time.monotonic()  # unread output: the reader is behind
+            elif time.monotonic() - quiet_since >= _STDOUT_END_WAIT:
+                token = self._token
+                if token is None:
+                    return  # nothing reads, so nothing waits
+                self._held_open = True
+                try:
+                    anyio.from_thread.run_sync(self._framed._reader.close, token=token)
+                except RuntimeError:
+                    pass  # the event loop has ended
+                return
+            time.sleep(0.02)
 
     def _start_sweep(self) -> float | None:
         """SIGTERM the group if anything is left in it; the deadline for SIGKILL."""

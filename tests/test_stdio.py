@@ -133,6 +133,12 @@ CHILD_SCRIPT = textwrap.dedent(
                 stdout=subprocess.DEVNULL,
             )
             result(rid, {"pid": p.pid})
+        elif method == "spawn-escaped":
+            # A helper in a session of its own, holding stdout: out of the group's reach.
+            p = subprocess.Popen(
+                [sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True
+            )
+            result(rid, {"pid": p.pid})
         elif method == "spawn-holding":
             # A helper that inherits stdin, stdout and stderr, in the same group.
             p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -565,6 +571,33 @@ async def test_client_child_dies_while_a_grandchild_holds_its_stdout(
     assert info.value.exit_code == code
     assert wait_gone(helper, 1.0), "the grandchild outlived the server"
     assert transport.process.returncode == code
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("method", "code"), [("die", -9), ("exit3", 3)])
+async def test_client_child_dies_while_an_escaped_process_holds_its_stdout(
+    scripts: dict[str, str], anyio_backend: str, method: str, code: int
+) -> None:
+    """A process the server started in a session of its own keeps stdout open and
+    cannot be swept with the group: once the server is gone and the pipe is
+    drained, reading ends anyway, and the error says why (pain point #1: process
+    exit fails the pending calls)."""
+    transport = child(scripts)
+    escaped = None
+    try:
+        async with Session(transport) as session:
+            with anyio.fail_after(WAIT):
+                escaped = (await session.request("spawn-escaped"))["pid"]
+                assert isinstance(escaped, int)
+                assert await session.request("echo", {"n": 1}) == {"echo": {"n": 1}}
+                with pytest.raises(ConnectionClosed) as info:
+                    await session.request(method, timeout=60)
+        assert info.value.exit_code == code
+        assert "outside its process group, holds its stdout open" in str(info.value)
+        assert not pid_gone(escaped)  # out of reach, as the test means it to be
+    finally:
+        if isinstance(escaped, int):
+            os.kill(escaped, signal.SIGKILL)
 
 
 @pytest.mark.anyio
