@@ -262,6 +262,8 @@ class Hub:
                 async with self._reload_lock, anyio.create_task_group() as stopping:
                     for sup in list(self._sups.values()):
                         stopping.start_soon(sup.stop)
+                if self.tool_cache is not None:
+                    await self.tool_cache.flush()
             if self._watch_scope is not None:
                 self._watch_scope.cancel()
         finally:
@@ -526,8 +528,9 @@ class Hub:
             return
         for clash in self._registry.register(sup.config, found):
             sup._record(str(clash), level="warning")
-        if fresh and sup.config.lazy and self.tool_cache is not None:
+        if fresh and sup.config.lazy and self.tool_cache is not None and self._tg is not None:
             self.tool_cache.put(sup.config, found)
+            self._tg.start_soon(self.tool_cache.flush)
 
     def _forget(self, sup: Supervisor) -> None:
         self._registry.forget(sup.name)

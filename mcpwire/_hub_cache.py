@@ -10,9 +10,12 @@ env, URL or headers: anything of ``ServerConfig.connection_key``) the server
 starts at once, as any other.
 
 The file is JSON (``{"format": 1, "servers": {name: entry}}``), one per hub,
-written whole through a temporary file and a rename, so a crash leaves the old
-one. An entry names a hash of the connection key, never the key: env values
-and headers can be secrets. A file that cannot be read (missing, not JSON, of
+written whole through a temporary file, an fsync and a rename, so a crash
+leaves the old one. Writing is ``flush()``, in a worker thread, so a slow disk
+never stalls the event loop; the hub flushes after each new listing and when
+it closes, and listings that arrive during a write are written together next.
+An entry names a hash of the connection key, never the key: env values and
+headers can be secrets. A file that cannot be read (missing, not JSON, of
 another format, over ``MAX_FILE_BYTES``) counts as empty: the servers start,
 and the next listing writes a good one.
 """
@@ -24,6 +27,8 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+import anyio
+import anyio.to_thread
 import orjson
 
 from ._files import replace_file
@@ -52,6 +57,8 @@ class ToolCache:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.path.abspath(os.fspath(path))
         self._servers: dict[str, Any] | None = None
+        self._dirty = False
+        self._writing: anyio.Lock | None = None
 
     def get(self, config: ServerConfig) -> Discovery | None:
         """What ``config``'s server offered when last listed with this connection."""
@@ -75,7 +82,7 @@ class ToolCache:
             return None
 
     def put(self, config: ServerConfig, found: Discovery) -> None:
-        """Keep ``found`` for ``config``'s server and write the file."""
+        """Keep ``found`` for ``config``'s server (``flush`` writes the file)."""
         servers = self._load()
         servers[config.name] = {
             "key": _key(config),
@@ -88,10 +95,21 @@ class ToolCache:
             "serverInfo": found.server_info,
             "protocolVersion": found.protocol_version,
         }
-        try:
-            replace_file(self.path, orjson.dumps({"format": FORMAT, "servers": servers}))
-        except OSError as exc:
-            logger.warning("tool cache %s could not be written: %s", self.path, exc)
+        self._dirty = True
+
+    async def flush(self) -> None:
+        """Write the file, if anything was put since the last write."""
+        if self._writing is None:
+            self._writing = anyio.Lock()
+        async with self._writing:
+            if not self._dirty:
+                return
+            self._dirty = False
+            data = orjson.dumps({"format": FORMAT, "servers": self._load()})
+            try:
+                await anyio.to_thread.run_sync(replace_file, self.path, data)
+            except OSError as exc:
+                logger.warning("tool cache %s could not be written: %s", self.path, exc)
 
     def _load(self) -> dict[str, Any]:
         if self._servers is None:

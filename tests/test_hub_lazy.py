@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,15 @@ import anyio
 import pytest
 from test_hub_support import PY, WAIT, ready, wait_event, write_scripts
 
-from mcpwire import Hub, HubEvent, ServerConfig, ServerState, ServerStateChanged, parse_config
+from mcpwire import (
+    Hub,
+    HubEvent,
+    ServerConfig,
+    ServerState,
+    ServerStateChanged,
+    _hub_cache,
+    parse_config,
+)
 from mcpwire._hub_cache import ToolCache
 from mcpwire._hub_status import Discovery
 from mcpwire._types import Prompt, Resource, Tool
@@ -104,7 +113,9 @@ async def test_without_a_cache_lazy_servers_start_at_once(tmp_path: Path) -> Non
         assert hub.status("lz").state is ServerState.READY
 
 
-def test_the_cache_round_trips_a_listing_and_checks_its_key(tmp_path: Path) -> None:
+async def test_the_cache_round_trips_a_listing_and_checks_its_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = ServerConfig(name="s", command="srv", env={"TOKEN": "secret-value"})
     found = Discovery(
         tools=[Tool.from_json({"name": "t", "inputSchema": {"type": "object"}, "title": "T"})],
@@ -115,7 +126,21 @@ def test_the_cache_round_trips_a_listing_and_checks_its_key(tmp_path: Path) -> N
         protocol_version="2025-11-25",
     )
     path = tmp_path / "cache.json"
-    ToolCache(path).put(config, found)
+    cache = ToolCache(path)
+    cache.put(config, found)
+    assert not path.exists()  # written by flush, in a worker thread
+    writers: list[threading.Thread] = []
+    real = _hub_cache.replace_file
+
+    def recording(*args: Any) -> None:
+        writers.append(threading.current_thread())
+        real(*args)
+
+    monkeypatch.setattr(_hub_cache, "replace_file", recording)
+    await cache.flush()
+    await cache.flush()  # nothing new: not written again
+    assert len(writers) == 1 and writers[0] is not threading.main_thread()
+    monkeypatch.undo()
     assert "secret-value" not in path.read_text()
     back = ToolCache(path).get(config)
     assert back == found
@@ -125,7 +150,9 @@ def test_the_cache_round_trips_a_listing_and_checks_its_key(tmp_path: Path) -> N
     assert ToolCache(path).get(ServerConfig(name="s", command="srv", env={"TOKEN": "secret-value"},
                                             timeout=5, lazy=True)) == found  # fmt: skip
     # Unwritable: a warning, no exception; broken entries are misses.
-    ToolCache(tmp_path / "no-such-dir" / "c.json").put(config, found)
+    unwritable = ToolCache(tmp_path / "no-such-dir" / "c.json")
+    unwritable.put(config, found)
+    await unwritable.flush()
     path.write_text(json.dumps({"format": 1, "servers": {"s": {"key": 1}, "t": []}}))
     assert ToolCache(path).get(config) is None
 
