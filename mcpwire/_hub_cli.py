@@ -17,7 +17,8 @@
 * ``--serve stdio|http`` (``--host``, ``--port``) serves every server's
   tools, prompts and resources as one MCP server (``_hub_serve``), following
   config edits live; ``--search`` offers the three tool-search tools instead
-  of every tool. The servers' sampling and elicitation asks during a call go
+  of every tool; ``--profile-tool`` a ``use_profile`` tool that switches the
+  named profile. The servers' sampling and elicitation asks during a call go
   to the client that made it (``_hub_relay``).
 * ``--login-path`` starts servers with the PATH the user's login shell sets
   (``_login_path``), for hosts started from a desktop without it.
@@ -99,6 +100,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="--serve: offer search_tools, describe_tool and call_tool instead of every tool",
     )
+    p.add_argument(
+        "--profile-tool",
+        action="store_true",
+        help="--serve: offer a use_profile tool, so the client can switch profiles itself",
+    )
     p.add_argument("--host", default="127.0.0.1", help="--serve http: the address (127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="--serve http: the port (8000)")
     p.add_argument(
@@ -131,8 +137,8 @@ def main(args: argparse.Namespace, command: list[str]) -> int:
             raise _Usage("--name, --url, --env, --header and '-- COMMAND' go with --emit")
         if args.provider and not (args.json or args.search):
             raise _Usage("--provider goes with --json or --search")
-        if args.search and not args.serve:
-            raise _Usage("--search goes with --serve")
+        if (args.search or args.profile_tool) and not args.serve:
+            raise _Usage("--search and --profile-tool go with --serve")
         if args.serve and (args.json or args.watch):
             raise _Usage("--serve speaks MCP on its transport: no --json or --watch")
         if not 0 <= args.port <= 65535:
@@ -280,7 +286,9 @@ async def _serve(hub: Hub, args: argparse.Namespace) -> int:
 
     from ._hub_serve import HubServer
 
-    server = HubServer(hub, search=args.search, provider=args.provider)
+    server = HubServer(
+        hub, search=args.search, provider=args.provider, profile_tool=args.profile_tool
+    )
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.follow)
         if args.serve == "stdio":

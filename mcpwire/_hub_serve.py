@@ -31,7 +31,10 @@ changed. The capabilities always offer tools, prompts and resources with
 
 With ``search=True`` the tools are the three of ``ToolSearch``
 (``search_tools``, ``describe_tool``, ``call_tool``) in place of every schema,
-for clients that cap the tool count.
+for clients that cap the tool count. With ``profile_tool=True`` (and profiles
+in the config) a ``use_profile`` tool lets the client switch the hub's named
+profile itself (pain point #10: a set of servers per mode of work); it is off
+by default, since a profile may run servers the one in force keeps off.
 
 Completions of a prompt's or a resource template's arguments are asked of
 the server that owns it (under its own name for the prompt); a server that
@@ -67,7 +70,7 @@ if TYPE_CHECKING:
     from ._types import CallToolResult, Resource, ResourceTemplate
     from .sansio._json import JSONObject, JSONValue
 
-__all__ = ("HubServer",)
+__all__ = ("PROFILE_TOOL", "HubServer")
 
 logger = logging.getLogger("mcpwire.hub")
 
@@ -77,6 +80,8 @@ _CTX = "\x00context"
 #: Seconds a burst of hub events may take to land before the mirror is rebuilt.
 _SETTLE = 0.05
 _ACCEPT_ANY: JSONObject = {}
+#: The tool that switches profiles (``profile_tool=True``); no exposed name can be it.
+PROFILE_TOOL = "use_profile"
 #: Offered whatever the hub holds now: a server may come up after the client initialized.
 _ALWAYS = ("tools", "prompts", "resources")
 
@@ -91,10 +96,12 @@ class HubServer(Server):
         name: str = "mcpwire-hub",
         search: bool = False,
         provider: str | None = None,
+        profile_tool: bool = False,
     ) -> None:
         super().__init__(name, __version__)
         self.hub = hub
         self.search = ToolSearch(hub, provider=provider) if search else None
+        self.profile_tool = profile_tool
         self.sync()
 
     def capabilities(self) -> JSONObject:
@@ -115,6 +122,8 @@ class HubServer(Server):
             self.tools = {d.name: d for d in map(self._search_tool, self.search.definitions())}
         else:
             self.tools = {t.name: self._tool(t) for t in self.hub.tools()}
+        if self.profile_tool and self.hub.profiles:
+            self.tools[PROFILE_TOOL] = self._use_profile()
         self.prompts = {p.name: self._prompt(p) for p in self.hub.prompts()}
         resources: dict[str, ResourceDef] = {}
         for server, resource in self.hub.resources():
@@ -145,13 +154,17 @@ class HubServer(Server):
         async for _ in events:
             await anyio.sleep(_SETTLE)
             events.pending()
-            for kind in self.sync():
-                if kind == "tools":
-                    await self.notify_tools_changed()
-                elif kind == "prompts":
-                    await self.notify_prompts_changed()
-                else:
-                    await self.notify_resources_changed()
+            await self.refresh()
+
+    async def refresh(self) -> None:
+        """``sync``, and send ``notifications/*/list_changed`` for what changed."""
+        for kind in self.sync():
+            if kind == "tools":
+                await self.notify_tools_changed()
+            elif kind == "prompts":
+                await self.notify_prompts_changed()
+            else:
+                await self.notify_resources_changed()
 
     def _listings(self) -> dict[str, list[JSONValue]]:
         resources: list[JSONValue] = [r.to_json() for r in self.resources.values()]
@@ -189,6 +202,42 @@ class HubServer(Server):
             icons=listed.icons,
             meta=listed.meta,
         )
+
+    def _use_profile(self) -> ToolDef:
+        hub = self.hub
+        names = sorted(hub.profiles)
+        lines = [
+            f"- {n}: servers {', '.join(hub.profiles[n].servers) or '(none)'}"
+            + (f" ({hub.profiles[n].description})" if hub.profiles[n].description else "")
+            for n in names
+        ]
+        description = (
+            "Switch the set of MCP servers (and so the tools) this hub offers to a named "
+            f"profile; an empty name runs every server. In force now: {_now_of(hub)}. "
+            "Profiles:\n" + "\n".join(lines)
+        )
+        schema: JSONObject = {
+            "type": "object",
+            "properties": {"profile": {"type": "string", "enum": ["", *names]}},
+            "required": ["profile"],
+        }
+
+        async def use(**kwargs: Any) -> ToolResult:
+            kwargs.pop(_CTX)
+            wanted = kwargs.get("profile")
+            try:
+                await hub.use_profile(wanted or None)
+                await hub.wait_ready(timeout=hub.startup_timeout + 1.0)
+            except (MCPWireError, TimeoutError) as exc:
+                return ToolResult([{"type": "text", "text": str(exc)}], is_error=True)
+            await self.refresh()  # the new tools are callable once this answers
+            servers = sorted({t.server for t in hub.tools()})
+            text = f"now running {_now_of(hub)}: {len(hub.tools())} tools from " + (
+                ", ".join(servers) or "no server"
+            )
+            return ToolResult([{"type": "text", "text": text}])
+
+        return _tool_def(PROFILE_TOOL, use, schema, description=description)
 
     def _search_tool(self, definition: dict[str, Any]) -> ToolDef:
         search, name = self.search, definition["name"]
@@ -265,6 +314,10 @@ class HubServer(Server):
             return [c.raw for c in await hub.read_resource(uri, server=server)]
 
         return TemplateDef(template=parsed, **_listed(read, template.raw))
+
+
+def _now_of(hub: Hub) -> str:
+    return f"profile {hub.profile!r}" if hub.profile is not None else "every server"
 
 
 def _tool_def(name: str, fn: Any, input_schema: JSONObject, **listed: Any) -> ToolDef:

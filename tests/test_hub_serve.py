@@ -152,6 +152,69 @@ async def test_list_changes_reach_the_client(tmp_path: Path) -> None:
             tg.cancel_scope.cancel()
 
 
+async def tool_names(client: Client) -> set[str]:
+    return {t.name for t in await client.list_tools(cache=False)}
+
+
+@pytest.mark.parametrize("mode", [MODERN, "legacy"])
+async def test_the_client_switches_profiles_with_the_profile_tool(
+    tmp_path: Path, mode: str
+) -> None:
+    """Pain point #10 (a set of servers per mode of work), from the client's side."""
+    script, ref = write_scripts(tmp_path)
+    config = tmp_path / "mcp.json"
+    profiles = {
+        "all": {"servers": ["a", "ref"], "description": "everything"},
+        "a only": ["a"],
+    }
+    config.write_text(
+        json.dumps({"mcpServers": {"a": entry(script), "ref": entry(ref)}, "profiles": profiles})
+    )
+    changed = anyio.Event()
+
+    async def on_note(method: str, params: Any) -> None:
+        if method == "notifications/tools/list_changed":
+            changed.set()
+
+    async with Hub([config], watch=False) as hub:
+        await ready(hub)
+        assert "use_profile" not in HubServer(hub).tools  # off unless asked for
+        server = HubServer(hub, profile_tool=True)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.follow)
+            async with Client(server, mode=mode, on_notification=on_note) as client:
+                tools = {t.name: t for t in await client.list_tools()}
+                tool = tools["use_profile"]
+                assert tool.input_schema["properties"]["profile"]["enum"] == ["", "a only", "all"]
+                assert "In force now: every server" in (tool.description or "")
+                assert "- all: servers a, ref (everything)" in (tool.description or "")
+                with anyio.fail_after(WAIT):
+                    result = await client.call_tool("use_profile", {"profile": "a only"})
+                assert not result.is_error
+                assert result.text.startswith("now running profile 'a only': ")
+                assert "ref" not in result.text.split(":", 1)[1]
+                assert hub.profile == "a only"
+                # The mirror follows (announced in the legacy era; the notifications
+                # themselves are checked by test_list_changes_reach_the_client).
+                with anyio.fail_after(WAIT):
+                    while any(n.startswith("ref__") for n in await tool_names(client)):
+                        await anyio.sleep(0.02)
+                assert {"a__echo", "use_profile"} <= await tool_names(client)
+                if mode == "legacy":
+                    assert changed.is_set()
+                refused = await client.call_tool("use_profile", {"profile": "nope"})
+                assert refused.is_error and "no profile named 'nope'" in refused.text
+                assert hub.profile == "a only"
+                with anyio.fail_after(WAIT):
+                    back = await client.call_tool("use_profile", {"profile": ""})
+                assert back.text.startswith("now running every server: ")
+                assert "ref" in back.text and hub.profile is None
+            tg.cancel_scope.cancel()
+    async with Hub(servers=servers(script, ref)) as plain:
+        # No profiles in the config: nothing to switch, so no tool.
+        assert "use_profile" not in HubServer(plain, profile_tool=True).tools
+
+
 async def test_search_mode_offers_three_tools(tmp_path: Path) -> None:
     async with mirrored(tmp_path, search=True) as (_, server), Client(server) as client:
         tools = [t.name for t in await client.list_tools()]
@@ -194,7 +257,7 @@ def hub_argv(config: Path, *extra: str) -> list[str]:
 async def test_the_reference_sdk_client_uses_the_hub_over_stdio(tmp_path: Path) -> None:
     config = write_config(tmp_path)
     params = StdioServerParameters(
-        command=sys.executable, args=hub_argv(config, "--serve", "stdio")
+        command=sys.executable, args=hub_argv(config, "--serve", "stdio", "--profile-tool")
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -208,6 +271,12 @@ async def test_the_reference_sdk_client_uses_the_hub_over_stdio(tmp_path: Path) 
                 assert result.content[0].text == "from the SDK"  # type: ignore[union-attr]
                 result = await sdk.call_tool("a__tag", {})
                 assert result.content[0].text == "A"  # type: ignore[union-attr]
+                # --profile-tool: the client runs every server, "off" included.
+                assert "use_profile" in names
+                result = await sdk.call_tool("use_profile", {"profile": ""})
+                assert "off" in result.content[0].text  # type: ignore[union-attr]
+                result = await sdk.call_tool("off__tag", {})
+                assert not result.is_error and result.content[0].text == "x"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("mode", [MODERN, "legacy"])
@@ -242,6 +311,7 @@ async def test_hub_cli_serve_usage_errors(tmp_path: Path) -> None:
     config = write_config(tmp_path)
     for extra in (
         ["--search"],
+        ["--profile-tool"],
         ["--serve", "stdio", "--json"],
         ["--serve", "http", "--port", "-1"],
     ):
