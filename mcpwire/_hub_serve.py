@@ -225,6 +225,9 @@ class HubServer(Server):
         async def use(**kwargs: Any) -> ToolResult:
             kwargs.pop(_CTX)
             wanted = kwargs.get("profile")
+            if not isinstance(wanted, str):
+                text = "profile must be a profile's name, or empty for every server"
+                return ToolResult([{"type": "text", "text": text}], is_error=True)
             try:
                 await hub.use_profile(wanted or None)
                 await hub.wait_ready(timeout=hub.startup_timeout + 1.0)

@@ -204,6 +204,8 @@ async def test_the_client_switches_profiles_with_the_profile_tool(
                     assert changed.is_set()
                 refused = await client.call_tool("use_profile", {"profile": "nope"})
                 assert refused.is_error and "no profile named 'nope'" in refused.text
+                for odd in ({"profile": {"a": 1}}, {"profile": 5}, {}):
+                    assert (await client.call_tool("use_profile", odd)).is_error
                 assert hub.profile == "a only"
                 with anyio.fail_after(WAIT):
                     back = await client.call_tool("use_profile", {"profile": ""})
