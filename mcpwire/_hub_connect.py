@@ -28,17 +28,18 @@ if TYPE_CHECKING:
     from ._transport import Transport
     from .sansio._json import JSONObject
 
-__all__ = ("NoTransport", "describe", "discover", "listen_for_changes", "make_client")
+__all__ = ("NoTransport", "chained", "describe", "discover", "listen_for_changes", "make_client")
 
 
 class NoTransport(HubError):
     """The transport this server needs is not built into this installation."""
 
 
-def _both(
+def chained(
     first: Callable[[str, JSONObject], Awaitable[None]], then: object
 ) -> Callable[[str, JSONObject], Awaitable[None]]:
-    """The hub's notification callback, followed by one from ``client_options``."""
+    """A notification callback that runs ``first``, then ``then`` if it is one (the
+    ``on_notification`` a user gave in ``client_options``)."""
     if not callable(then):
         return first
 
@@ -66,7 +67,7 @@ def make_client(
     kwargs: dict[str, Any] = dict(options)
     kwargs.setdefault("request_timeout", config.timeout)
     kwargs.setdefault("probe_timeout", min(10.0, max(startup_timeout / 2, 0.5)))
-    kwargs["on_notification"] = _both(on_notification, options.get("on_notification"))
+    kwargs["on_notification"] = chained(on_notification, options.get("on_notification"))
     if config.transport == "stdio":
         assert config.command is not None
         command, args, env, cwd = config.command, config.args, dict(config.env), config.cwd

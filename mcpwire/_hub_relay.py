@@ -45,6 +45,7 @@ import anyio
 
 from ._context import CapabilityMissing, InputRequired
 from ._errors import JSONRPCError, MCPWireError
+from ._hub_connect import chained
 from ._versions import LOG_LEVELS
 from .sansio._messages import ErrorCode
 
@@ -85,8 +86,8 @@ class AskRelay:
         for option, method in _OPTIONS.items():
             fallback = options.get(option)
             bound[option] = functools.partial(self.answer, server, method, fallback)
-        bound["on_notification"] = functools.partial(
-            self.notified, server, options.get("on_notification")
+        bound["on_notification"] = chained(
+            functools.partial(self.notified, server), options.get("on_notification")
         )
         bound.setdefault("log_level", "debug")
         return bound
@@ -109,7 +110,7 @@ class AskRelay:
                 del self._calls[server]
         raise InputRequired(dict(record.missing))
 
-    async def notified(self, server: str, then: object, method: str, params: JSONObject) -> None:
+    async def notified(self, server: str, method: str, params: JSONObject) -> None:
         """Pass ``server``'s log message on to the client of its only call in flight."""
         calls = self._calls.get(server, [])
         if method == "notifications/message" and len(calls) == 1:
@@ -123,8 +124,6 @@ class AskRelay:
                     )
                 except (MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     pass  # the upstream client is gone; its call ends with it
-        if callable(then):
-            await then(method, params)
 
     async def answer(
         self, server: str, method: str, fallback: object, params: JSONObject

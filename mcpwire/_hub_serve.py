@@ -57,6 +57,7 @@ import anyio
 
 from ._content import ToolResult
 from ._errors import JSONRPCError, MCPWireError
+from ._hub_errors import HubError
 from ._hub_search import ToolSearch
 from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef
 from ._server import Server
@@ -254,10 +255,14 @@ class HubServer(Server):
             def call() -> Awaitable[ToolResult]:
                 return _forwarded(search.call(name, kwargs))
 
-            target = next((t for t in hub.tools() if t.name == kwargs.get("name")), None)
-            if hub.relay is None or name != "call_tool" or target is None:
+            target = kwargs.get("name")
+            if hub.relay is None or name != "call_tool" or not isinstance(target, str):
                 return await call()
-            return await hub.relay.forward(target.server, ctx, call)
+            try:
+                server = hub.resolve(target)[0]
+            except HubError:
+                return await call()  # it answers what is wrong with the name
+            return await hub.relay.forward(server, ctx, call)
 
         return _tool_def(
             name, run, definition["inputSchema"], description=definition["description"]

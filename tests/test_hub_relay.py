@@ -321,3 +321,22 @@ async def test_a_servers_logs_during_a_call_reach_its_client(
             assert (await client.call_tool("d__chatty", {"topic": "tea"})).text == "done"
     assert logs == [("info", "working on tea", "asker")]
     assert at_hub == ["details of tea", "working on tea"]
+
+
+@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
+async def test_asks_are_relayed_through_search_mode_too(tmp_path: Path, upstream: str) -> None:
+    """``call_tool`` of the tool-search mode forwards as a mirrored tool does."""
+    user = Upstream()
+    async with relayed(tmp_path, LEGACY) as (hub, _, _runs):
+        server = HubServer(hub, search=True)
+        async with Client(
+            server, mode=upstream, sampling=user.sampling, elicitation=user.elicitation
+        ) as client:
+            with anyio.fail_after(WAIT):
+                result = await client.call_tool(
+                    "call_tool", {"name": "d__ask", "arguments": {"topic": "dunes"}}
+                )
+                unknown = await client.call_tool("call_tool", {"name": "d__nope"})
+    assert result.text == "model on dunes|accept|Ann"
+    assert [kind for kind, _ in user.asked] == ["sampling", "elicitation"]
+    assert unknown.is_error and "d__nope" in unknown.text
