@@ -262,10 +262,6 @@ class StdioClientTransport(_Ends):
             daemon=True,
         )
         self._stderr_thread.start()
-        if hasattr(os, "waitid"):
-            threading.Thread(
-                target=self._watch_exit, name=f"mcpwire-exit-{self.process.pid}", daemon=True
-            ).start()
         self._closed_locally = False
         self._closed = False
         self._stopped: anyio.Event | None = None
@@ -279,6 +275,11 @@ class StdioClientTransport(_Ends):
         self._token: anyio.lowlevel.EventLoopToken | None = None
         #: Reading was ended while a process outside the group held stdout open.
         self._held_open = False
+        if hasattr(os, "waitid"):
+            # Started last: a server that exits at once finds every attribute set.
+            threading.Thread(
+                target=self._watch_exit, name=f"mcpwire-exit-{self.process.pid}", daemon=True
+            ).start()
 
     @property
     def pid(self) -> int:

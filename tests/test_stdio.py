@@ -514,6 +514,34 @@ async def test_client_child_killed_mid_request(scripts: dict[str, str], anyio_ba
 
 
 @pytest.mark.anyio
+async def test_client_exit_watcher_may_run_before_the_transport_is_made(
+    monkeypatch: pytest.MonkeyPatch, anyio_backend: str
+) -> None:
+    """A server that exits at once can be seen gone by the exit watcher before the
+    constructor has returned (a crash-looping server in the hub once was). The
+    worst case, made certain here: the watcher runs to its end inside its
+    ``start()``, once the server has exited."""
+    start = threading.Thread.start
+    ran: list[str] = []
+
+    def run_now(thread: threading.Thread) -> None:
+        if thread.name.startswith("mcpwire-exit-"):
+            thread.run()  # raises here if the transport is not fully made
+            ran.append(thread.name)
+        else:
+            start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", run_now)
+    transport = StdioClientTransport(sys.executable, ["-c", "raise SystemExit(3)"])
+    monkeypatch.undo()
+    assert ran == [f"mcpwire-exit-{transport.pid}"]
+    async with Session(transport) as session:
+        with anyio.fail_after(WAIT), pytest.raises(ConnectionClosed) as info:
+            await session.request("echo")
+        assert info.value.exit_code == 3
+
+
+@pytest.mark.anyio
 async def test_client_child_exit_code(scripts: dict[str, str], anyio_backend: str) -> None:
     transport = child(scripts)
     async with Session(transport) as session:
