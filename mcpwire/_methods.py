@@ -512,6 +512,11 @@ async def _listen(call: Call) -> JSONObject:
     uris = wanted.get("resourceSubscriptions")
     if isinstance(uris, list) and "resources" in caps:
         kept = [u for u in uris if isinstance(u, str)]
+        if len(kept) > MAX_SUBSCRIPTIONS or any(len(u) > MAX_SUBSCRIBED_URI for u in kept):
+            raise invalid_params(
+                f"resourceSubscriptions: at most {MAX_SUBSCRIPTIONS} URIs, "
+                f"each at most {MAX_SUBSCRIBED_URI} characters"
+            )
         if kept:
             honored["resourceSubscriptions"] = list(kept)
     task_ids = _tasks.listen_task_ids(call, wanted) if call.server.offers_tasks else []

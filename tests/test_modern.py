@@ -616,6 +616,22 @@ async def listening(
         listen.scope.cancel()
 
 
+async def test_listen_resource_subscriptions_are_bounded() -> None:
+    """As ``resources/subscribe`` is per connection: at most ``MAX_SUBSCRIPTIONS``
+    URIs in one listen, each at most ``MAX_SUBSCRIBED_URI`` long (-32602)."""
+    from mcpwire._methods import MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS
+
+    server = build_server()
+    async with serving(server) as (session, _):
+        many = [f"mem://{n}" for n in range(MAX_SUBSCRIPTIONS + 1)]
+        long = ["mem://" + "x" * MAX_SUBSCRIBED_URI]
+        for uris in (many, long):
+            err = await error_of(
+                session, "subscriptions/listen", mp(notifications={"resourceSubscriptions": uris})
+            )
+            assert err.code == -32602 and "resourceSubscriptions" in err.message
+
+
 async def test_listen_ack_first_with_id_and_honored_filter() -> None:
     server = build_server()
     async with serving(server) as (session, inbox):
