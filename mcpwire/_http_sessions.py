@@ -218,6 +218,12 @@ class SessionTransport(Inbox):
         super().__init__()
         self.session = session
 
+    @property
+    def can_ask(self) -> bool:
+        """Whether a request the server makes outside any of the client's can reach
+        the client now: only on the GET stream, so only while it is open."""
+        return self.session.standalone.attached
+
     async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
         if isinstance(message, list):
             for item in message:

@@ -77,6 +77,7 @@ from ._hub_supervisor import Supervisor
 from ._hub_watch import DEFAULT_DEBOUNCE, DEFAULT_POLL_INTERVAL, PathWatcher
 
 if TYPE_CHECKING:
+    from ._client import Client
     from ._hub_relay import AskRelay
     from ._session import ProgressCallback
     from ._types import (
@@ -137,8 +138,8 @@ class Hub:
             they start on first use (``_hub_cache``; ``None``: lazy is ignored).
         profile: the named profile to run (``_hub_profiles``): only its servers,
             each narrowed to its tools; ``use_profile`` switches it.
-        relay: hands servers' sampling and elicitation asks to the client
-            upstream of a ``HubServer`` (``_hub_relay``).
+        relay: hands servers' sampling, elicitation and roots asks to the
+            client upstream of a ``HubServer`` (``_hub_relay``).
     """
 
     def __init__(
@@ -222,6 +223,8 @@ class Hub:
         for config in servers.values():
             self._start(config)
         self._configs = servers
+        if self.relay is not None:
+            self._tg.start_soon(self.relay.run, self)
         if self._watch:
             self._watcher.set_paths(watched_paths(self))
             self._watch_scope = anyio.CancelScope()
@@ -305,6 +308,10 @@ class Hub:
         if sup is None:
             raise HubError(f"no server named {name!r} (servers: {', '.join(self._sups) or 'none'})")
         return sup.status(len(self._registry.tools_of(name)))
+
+    def clients(self) -> dict[str, Client]:
+        """Each ready server's connection, by name: for what the hub does not wrap."""
+        return {n: c for n, sup in self._sups.items() if (c := sup.live_client()) is not None}
 
     def statuses(self) -> list[ServerStatus]:
         """Every server's snapshot, in config order."""

@@ -2,9 +2,10 @@
 
 A server behind the hub may ask its client for a model's completion
 (``sampling/createMessage``) or for the user's input (``elicitation/create``)
-while it handles a call. With ``Hub(relay=AskRelay())`` the hub declares both
-capabilities to every server, and ``HubServer`` hands each ask to the client
-whose call it serves, in that client's era:
+while it handles a call (``tools/call``, ``prompts/get``, ``resources/read``).
+With ``Hub(relay=AskRelay())`` the hub declares both capabilities to every
+server, and ``HubServer`` hands each ask to the client whose call it serves,
+in that client's era:
 
 * The upstream call is found by the task the ask arrives in: a 2026-07-28
   server asks in an ``InputRequiredResult``, which the hub's client answers in
@@ -30,34 +31,51 @@ level in the 2026-07-28 era); the hub asks every server for its logs from
 a server with no call in flight, or several, reach only the hub's own
 ``on_notification`` (a notification names no request).
 
-Roots are not relayed: servers ask for them outside calls too, where no
-upstream client is to be chosen; ``client_options["roots"]`` answers them.
+A server's ``roots/list`` is relayed as well, and the hub declares roots to
+every server. During a call it is the calling client's roots, asked as
+above. Servers also ask outside calls (after ``initialize``, after a
+``notifications/roots/list_changed``): then the one legacy client connected
+upstream that declared roots is asked with a request of its own (a
+2026-07-28 client can be asked only within one of its own requests). With
+none, or several (none of them is the servers' one client),
+``client_options["roots"]`` answers, else -32601. ``HubServer`` tells every
+legacy server behind the hub that the roots changed
+(``notifications/roots/list_changed``) when that upstream client says so,
+and when it comes or goes, so servers ask anew.
 """
 
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 
 from ._context import CapabilityMissing, InputRequired
 from ._errors import JSONRPCError, MCPWireError
 from ._hub_connect import chained
+from ._hub_subs import Subscriptions
 from ._versions import LOG_LEVELS
 from .sansio._messages import ErrorCode
 
 if TYPE_CHECKING:
     from ._context import Context
+    from ._hub import Hub
+    from ._session import Session
     from .sansio._json import JSONObject, JSONValue
 
-__all__ = ("AskRelay",)
+__all__ = ("ROOTS_TIMEOUT", "AskRelay", "Upstream")
 
 _T = TypeVar("_T")
 #: The ``Client`` option of each relayed method.
 _OPTIONS = {"sampling": "sampling/createMessage", "elicitation": "elicitation/create"}
+#: Seconds an upstream client gets to list its roots when asked outside a call.
+ROOTS_TIMEOUT = 10.0
+#: Seconds between looks at whether an upstream client can be asked yet.
+_POLL = 0.02
 
 
 class _Call:
@@ -79,6 +97,19 @@ class AskRelay:
     def __init__(self) -> None:
         self._current: ContextVar[_Call | None] = ContextVar("mcpwire_hub_call", default=None)
         self._calls: dict[str, list[_Call]] = {}
+        #: The servers upstream (``HubServer``s over the hub), asked for their
+        #: clients' roots outside calls.
+        self._upstreams: weakref.WeakSet[Upstream] = weakref.WeakSet()
+        #: The upstream clients' resource subscriptions, held at the servers.
+        self.subscriptions = Subscriptions()
+
+    async def run(self, hub: Hub) -> None:
+        """What the relay does in the background while ``hub`` runs (``Hub`` starts it)."""
+        await self.subscriptions.run(hub)
+
+    def attach(self, upstream: Upstream) -> None:
+        """Ask ``upstream``'s clients for roots outside calls (``HubServer`` does this)."""
+        self._upstreams.add(upstream)
 
     def client_options(self, server: str, options: Mapping[str, object]) -> dict[str, object]:
         """``options`` for ``server``'s ``Client``, with the relayed asks bound to it."""
@@ -86,6 +117,7 @@ class AskRelay:
         for option, method in _OPTIONS.items():
             fallback = options.get(option)
             bound[option] = functools.partial(self.answer, server, method, fallback)
+        bound["roots"] = functools.partial(self.roots, server, options.get("roots"))
         bound["on_notification"] = chained(
             functools.partial(self.notified, server), options.get("on_notification")
         )
@@ -111,7 +143,14 @@ class AskRelay:
         raise InputRequired(dict(record.missing))
 
     async def notified(self, server: str, method: str, params: JSONObject) -> None:
-        """Pass ``server``'s log message on to the client of its only call in flight."""
+        """Pass ``server``'s log message on to the client of its only call in flight,
+        and an update of a subscribed resource to the clients upstream."""
+        uri = params.get("uri")
+        if method == "notifications/resources/updated" and isinstance(uri, str):
+            if self.subscriptions.holds(uri):
+                for upstream in list(self._upstreams):
+                    await upstream.notify_resource_updated(uri)
+            return
         calls = self._calls.get(server, [])
         if method == "notifications/message" and len(calls) == 1:
             level, logger = params.get("level"), params.get("logger")
@@ -129,29 +168,83 @@ class AskRelay:
         self, server: str, method: str, fallback: object, params: JSONObject
     ) -> JSONObject:
         """Answer ``server``'s ask through the upstream client of its call."""
+        answered = await self._through_call(server, {"method": method, "params": params})
+        if answered is not None:
+            return answered
+        if callable(fallback):
+            got: JSONObject = await fallback(params)
+            return got
+        raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    async def roots(self, server: str, fallback: object) -> list[JSONObject]:
+        """``server``'s ``roots/list``: the calling client's roots, else those of the
+        one legacy client upstream that has roots, else ``fallback``'s."""
+        answered = await self._through_call(server, {"method": "roots/list"})
+        if answered is None:
+            answered = await self._from_upstream()
+        if answered is not None:
+            roots = answered.get("roots")
+            return [r for r in roots if isinstance(r, dict)] if isinstance(roots, list) else []
+        if isinstance(fallback, list):
+            return list(fallback)
+        if callable(fallback):
+            got: list[JSONObject] = await fallback()
+            return got
+        raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, "Method not found: roots/list")
+
+    async def _through_call(self, server: str, ask: JSONObject) -> JSONObject | None:
+        """The answer of the upstream client whose call ``server`` serves, or ``None``
+        when no call is known or its client cannot answer."""
         record = self._current.get()
         in_task = record is not None
         if record is None:
             calls = self._calls.get(server, [])
             record = calls[0] if len(calls) == 1 else None
-        if record is not None:
-            key = f"ask-{record.asks}"
-            record.asks += 1
-            try:
-                answers = await record.ctx.ask_all({key: {"method": method, "params": params}})
-                return answers[key]
-            except CapabilityMissing:
-                pass
-            except InputRequired as exc:
-                if in_task:
-                    raise  # out through the call, as an InputRequiredResult upstream
-                record.missing.update(exc.requests)
-                record.scope.cancel()
-                raise JSONRPCError(
-                    ErrorCode.INTERNAL_ERROR,
-                    "the client asks its user first; the call will be made again with the answer",
-                ) from None
-        if callable(fallback):
-            answered: JSONObject = await fallback(params)
-            return answered
-        raise JSONRPCError(ErrorCode.METHOD_NOT_FOUND, f"Method not found: {method}")
+        if record is None:
+            return None
+        key = f"ask-{record.asks}"
+        record.asks += 1
+        try:
+            answers = await record.ctx.ask_all({key: ask})
+            return answers[key]
+        except CapabilityMissing:
+            return None
+        except InputRequired as exc:
+            if in_task:
+                raise  # out through the call, as an InputRequiredResult upstream
+            record.missing.update(exc.requests)
+            record.scope.cancel()
+            raise JSONRPCError(
+                ErrorCode.INTERNAL_ERROR,
+                "the client asks its user first; the call will be made again with the answer",
+            ) from None
+
+    async def _from_upstream(self) -> JSONObject | None:
+        """``roots/list`` asked of the one legacy client upstream that declared roots.
+
+        Over HTTP such a request travels on the session's GET stream, which a
+        client opens once initialized: until it has, the ask waits for it."""
+        with anyio.move_on_after(ROOTS_TIMEOUT):
+            while True:
+                sessions = [s for up in list(self._upstreams) for s in up.roots_sessions()]
+                if len(sessions) != 1:
+                    return None
+                if getattr(sessions[0].transport, "can_ask", True):
+                    try:
+                        return await sessions[0].request("roots/list", timeout=ROOTS_TIMEOUT)
+                    except (MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        return None  # it failed or went away: as if there were none
+                await anyio.sleep(_POLL)
+        return None
+
+
+class Upstream(Protocol):
+    """What ``AskRelay.attach`` takes: a server whose clients the relay serves."""
+
+    def roots_sessions(self) -> list[Session]:
+        """The sessions of the legacy clients connected that declared roots."""
+        ...
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell the clients subscribed to ``uri`` that it changed."""
+        ...

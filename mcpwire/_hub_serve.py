@@ -41,17 +41,26 @@ the server that owns it (under its own name for the prompt); a server that
 cannot complete gives no values.
 
 A server's sampling and elicitation asks, and its log messages, during a
-call reach the client that made it when the hub has a ``relay``
-(``_hub_relay``; ``mcpwire hub --serve`` gives it one); without one, and for
-roots, the hub's own ``client_options`` answer. Resource subscriptions are
-not relayed.
+call (a tool call, a prompt or a resource read) reach the client that made
+it when the hub has a ``relay`` (``_hub_relay``; ``mcpwire hub --serve``
+gives it one); so do its ``roots/list`` asks, in a call or outside one (then
+the one legacy client connected that declared roots answers). This server
+tells the servers behind the hub when those roots change: on the client's
+``notifications/roots/list_changed``, and when a client with roots comes or
+goes. Without a relay, the hub's own ``client_options`` answer. With a
+relay, clients may subscribe to resources (legacy ``resources/subscribe``,
+or a 2026-07-28 ``subscriptions/listen``): the hub holds the subscriptions
+at the servers that offer the resources (``_hub_subs``) and passes their
+updates on.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -60,18 +69,26 @@ from ._errors import JSONRPCError, MCPWireError
 from ._hub_errors import HubError
 from ._hub_search import ToolSearch
 from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef
-from ._server import Server
+from ._server import Connection, Server
 from ._uritemplate import UriTemplate
 from ._version import __version__
+from .sansio._state import LifecycleState
 
 if TYPE_CHECKING:
+    from ._client import Client
     from ._context import Context
     from ._hub import Hub
     from ._hub_names import HubPrompt, HubTool
+    from ._request_context import RequestContext
+    from ._session import Session
+    from ._transport import Transport
     from ._types import CallToolResult, Resource, ResourceTemplate
     from .sansio._json import JSONObject, JSONValue
+    from .sansio._messages import Notification, Request
 
 __all__ = ("PROFILE_TOOL", "HubServer")
+
+_T = TypeVar("_T")
 
 logger = logging.getLogger("mcpwire.hub")
 
@@ -85,6 +102,8 @@ _ACCEPT_ANY: JSONObject = {}
 PROFILE_TOOL = "use_profile"
 #: Offered whatever the hub holds now: a server may come up after the client initialized.
 _ALWAYS = ("tools", "prompts", "resources")
+#: Seconds the servers behind the hub get to take a roots/list_changed notification.
+_NOTIFY_WITHIN = 5.0
 
 
 class HubServer(Server):
@@ -103,11 +122,22 @@ class HubServer(Server):
         self.hub = hub
         self.search = ToolSearch(hub, provider=provider) if search else None
         self.profile_tool = profile_tool
+        #: The sessions of the clients whose roots the servers behind the hub get.
+        self._roots_seen: frozenset[Session] = frozenset()
+        #: The URIs the clients' open ``subscriptions/listen`` streams name.
+        self._listening: collections.Counter[str] = collections.Counter()
+        if hub.relay is not None:
+            hub.relay.attach(self)
+            self.on_roots_changed = self._roots_changed
         self.sync()
 
     def capabilities(self) -> JSONObject:
         caps = super().capabilities()
-        caps["resources"] = {"listChanged": True}  # subscriptions are not relayed
+        # Subscriptions are held at the servers by the relay (``_hub_subs``).
+        subscribe = self.hub.relay is not None
+        caps["resources"] = (
+            {"subscribe": True, "listChanged": True} if subscribe else {"listChanged": True}
+        )
         return caps
 
     def offers(self, feature: str) -> bool:
@@ -167,6 +197,92 @@ class HubServer(Server):
             else:
                 await self.notify_resources_changed()
 
+    # -- the clients' roots and subscriptions, relayed by the hub's AskRelay ---------------
+
+    def roots_sessions(self) -> list[Session]:
+        """The sessions of the legacy clients connected that declared roots."""
+        return [
+            c.session
+            for c in self.connections
+            if c.session is not None
+            and not c.session.closed
+            and c.lifecycle.state is LifecycleState.READY
+            and isinstance(c.client_capabilities.get("roots"), dict)
+        ]
+
+    async def serve(self, transport: Transport) -> None:
+        try:
+            await super().serve(transport)
+        finally:
+            with anyio.CancelScope(shield=True):
+                # A client with roots, or with subscriptions, may have gone.
+                await self._roots_moved()
+                await self._subscriptions_moved()
+
+    async def _on_request(
+        self, conn: Connection, request: Request, rctx: RequestContext
+    ) -> JSONObject:
+        method = request.method
+        if method == "subscriptions/listen" and self.hub.relay is not None:
+            wanted = (request.params or {}).get("notifications")
+            uris = wanted.get("resourceSubscriptions") if isinstance(wanted, dict) else None
+            named = [u for u in uris if isinstance(u, str)] if isinstance(uris, list) else []
+            self._listening.update(named)
+            try:
+                await self._subscriptions_moved()
+                return await super()._on_request(conn, request, rctx)
+            finally:
+                self._listening.subtract(named)
+                with anyio.CancelScope(shield=True):
+                    await self._subscriptions_moved()
+        result = await super()._on_request(conn, request, rctx)
+        if method in ("resources/subscribe", "resources/unsubscribe"):
+            await self._subscriptions_moved()
+        return result
+
+    def _serve_inline(self, request: Request) -> bool:
+        # Subscribing waits for the servers behind the hub: it needs a task.
+        if request.method in ("resources/subscribe", "resources/unsubscribe"):
+            return False
+        return super()._serve_inline(request)
+
+    async def _subscriptions_moved(self) -> None:
+        """Tell the relay which URIs this server's clients are subscribed to now."""
+        relay = self.hub.relay
+        if relay is not None:
+            uris = {u for c in self.connections for u in c.subscriptions}
+            uris.update(u for u, n in self._listening.items() if n > 0)
+            await relay.subscriptions.want(self, uris)
+
+    async def _on_notification(self, conn: Connection, note: Notification) -> None:
+        await super()._on_notification(conn, note)
+        if note.method == "notifications/initialized":
+            await self._roots_moved()
+
+    async def _roots_changed(self, conn: Connection) -> None:
+        await self._tell_roots_changed()
+
+    async def _roots_moved(self) -> None:
+        """Tell the servers when the clients whose roots they get came or went."""
+        if self.hub.relay is None:
+            return  # the servers get the hub's own roots, which did not change
+        now = frozenset(self.roots_sessions())
+        if now != self._roots_seen:
+            self._roots_seen = now
+            await self._tell_roots_changed()
+
+    async def _tell_roots_changed(self) -> None:
+        """``notifications/roots/list_changed`` to every legacy server behind the hub."""
+
+        async def tell(client: Client) -> None:
+            with suppress(MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await client.send_roots_changed()
+
+        with anyio.move_on_after(_NOTIFY_WITHIN):
+            async with anyio.create_task_group() as tg:
+                for client in self.hub.clients().values():
+                    tg.start_soon(tell, client)
+
     def _listings(self) -> dict[str, list[JSONValue]]:
         resources: list[JSONValue] = [r.to_json() for r in self.resources.values()]
         return {
@@ -177,9 +293,16 @@ class HubServer(Server):
 
     # -- the mirrored definitions ---------------------------------------------------------
 
+    def _relayed(
+        self, server: str, ctx: Context, call: Callable[[], Awaitable[_T]]
+    ) -> Awaitable[_T]:
+        """``call()`` to ``server``, with its asks and logs relayed to the client of ``ctx``."""
+        relay = self.hub.relay
+        return call() if relay is None else relay.forward(server, ctx, call)
+
     def _tool(self, exposed: HubTool) -> ToolDef:
         listed = exposed.tool
-        hub, name, relay = self.hub, exposed.name, self.hub.relay
+        hub, name = self.hub, exposed.name
 
         async def forward(**kwargs: Any) -> ToolResult:
             ctx: Context = kwargs.pop(_CTX)
@@ -190,7 +313,7 @@ class HubServer(Server):
             def call() -> Awaitable[ToolResult]:
                 return _forwarded(hub.call_tool(name, kwargs, on_progress=progress))
 
-            return await (call() if relay is None else relay.forward(exposed.server, ctx, call))
+            return await self._relayed(exposed.server, ctx, call)
 
         return _tool_def(
             name,
@@ -262,7 +385,7 @@ class HubServer(Server):
                 server = hub.resolve(target)[0]
             except HubError:
                 return await call()  # it answers what is wrong with the name
-            return await hub.relay.forward(server, ctx, call)
+            return await self._relayed(server, ctx, call)
 
         return _tool_def(
             name, run, definition["inputSchema"], description=definition["description"]
@@ -278,21 +401,24 @@ class HubServer(Server):
         ]
 
         async def get(**kwargs: Any) -> JSONObject:
+            ctx: Context = kwargs.pop(_CTX)
             strings = {k: v if isinstance(v, str) else str(v) for k, v in kwargs.items()}
-            result = await hub.get_prompt(name, strings)
+            result = await self._relayed(exposed.server, ctx, lambda: hub.get_prompt(name, strings))
             return result.raw or {"messages": []}
 
         described = _listed(get, raw)
         return PromptDef(
             name, get, arguments, title=described["title"], description=described["description"],
-            icons=described["icons"], meta=described["meta"],
+            icons=described["icons"], meta=described["meta"], context_param=_CTX,
         )  # fmt: skip
 
     def _resource(self, server: str, resource: Resource) -> ResourceDef:
         hub, uri = self.hub, resource.uri
 
-        async def read() -> list[JSONValue]:
-            return [c.raw for c in await hub.read_resource(uri, server=server)]
+        async def read(**kwargs: Any) -> list[JSONValue]:
+            ctx: Context = kwargs.pop(_CTX)
+            got = await self._relayed(server, ctx, lambda: hub.read_resource(uri, server=server))
+            return [c.raw for c in got]
 
         return ResourceDef(uri=uri, size=resource.size, **_listed(read, resource.raw))
 
@@ -318,8 +444,10 @@ class HubServer(Server):
         hub, parsed = self.hub, UriTemplate(template.uri_template)
 
         async def read(**variables: Any) -> list[JSONValue]:
+            ctx: Context = variables.pop(_CTX)
             uri = parsed.expand(variables)
-            return [c.raw for c in await hub.read_resource(uri, server=server)]
+            got = await self._relayed(server, ctx, lambda: hub.read_resource(uri, server=server))
+            return [c.raw for c in got]
 
         return TemplateDef(template=parsed, **_listed(read, template.raw))
 
@@ -352,7 +480,7 @@ def _listed(fn: Any, raw: JSONObject) -> dict[str, Any]:
         "annotations": annotations if isinstance(annotations, dict) else None,
         "icons": icons if isinstance(icons, list) else None,
         "meta": meta if isinstance(meta, dict) else None,
-        "context_param": None,
+        "context_param": _CTX,
     }
 
 

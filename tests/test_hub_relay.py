@@ -55,6 +55,22 @@ ASKER = textwrap.dedent(
         name = (answer.get("content") or {}).get("name")
         return f"{sampled['content']['text']}|{answer['action']}|{name}"
 
+    @server.prompt()
+    async def greet(ctx: Context) -> str:
+        \"\"\"Greet the user by the name they give.\"\"\"
+        answer = await ctx.elicit(
+            "Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
+        return f"Hello, {(answer.get('content') or {}).get('name')}!"
+
+    @server.resource("note://{topic}")
+    async def note(topic: str, ctx: Context) -> str:
+        \"\"\"What the model says about a topic.\"\"\"
+        sampled = await ctx.sample(
+            [{"role": "user", "content": {"type": "text", "text": topic}}], 20
+        )
+        return sampled["content"]["text"]
+
     @server.tool()
     async def chatty(topic: str, ctx: Context) -> str:
         \"\"\"Log while working.\"\"\"
@@ -167,6 +183,29 @@ async def test_asks_reach_the_client_that_made_the_call(
                 who = await client.call_tool("sdk__who")
             assert who.text == "accept:Ann", who.text
         # Nothing of a forwarded call is left behind in the relay.
+        assert hub.relay is not None and not hub.relay._calls
+
+
+@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
+@pytest.mark.parametrize("downstream", [LEGACY, MODERN])
+async def test_asks_of_prompts_and_resource_reads_reach_the_client_too(
+    tmp_path: Path, upstream: str, downstream: str
+) -> None:
+    """``prompts/get`` and ``resources/read`` may ask as ``tools/call`` may (in the
+    2026-07-28 era all three can end in an ``InputRequiredResult``)."""
+    user = Upstream()
+    async with (
+        relayed(tmp_path, downstream) as (hub, server, _runs),
+        Client(
+            server, mode=upstream, sampling=user.sampling, elicitation=user.elicitation
+        ) as client,
+    ):
+        with anyio.fail_after(WAIT):
+            prompt = await client.get_prompt("d__greet")
+            contents = await client.read_resource("note://reefs")
+        assert prompt.messages[0]["content"]["text"] == "Hello, Ann!"
+        assert contents[0].text == "model on reefs"
+        assert [kind for kind, _ in user.asked] == ["elicitation", "sampling"]
         assert hub.relay is not None and not hub.relay._calls
 
 

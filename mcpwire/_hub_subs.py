@@ -1,0 +1,195 @@
+"""Resource subscriptions of the clients upstream of ``HubServer``, held at the
+servers behind the hub (``AskRelay.subscriptions``).
+
+Theory of operation
+-------------------
+A client of ``HubServer`` subscribes to a resource with a legacy
+``resources/subscribe``, or names it in a 2026-07-28 ``subscriptions/listen``.
+``HubServer`` tells ``want()`` the URIs its clients hold, after every change;
+the hub then holds one subscription per URI, however many clients want it, at
+the server that lists the resource (the first, as ``HubServer`` exposes it),
+else at the one whose resource template matches it, in that server's era:
+
+* a legacy server that offers subscriptions gets ``resources/subscribe`` (and
+  ``resources/unsubscribe`` once no client wants the URI);
+* a 2026-07-28 server gets one ``subscriptions/listen`` naming every URI held
+  at it, opened again whenever that set changes.
+
+The server's ``notifications/resources/updated`` then reaches the hub's client
+for it, and ``AskRelay`` passes those of a held URI to every ``HubServer``,
+which sends them to the clients subscribed (``Server.notify_resource_updated``).
+
+A new connection has no subscriptions: when a server is ready again (after a
+restart, a crash, an idle stop) everything held at it is subscribed anew. A
+URI no server offers yet is held at none, and placed when a server comes up.
+What a server refuses (it offers no subscriptions, or answers an error) is
+logged; the client upstream keeps its subscription, which then hears nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+
+from ._errors import MCPWireError
+from ._hub_events import ServerState, ServerStateChanged
+
+if TYPE_CHECKING:
+    from ._client import Client
+    from ._hub import Hub
+
+__all__ = ("Subscriptions",)
+
+logger = logging.getLogger("mcpwire.hub")
+
+
+class Subscriptions:
+    """The hub's subscriptions on behalf of its clients upstream (see the module docstring)."""
+
+    def __init__(self) -> None:
+        #: The URIs each upstream server's clients hold.
+        self._wanted: weakref.WeakKeyDictionary[object, frozenset[str]] = (
+            weakref.WeakKeyDictionary()
+        )
+        #: Each URI held, and the server it is held at (``None``: no server offers it).
+        self._held: dict[str, str | None] = {}
+        #: The open ``subscriptions/listen`` of each 2026-07-28 server.
+        self._listens: dict[str, anyio.CancelScope] = {}
+        self._hub: Hub | None = None
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._lock = anyio.Lock()
+
+    def holds(self, uri: str) -> bool:
+        """Whether some client upstream is subscribed to ``uri``."""
+        return uri in self._held
+
+    def at(self, server: str) -> list[str]:
+        """The URIs held at ``server``."""
+        return sorted(u for u, s in self._held.items() if s == server)
+
+    async def run(self, hub: Hub) -> None:
+        """Hold subscriptions at ``hub``'s servers until cancelled or the hub closes."""
+        self._hub = hub
+        async with hub.events() as events, anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                async for event in events:
+                    if isinstance(event, ServerStateChanged) and event.new is ServerState.READY:
+                        await self._ready(event.server)
+            finally:
+                self._tg = None
+                tg.cancel_scope.cancel()
+
+    async def want(self, upstream: object, uris: Iterable[str]) -> None:
+        """``upstream``'s clients now hold ``uris``: subscribe and unsubscribe to match."""
+        self._wanted[upstream] = frozenset(uris)
+        async with self._lock:
+            # Taken under the lock: a later call's wishes are never undone by this one.
+            wanted = set[str]().union(*self._wanted.values())
+            moved: set[str] = set()
+            for uri in [u for u in self._held if u not in wanted]:
+                server = self._held.pop(uri)
+                if server is not None:
+                    await self._change(server, uri, "resources/unsubscribe", moved)
+            for uri in sorted(wanted - self._held.keys()):
+                server = self._held[uri] = self._owner(uri)
+                if server is not None:
+                    await self._change(server, uri, "resources/subscribe", moved)
+            for server in moved:
+                await self._listen_again(server)
+
+    async def _ready(self, server: str) -> None:
+        """``server`` has a new connection: place what no server held, subscribe anew."""
+        async with self._lock:
+            for uri in [u for u, s in self._held.items() if s is None]:
+                self._held[uri] = self._owner(uri)
+            moved: set[str] = set()
+            for uri in self.at(server):
+                await self._change(server, uri, "resources/subscribe", moved)
+            for name in moved:
+                await self._listen_again(name)
+
+    def _owner(self, uri: str) -> str | None:
+        """The server that lists ``uri``, else the one whose template matches it."""
+        from ._uritemplate import UriTemplate
+
+        hub = self._hub
+        if hub is None:
+            return None
+        for server, resource in hub.resources():
+            if resource.uri == uri:
+                return server
+        for server, template in hub.resource_templates():
+            try:
+                if UriTemplate(template.uri_template).match(uri) is not None:
+                    return server
+            except ValueError:
+                continue  # not RFC 6570: HubServer does not expose it either
+        return None
+
+    async def _change(self, server: str, uri: str, method: str, moved: set[str]) -> None:
+        """Send ``method`` for ``uri`` to a legacy ``server``; a 2026-07-28 one is
+        noted in ``moved``, for its listen to be opened again."""
+        assert self._hub is not None
+        client = self._hub.clients().get(server)
+        if client is None:
+            return  # subscribed once it is ready
+        if client.era == "modern":
+            moved.add(server)
+            return
+        resources = client.server_capabilities.get("resources")
+        if not (isinstance(resources, dict) and resources.get("subscribe") is True):
+            logger.warning("server %r offers no resource subscriptions: %s not held", server, uri)
+            return
+        try:
+            await client.request(method, {"uri": uri})
+        except (MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            logger.warning("server %r: %s %s failed: %s", server, method, uri, exc)
+
+    async def _listen_again(self, server: str) -> None:
+        """Open ``server``'s listen anew, naming what is held at it now. The old one
+        ends once the new one is acknowledged: an update in between may come
+        twice, never not at all."""
+        old = self._listens.pop(server, None)
+        uris = self.at(server)
+        client = self._hub.clients().get(server) if self._hub is not None else None
+        try:
+            if uris and client is not None and self._tg is not None:
+                scope = anyio.CancelScope()
+                await self._tg.start(self._listen, server, client, uris, scope)
+                self._listens[server] = scope
+        finally:
+            if old is not None:
+                old.cancel()
+
+    async def _listen(
+        self,
+        server: str,
+        client: Client,
+        uris: list[str],
+        scope: anyio.CancelScope,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        started = False
+        with scope:
+            try:
+                async with client.listen(uris=uris) as subscription:
+                    task_status.started()
+                    started = True
+                    async for _ in subscription:
+                        pass  # the updates reach AskRelay through the client's on_notification
+            except (MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                # Ending with the connection is no news: the server is subscribed
+                # anew once it is ready again.
+                log = logger.debug if client.session.closed else logger.warning
+                log("server %r: subscriptions/listen ended: %s", server, exc)
+        if not started:
+            task_status.started()
+        if self._listens.get(server) is scope:
+            del self._listens[server]

@@ -1,0 +1,244 @@
+"""Resource subscriptions of the clients of ``HubServer``, held by the hub at the
+servers behind it (``_hub_subs``), in both eras on both sides.
+
+Every peer is real: downstream, a server process of ours with two resources, a
+resource template and a ``touch`` tool that reports a resource updated; upstream,
+our ``Client`` (legacy ``resources/subscribe``, 2026-07-28 ``subscriptions/listen``)
+and the reference SDK's client through ``mcpwire hub --serve stdio``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import warnings
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from http_raw import running
+from mcp import Client as SdkClient
+from mcp import StdioServerParameters
+from test_hub_support import PY, WAIT, ready
+
+from mcpwire import AskRelay, Client, Hub, HubServer, ServerConfig
+
+pytestmark = pytest.mark.anyio
+
+MODERN, LEGACY = "2026-07-28", "legacy"
+
+SUBBER = textwrap.dedent(
+    """
+    from mcpwire import Server
+
+    server = Server("subber", "1.0.0")
+
+    @server.resource("note://x")
+    def note_x() -> str:
+        return "x"
+
+    @server.resource("note://y")
+    def note_y() -> str:
+        return "y"
+
+    @server.resource("doc://{name}")
+    def doc(name: str) -> str:
+        return name
+
+    @server.tool()
+    async def touch(uri: str) -> str:
+        \"\"\"Report a resource updated (to the clients subscribed to it).\"\"\"
+        await server.notify_resource_updated(uri)
+        return "ok"
+
+    server.run()
+    """
+)
+
+
+@asynccontextmanager
+async def hub_of(tmp: Path, downstream: str) -> AsyncIterator[tuple[Hub, HubServer]]:
+    script = tmp / "subber.py"
+    script.write_text(SUBBER)
+    servers = [ServerConfig(name="d", command=PY, args=[str(script)])]
+    async with Hub(servers=servers, relay=AskRelay(), client_options={"mode": downstream}) as hub:
+        await ready(hub)
+        yield hub, HubServer(hub)
+
+
+class Updates:
+    """The ``notifications/resources/updated`` a client got, by URI, in order."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+
+    async def __call__(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/resources/updated":
+            self.uris.append(params["uri"])
+
+
+async def until(check: Callable[[], bool]) -> None:
+    with anyio.fail_after(WAIT):
+        while not check():
+            await anyio.sleep(0.02)
+
+
+async def touch(client: Client, *uris: str) -> None:
+    for uri in uris:
+        with anyio.fail_after(WAIT):
+            assert (await client.call_tool("d__touch", {"uri": uri})).text == "ok"
+
+
+def held(hub: Hub) -> dict[str, str | None]:
+    assert hub.relay is not None
+    return dict(hub.relay.subscriptions._held)
+
+
+@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
+@pytest.mark.parametrize("downstream", [LEGACY, MODERN])
+async def test_a_subscribed_resources_updates_reach_the_client(
+    tmp_path: Path, upstream: str, downstream: str
+) -> None:
+    got = Updates()
+    async with (
+        hub_of(tmp_path, downstream) as (hub, server),
+        Client(server, mode=upstream, on_notification=got) as client,
+    ):
+        assert client.server_capabilities["resources"]["subscribe"] is True
+        if upstream == LEGACY:
+            await client.subscribe_resource("note://x")
+            await client.subscribe_resource("doc://a")  # a template's
+            assert held(hub) == {"note://x": "d", "doc://a": "d"}
+            await touch(client, "note://y", "note://x", "doc://a", "doc://b")
+            await until(lambda: got.uris == ["note://x", "doc://a"])
+            await client.unsubscribe_resource("note://x")
+            assert held(hub) == {"doc://a": "d"}
+            await touch(client, "note://x", "doc://a")
+            await until(lambda: got.uris == ["note://x", "doc://a", "doc://a"])
+        else:
+            async with client.listen(uris=["note://x", "doc://a"]) as subscription:
+                await until(lambda: held(hub) == {"note://x": "d", "doc://a": "d"})
+                await touch(client, "note://y", "note://x", "doc://a", "doc://b")
+                with anyio.fail_after(WAIT):
+                    events = [await subscription.__anext__() for _ in range(2)]
+                assert [e.params["uri"] for e in events] == ["note://x", "doc://a"]  # type: ignore[index]
+            await until(lambda: held(hub) == {})
+            await touch(client, "note://x")
+            assert got.uris == ["note://x", "doc://a"]
+    assert held(hub) == {}
+
+
+@pytest.mark.parametrize("downstream", [LEGACY, MODERN])
+async def test_subscriptions_are_held_again_when_the_server_comes_back(
+    tmp_path: Path, downstream: str
+) -> None:
+    """A restarted server has a new connection, with no subscriptions: the hub
+    subscribes anew once it is ready."""
+    got = Updates()
+    async with (
+        hub_of(tmp_path, downstream) as (hub, server),
+        Client(server, mode=LEGACY, on_notification=got) as client,
+    ):
+        await client.subscribe_resource("note://x")
+        with anyio.fail_after(WAIT):
+            await hub.restart("d")
+            # Subscribing anew follows the server's ready event: until then an
+            # update finds no subscriber at the server.
+            while not got.uris:
+                await touch(client, "note://x")
+                await anyio.sleep(0.05)
+        assert set(got.uris) == {"note://x"}
+
+
+async def test_one_subscription_downstream_for_many_clients(tmp_path: Path) -> None:
+    """The hub holds a URI while any client wants it; the last to leave ends it."""
+    first, second = Updates(), Updates()
+    async with (
+        hub_of(tmp_path, LEGACY) as (hub, server),
+        Client(server, mode=LEGACY, on_notification=first) as one,
+    ):
+        await one.subscribe_resource("note://x")
+        async with Client(server, mode=MODERN, on_notification=second) as two:
+            async with two.listen(uris=["note://x"]):
+                await one.unsubscribe_resource("note://x")
+                assert held(hub) == {"note://x": "d"}
+                await touch(one, "note://x")
+                await until(lambda: second.uris == ["note://x"])
+            await until(lambda: held(hub) == {})
+            await one.subscribe_resource("note://x")
+        await touch(one, "note://x")
+        await until(lambda: first.uris == ["note://x"])
+        assert second.uris == ["note://x"]
+    assert held(hub) == {}
+
+
+async def test_a_uri_no_server_offers_is_placed_when_one_does(tmp_path: Path) -> None:
+    """Subscribed upstream at once; held downstream once a server lists it."""
+    got = Updates()
+    async with (
+        hub_of(tmp_path, LEGACY) as (hub, server),
+        Client(server, mode=LEGACY, on_notification=got) as client,
+    ):
+        await client.subscribe_resource("nowhere://z")
+        assert held(hub) == {"nowhere://z": None}
+        await touch(client, "nowhere://z")  # the server has no subscriber for it
+        await client.subscribe_resource("note://x")
+        await touch(client, "note://x")
+        await until(lambda: got.uris == ["note://x"])
+
+
+@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
+async def test_updates_reach_a_client_over_streamable_http(tmp_path: Path, upstream: str) -> None:
+    """The hub served over HTTP: a legacy client's updates come on its session's
+    GET stream, a 2026-07-28 client's on its listen's response stream."""
+    got = Updates()
+    async with (
+        hub_of(tmp_path, MODERN) as (hub, server),
+        running(server) as http,
+    ):
+        url = f"http://127.0.0.1:{http.port}/mcp"
+        async with Client.http(url, mode=upstream, on_notification=got) as client:
+            if upstream == LEGACY:
+                await client.subscribe_resource("doc://a")
+                await touch(client, "doc://a")
+            else:
+                async with client.listen(uris=["doc://a"]):
+                    await until(lambda: held(hub) == {"doc://a": "d"})
+                    await touch(client, "doc://a")
+                    await until(lambda: got.uris == ["doc://a"])
+            await until(lambda: got.uris == ["doc://a"])
+        await until(lambda: held(hub) == {})
+
+
+async def test_the_reference_sdk_client_subscribes_through_hub_serve(tmp_path: Path) -> None:
+    """``mcpwire hub --serve stdio`` under the SDK's client (legacy, where it can
+    subscribe): the update our server reports reaches it."""
+    script = tmp_path / "subber.py"
+    script.write_text(SUBBER)
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"d": {"command": PY, "args": [str(script)]}}}))
+    updated: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", None) == "notifications/resources/updated":
+            updated.append(str(root.params.uri))
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "mcpwire", "hub", "--config", str(config), "--serve", "stdio"],
+    )
+    with warnings.catch_warnings(), anyio.fail_after(60):
+        warnings.simplefilter("ignore")
+        async with SdkClient(
+            params, message_handler=on_message, read_timeout_seconds=30, cache=None, mode="legacy"
+        ) as sdk:
+            await sdk.subscribe_resource("note://x")
+            await sdk.call_tool("d__touch", {"uri": "note://y"})
+            await sdk.call_tool("d__touch", {"uri": "note://x"})
+            while updated != ["note://x"]:
+                await anyio.sleep(0.02)
