@@ -148,18 +148,27 @@ async def relayed(
         yield hub, server, runs
 
 
+@asynccontextmanager
+async def asking(
+    tmp: Path, downstream: str, upstream: str, user: Upstream
+) -> AsyncIterator[tuple[Hub, Client, Path]]:
+    """The relaying hub, and ``user``'s client of it in the ``upstream`` era."""
+    async with (
+        relayed(tmp, downstream) as (hub, server, runs),
+        Client(
+            server, mode=upstream, sampling=user.sampling, elicitation=user.elicitation
+        ) as client,
+    ):
+        yield hub, client, runs
+
+
 @pytest.mark.parametrize("upstream", [LEGACY, MODERN])
 @pytest.mark.parametrize("downstream", [LEGACY, MODERN])
 async def test_asks_reach_the_client_that_made_the_call(
     tmp_path: Path, upstream: str, downstream: str
 ) -> None:
     user = Upstream()
-    async with (
-        relayed(tmp_path, downstream) as (hub, server, runs),
-        Client(
-            server, mode=upstream, sampling=user.sampling, elicitation=user.elicitation
-        ) as client,
-    ):
+    async with asking(tmp_path, downstream, upstream, user) as (hub, client, runs):
         with anyio.fail_after(WAIT):
             result = await client.call_tool("d__ask", {"topic": "tides"})
         assert not result.is_error, result.text
@@ -194,12 +203,7 @@ async def test_asks_of_prompts_and_resource_reads_reach_the_client_too(
     """``prompts/get`` and ``resources/read`` may ask as ``tools/call`` may (in the
     2026-07-28 era all three can end in an ``InputRequiredResult``)."""
     user = Upstream()
-    async with (
-        relayed(tmp_path, downstream) as (hub, server, _runs),
-        Client(
-            server, mode=upstream, sampling=user.sampling, elicitation=user.elicitation
-        ) as client,
-    ):
+    async with asking(tmp_path, downstream, upstream, user) as (hub, client, _runs):
         with anyio.fail_after(WAIT):
             prompt = await client.get_prompt("d__greet")
             contents = await client.read_resource("note://reefs")
