@@ -106,11 +106,16 @@ class Subscriptions:
     async def _ready(self, server: str) -> None:
         """``server`` has a new connection: place what no server held, subscribe anew."""
         async with self._lock:
+            # Everything held at this server, and what another one now offers.
+            todo: list[tuple[str, str]] = []
             for uri in [u for u, s in self._held.items() if s is None]:
-                self._held[uri] = self._owner(uri)
+                owner = self._held[uri] = self._owner(uri)
+                if owner is not None and owner != server:
+                    todo.append((owner, uri))
+            todo += [(server, uri) for uri in self.at(server)]
             moved: set[str] = set()
-            for uri in self.at(server):
-                await self._change(server, uri, "resources/subscribe", moved)
+            for name, uri in todo:
+                await self._change(name, uri, "resources/subscribe", moved)
             for name in moved:
                 await self._listen_again(name)
 

@@ -23,7 +23,7 @@ import pytest
 from http_raw import running
 from mcp import Client as SdkClient
 from mcp import StdioServerParameters
-from test_hub_support import PY, WAIT, ready
+from test_hub_support import PY, WAIT, entry, ready, write_config
 
 from mcpwire import AskRelay, Client, Hub, HubServer, ServerConfig
 
@@ -33,9 +33,15 @@ MODERN, LEGACY = "2026-07-28", "legacy"
 
 SUBBER = textwrap.dedent(
     """
+    import sys
     from mcpwire import Server
 
     server = Server("subber", "1.0.0")
+
+    if sys.argv[1:] == ["late"]:
+        @server.resource("late://x")
+        def late_x() -> str:
+            return "late"
 
     @server.resource("note://x")
     def note_x() -> str:
@@ -176,19 +182,31 @@ async def test_one_subscription_downstream_for_many_clients(tmp_path: Path) -> N
     assert held(hub) == {}
 
 
-async def test_a_uri_no_server_offers_is_placed_when_one_does(tmp_path: Path) -> None:
-    """Subscribed upstream at once; held downstream once a server lists it."""
+@pytest.mark.parametrize("downstream", [LEGACY, MODERN])
+async def test_a_uri_no_server_offers_is_placed_when_one_does(
+    tmp_path: Path, downstream: str
+) -> None:
+    """Subscribed upstream at once, held at no server; once a server that lists it
+    is ready (here one added to the config), held there, and its updates come."""
+    script = tmp_path / "subber.py"
+    script.write_text(SUBBER)
+    config = tmp_path / "mcp.json"
+    write_config(config, {"d": entry(str(script))})
     got = Updates()
-    async with (
-        hub_of(tmp_path, LEGACY) as (hub, server),
-        Client(server, mode=LEGACY, on_notification=got) as client,
-    ):
-        await client.subscribe_resource("nowhere://z")
-        assert held(hub) == {"nowhere://z": None}
-        await touch(client, "nowhere://z")  # the server has no subscriber for it
-        await client.subscribe_resource("note://x")
-        await touch(client, "note://x")
-        await until(lambda: got.uris == ["note://x"])
+    async with Hub([config], relay=AskRelay(), client_options={"mode": downstream}) as hub:
+        await ready(hub)
+        server = HubServer(hub)
+        async with Client(server, mode=LEGACY, on_notification=got) as client:
+            await client.subscribe_resource("late://x")
+            assert held(hub) == {"late://x": None}
+            write_config(config, {"d": entry(str(script)), "e": entry(str(script), "late")})
+            await hub.reload()
+            await until(lambda: held(hub) == {"late://x": "e"})
+            with anyio.fail_after(WAIT):
+                while not got.uris:  # subscribed at "e" just after it was ready
+                    assert (await hub.call_tool("e__touch", {"uri": "late://x"})).text == "ok"
+                    await anyio.sleep(0.05)
+            assert set(got.uris) == {"late://x"}
 
 
 @pytest.mark.parametrize("upstream", [LEGACY, MODERN])
