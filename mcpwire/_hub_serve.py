@@ -68,6 +68,7 @@ from ._content import ToolResult
 from ._errors import JSONRPCError, MCPWireError
 from ._hub_errors import HubError
 from ._hub_search import ToolSearch
+from ._methods import listen_uris
 from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef
 from ._server import Connection, Server
 from ._uritemplate import UriTemplate
@@ -224,9 +225,7 @@ class HubServer(Server):
     ) -> JSONObject:
         method = request.method
         if method == "subscriptions/listen" and self.hub.relay is not None:
-            wanted = (request.params or {}).get("notifications")
-            uris = wanted.get("resourceSubscriptions") if isinstance(wanted, dict) else None
-            named = [u for u in uris if isinstance(u, str)] if isinstance(uris, list) else []
+            named = listen_uris(request.params or {}) or []
             self._listening.update(named)
             try:
                 await self._subscriptions_moved()

@@ -49,7 +49,7 @@ from .sansio._state import LifecycleInput
 if TYPE_CHECKING:
     from ._server import Connection, Server
 
-__all__ = ("META_SUBSCRIPTION_ID", "Call", "dispatch", "invalid_params")
+__all__ = ("META_SUBSCRIPTION_ID", "Call", "dispatch", "invalid_params", "listen_uris")
 
 #: Methods that exist only in the modern era: a request for one is modern
 #: even without an envelope (and then fails the envelope check, as it should).
@@ -494,6 +494,13 @@ async def _complete(call: Call) -> JSONObject:
     return await complete(call)
 
 
+def listen_uris(params: JSONObject) -> list[str] | None:
+    """The resource URIs a ``subscriptions/listen`` names (``None``: no list)."""
+    wanted = params.get("notifications")
+    uris = wanted.get("resourceSubscriptions") if isinstance(wanted, dict) else None
+    return [u for u in uris if isinstance(u, str)] if isinstance(uris, list) else None
+
+
 async def _listen(call: Call) -> JSONObject:
     from ._server import Listener
 
@@ -509,9 +516,8 @@ async def _listen(call: Call) -> JSONObject:
     ):
         if wanted.get(flag) is True and cap in caps:
             honored[flag] = True
-    uris = wanted.get("resourceSubscriptions")
-    if isinstance(uris, list) and "resources" in caps:
-        kept = [u for u in uris if isinstance(u, str)]
+    kept = listen_uris(call.params)
+    if kept is not None and "resources" in caps:
         if len(kept) > MAX_SUBSCRIPTIONS or any(len(u) > MAX_SUBSCRIBED_URI for u in kept):
             raise invalid_params(
                 f"resourceSubscriptions: at most {MAX_SUBSCRIPTIONS} URIs, "
