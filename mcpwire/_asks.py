@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ._client import Client
     from ._session import ProgressCallback
 
-__all__ = ("answer", "run_rounds")
+__all__ = ("answer", "more_rounds", "run_rounds", "send_tool_call")
 
 #: Pause before retrying a state-only ``InputRequiredResult`` (load shedding).
 _SHED_PAUSE = 0.05
@@ -40,9 +40,24 @@ async def run_rounds(
     on_progress: ProgressCallback | None = None,
 ) -> tuple[JSONObject, int]:
     """Send ``method``, answering asks; returns the final result and the rounds taken."""
-    current = params
-    for rounds in range(client.max_input_rounds + 1):
-        result = await client.request(method, current, timeout=timeout, on_progress=on_progress)
+    result = await client.request(method, params, timeout=timeout, on_progress=on_progress)
+    return await more_rounds(
+        client, method, params, result, timeout=timeout, on_progress=on_progress
+    )
+
+
+async def more_rounds(
+    client: Client,
+    method: str,
+    params: JSONObject,
+    result: JSONObject,
+    *,
+    timeout: float | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> tuple[JSONObject, int]:
+    """``run_rounds`` from the first answer, ``result``, to ``params`` on."""
+    rounds = 0
+    while True:
         kind = result.get("resultType", "complete")
         # A task only answers a tools/call that declared the extension (SEP-2663).
         if kind == "complete" or (
@@ -51,10 +66,40 @@ async def run_rounds(
             return result, rounds
         if kind != "input_required":
             raise MCPWireError(f"{method}: the server returned unknown resultType {kind!r}")
-        current = await _answer_round(client, params, result)
-    raise MCPWireError(
-        f"{method}: the server asked for input more than {client.max_input_rounds} times"
+        if rounds == client.max_input_rounds:
+            raise MCPWireError(
+                f"{method}: the server asked for input more than {client.max_input_rounds} times"
+            )
+        retry = await _answer_round(client, params, result)
+        rounds += 1
+        result = await client.request(method, retry, timeout=timeout, on_progress=on_progress)
+
+
+async def send_tool_call(
+    client: Client,
+    params: JSONObject,
+    timeout: float | None,
+    on_progress: ProgressCallback | None,
+) -> JSONObject:
+    """A ``tools/call`` to its final result, answering asks; once more after -32020."""
+    try:
+        raw = await client.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        if raw.get("resultType", "complete") == "complete":
+            return raw  # the usual case, without the rounds' coroutine
+        result, _ = await more_rounds(
+            client, "tools/call", params, raw, timeout=timeout, on_progress=on_progress
+        )
+        return result
+    except JSONRPCError as exc:
+        if exc.code != ErrorCode.HEADER_MISMATCH or not hasattr(client.transport, "learn_tools"):
+            raise
+    # 2026-07-28 streamable-http.mdx: on -32020 the client SHOULD re-list the
+    # tools (their x-mcp-header annotations) and retry once.
+    await client.list_tools(cache=False)
+    result, _ = await run_rounds(
+        client, "tools/call", params, timeout=timeout, on_progress=on_progress
     )
+    return result
 
 
 async def _answer_round(client: Client, params: JSONObject, result: JSONObject) -> JSONObject:

@@ -38,7 +38,7 @@ import anyio
 import anyio.abc
 
 from . import _schema
-from ._asks import answer, run_rounds
+from ._asks import answer, run_rounds, send_tool_call
 from ._client_cache import ResultCache
 from ._client_tasks import TaskMethods, await_task, legacy_task_wanted, legacy_tool_task
 from ._errors import JSONRPCError, MCPWireError, RemoteProtocolError
@@ -67,7 +67,7 @@ from ._types import (
 from ._version import __version__
 from ._versions import META_SUBSCRIPTION_ID, Era
 from .sansio._json import JSONObject
-from .sansio._messages import ErrorCode, Notification, Request, RequestId
+from .sansio._messages import Notification, Request, RequestId
 
 if TYPE_CHECKING:
     from ._server import Server
@@ -337,15 +337,16 @@ class Client(TaskMethods):
 
     # -- requests ----------------------------------------------------------------------
 
-    async def request(
+    def request(
         self,
         method: str,
         params: JSONObject | None = None,
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
-    ) -> JSONObject:
-        """Send any request, adding the modern envelope when the era is modern."""
+    ) -> Awaitable[JSONObject]:
+        """Send any request (with the modern envelope in the modern era); await the result.
+        A plain function returning the session's awaitable: one coroutine fewer a call."""
         params = dict(params) if params else {}
         if self.era == "modern":
             envelope = self._envelope(self.protocol_version)
@@ -354,8 +355,8 @@ class Client(TaskMethods):
                 envelope = {**meta, **envelope}
             params["_meta"] = envelope
         if timeout is None:  # the session's default
-            return await self.session.request(method, params or None, on_progress=on_progress)
-        return await self.session.request(
+            return self.session.request(method, params or None, on_progress=on_progress)
+        return self.session.request(
             method, params or None, timeout=timeout, on_progress=on_progress
         )
 
@@ -410,25 +411,6 @@ class Client(TaskMethods):
             self._task_support[tool.name] = tool.task_support
         return tools
 
-    async def _send_tool_call(
-        self, params: JSONObject, timeout: float | None, on_progress: ProgressCallback | None
-    ) -> JSONObject:
-        try:
-            result, _ = await run_rounds(
-                self, "tools/call", params, timeout=timeout, on_progress=on_progress
-            )
-            return result
-        except JSONRPCError as exc:
-            if exc.code != ErrorCode.HEADER_MISMATCH or not hasattr(self.transport, "learn_tools"):
-                raise
-        # 2026-07-28 streamable-http.mdx: on -32020 the client SHOULD re-list the
-        # tools (their x-mcp-header annotations) and retry once.
-        await self.list_tools(cache=False)
-        result, _ = await run_rounds(
-            self, "tools/call", params, timeout=timeout, on_progress=on_progress
-        )
-        return result
-
     async def call_tool(
         self,
         name: str,
@@ -454,7 +436,7 @@ class Client(TaskMethods):
             raw = await legacy_tool_task(self, params, timeout, on_progress)
         else:
             with declaring_tasks(task):
-                raw = await self._send_tool_call(params, timeout, on_progress)
+                raw = await send_tool_call(self, params, timeout, on_progress)
                 if raw.get("resultType") == "task":
                     raw = await await_task(self, Task.from_json(raw), timeout=timeout)
         result = CallToolResult.from_json(raw)

@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING, cast
 
 import anyio
 
-from ._asks import answer
+from ._asks import answer, send_tool_call
 from ._errors import JSONRPCError, MCPWireError, RequestTimeout, error_from_object
 from ._handshake import declaring_tasks
 from ._types import CallToolResult, Task, poll_seconds
@@ -183,7 +183,7 @@ async def _start_legacy(
     """Send ``tools/call`` with ``task``: the ``Task`` made, or the result of a server
     that processed the call normally (the spec lets one that offers no tasks)."""
     params = {**params, "task": {} if ttl_ms is None else {"ttl": ttl_ms}}
-    raw = await client._send_tool_call(params, timeout, on_progress)
+    raw = await send_tool_call(client, params, timeout, on_progress)
     made = raw.get("task")
     if not isinstance(made, dict):
         return raw
@@ -386,7 +386,7 @@ class TaskMethods:
             made = await _start_legacy(client, params, timeout, on_progress, ttl_ms)
             return made if isinstance(made, Task) else CallToolResult.from_json(made)
         with declaring_tasks(True):
-            raw = await client._send_tool_call(params, timeout, on_progress)
+            raw = await send_tool_call(client, params, timeout, on_progress)
         if raw.get("resultType") == "task":
             return Task.from_json(raw)
         return CallToolResult.from_json(raw)

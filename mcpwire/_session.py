@@ -62,7 +62,7 @@ from ._errors import (
 )
 from ._inflow import Inflow
 from ._loops import running_asyncio_loop
-from ._pending import Pending
+from ._pending import Pending, Sweep
 from ._replies import refuse_batch, serve_batch, writable
 from ._request_context import RequestContext
 from .sansio._json import JSONObject
@@ -181,6 +181,7 @@ class Session:
         #: ``transport.start_send`` and the loop, when requests may wait on a timer.
         self._start_send: Callable[..., Awaitable[None] | None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._sweep: Sweep | None = None
         self._dispatching = False  # the reader is part-way through a message
         self.inflow = Inflow(transport)
 
@@ -207,6 +208,7 @@ class Session:
         self._loop = running_asyncio_loop() if start_send is not None else None
         if self._loop is not None:
             self._start_send = start_send
+            self._sweep = Sweep(self._loop, self._pending)
         self._tg.start_soon(self._reader)
         return self
 
@@ -261,6 +263,8 @@ class Session:
             if pending.value is None:  # an answer that already arrived stands
                 pending.settle(error)
         self.rpc.fail_all()
+        if self._sweep is not None:
+            self._sweep.close()
         for scope in self._running.values():
             scope.cancel()
         self._ended.set()
@@ -337,8 +341,10 @@ class Session:
             else:
                 rest = self._send_now(request, related)
             if rest is None:  # written whole: only the wait needs the deadline
-                assert loop is not None
-                await pending.wait_timed(loop, started + limit)
+                assert self._sweep is not None
+                waiting = pending.wait_timed(self._sweep, started + limit)
+                if waiting is not None:
+                    await waiting
             else:
                 # The deadline covers the send too: a stalled peer (full pipe) must
                 # not hang it. A direct transport may answer during the send.

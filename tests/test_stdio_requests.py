@@ -135,6 +135,58 @@ async def test_progress_never_pushes_past_the_hard_cap(peer: tuple[str, Path]) -
             )
 
 
+async def test_requests_with_different_timeouts_each_expire_at_their_own_deadline(
+    peer: tuple[str, Path],
+) -> None:
+    # On asyncio one timer serves every waiting request: a shorter deadline after
+    # a longer one must move the timer earlier, and the longer one must still
+    # expire, on time and not before, once the shorter one has.
+    expired: dict[str, float] = {}
+
+    async with session_for(peer, "silent") as session:
+
+        async def wait(tag: str, timeout: float) -> None:
+            began = anyio.current_time()
+            with pytest.raises(RequestTimeout):
+                await session.request("work", {"tag": tag}, timeout=timeout)
+            expired[tag] = anyio.current_time() - began
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait, "long", 1.0)
+                await anyio.sleep(0.05)
+                tg.start_soon(wait, "short", 0.2)
+        assert session._pending == {}
+    assert 0.2 <= expired["short"] < 0.9
+    assert expired["long"] >= 1.0
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_answered_requests_cost_no_timer_each(peer: tuple[str, Path]) -> None:
+    """The asyncio way keeps one loop timer for a session's waiting requests: a
+    run of calls with the same timeout sets it once, not once per call."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    timers: list[float] = []
+    call_at = loop.call_at
+
+    def counting_call_at(when: float, *args: object, **kwargs: object) -> asyncio.TimerHandle:
+        timers.append(when)
+        return call_at(when, *args, **kwargs)  # type: ignore[arg-type]
+
+    async with session_for(peer, "answer") as session:
+        with anyio.fail_after(WAIT):
+            await session.request("work", {}, timeout=30)
+            loop.call_at = counting_call_at  # type: ignore[method-assign]
+            try:
+                for i in range(50):
+                    assert (await session.request("work", {"tag": i}, timeout=30))["tag"] == i
+            finally:
+                del loop.call_at
+    assert timers == []
+
+
 async def test_a_cancelled_caller_abandons_its_request(peer: tuple[str, Path]) -> None:
     async with session_for(peer, "silent") as session:
         with anyio.move_on_after(0.2) as scope:
