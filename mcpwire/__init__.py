@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from ._hub_events import EventStream as EventStream
     from ._hub_events import HubEvent as HubEvent
     from ._hub_events import NameCollisionEvent as NameCollisionEvent
+    from ._hub_events import ResourcesChanged as ResourcesChanged
     from ._hub_events import ServerState as ServerState
     from ._hub_events import ServerStateChanged as ServerStateChanged
     from ._hub_events import ToolCountWarning as ToolCountWarning
@@ -177,6 +178,7 @@ __all__ = (
     "ResourceLink",
     "ResourceServerAuth",
     "ResourceTemplate",
+    "ResourcesChanged",
     "RestartPolicy",
     "Server",
     "ServerConfig",
@@ -292,6 +294,7 @@ _LAZY = {
     "EventStream": "._hub_events",
     "HubEvent": "._hub_events",
     "NameCollisionEvent": "._hub_events",
+    "ResourcesChanged": "._hub_events",
     "ServerState": "._hub_events",
     "ServerStateChanged": "._hub_events",
     "ToolCountWarning": "._hub_events",

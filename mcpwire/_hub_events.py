@@ -30,6 +30,7 @@ __all__ = (
     "EventStream",
     "HubEvent",
     "NameCollisionEvent",
+    "ResourcesChanged",
     "ServerState",
     "ServerStateChanged",
     "ToolCountWarning",
@@ -87,6 +88,16 @@ class ServerStateChanged(HubEvent):
 @dataclass(frozen=True, kw_only=True)
 class ToolsChanged(HubEvent):
     """The number of tools a server exposes changed (discovery, list change, config)."""
+
+    server: str
+    before: int
+    after: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResourcesChanged(HubEvent):
+    """The resources and resource templates a server lists changed (discovery, a
+    list change, removal); the counts are of both together."""
 
     server: str
     before: int

@@ -10,7 +10,8 @@ the ``NameTable`` (which refuses collisions), and marked disabled
 tools are remembered under the name they would have had, so a call of one is
 refused with the reason instead of "unknown tool". Each rebuild publishes
 what changed: a ``NameCollisionEvent`` per refused name, ``ToolsChanged``
-when the count moved, and a ``ToolCountWarning`` when the total crosses a
+when the count moved, ``ResourcesChanged`` when the resources or templates
+listed changed, and a ``ToolCountWarning`` when the total crosses a
 threshold (many clients refuse more than 40 or 128 tools), naming the
 largest servers with a rough token estimate of their definitions.
 """
@@ -23,7 +24,13 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from ._hub_errors import HubError, ToolCallRefused
-from ._hub_events import HubEvent, NameCollisionEvent, ToolCountWarning, ToolsChanged
+from ._hub_events import (
+    HubEvent,
+    NameCollisionEvent,
+    ResourcesChanged,
+    ToolCountWarning,
+    ToolsChanged,
+)
 from ._hub_names import (
     HubPrompt,
     HubTool,
@@ -70,6 +77,8 @@ class Registry:
         self._prompts: dict[str, list[HubPrompt]] = {}
         #: Exposed name -> (server, tool, what filtered it out).
         self._hidden: dict[str, tuple[str, str, str]] = {}
+        #: The resource URIs and templates each server lists (to tell changes).
+        self._resources: dict[str, frozenset[str]] = {}
 
     def check_server_name(self, name: str) -> str | None:
         return self._tool_names.check_server_name(name)
@@ -155,8 +164,22 @@ class Registry:
         after = len(self._tools[name])
         if after != before:
             self._publish(ToolsChanged(server=name, before=before, after=after))
+        self._resources_now(name, found)
         self._check_total(before_total)
         return refused
+
+    def _resources_now(self, name: str, found: Discovery | None) -> None:
+        """Publish ``ResourcesChanged`` when what ``name`` lists differs from before."""
+        listed = (
+            frozenset()
+            if found is None
+            else frozenset(r.uri for r in found.resources)
+            | {f"template {t.uri_template}" for t in found.templates}
+        )
+        old = self._resources.get(name, frozenset())
+        self._resources[name] = listed
+        if listed != old:
+            self._publish(ResourcesChanged(server=name, before=len(old), after=len(listed)))
 
     def forget(self, name: str) -> None:
         before = len(self._tools.pop(name, ()))
@@ -164,6 +187,8 @@ class Registry:
         self._prompt_names.remove(name)
         self._prompts.pop(name, None)
         self._hidden = {k: v for k, v in self._hidden.items() if v[0] != name}
+        self._resources_now(name, None)
+        self._resources.pop(name, None)
         if before:
             self._publish(ToolsChanged(server=name, before=before, after=0))
 

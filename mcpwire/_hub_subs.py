@@ -21,7 +21,9 @@ which sends them to the clients subscribed (``Server.notify_resource_updated``).
 
 A new connection has no subscriptions: when a server is ready again (after a
 restart, a crash, an idle stop) everything held at it is subscribed anew. A
-URI no server offers yet is held at none, and placed when a server comes up.
+URI no server offers yet is held at none, and placed when a server that lists
+it (or a template matching it) comes up or starts listing it (the hub's
+``ResourcesChanged``, after a resources list change).
 What a server refuses (it offers no subscriptions, or answers an error) is
 logged; the client upstream keeps its subscription, which then hears nothing.
 """
@@ -37,7 +39,7 @@ import anyio
 import anyio.abc
 
 from ._errors import MCPWireError
-from ._hub_events import ServerState, ServerStateChanged
+from ._hub_events import ResourcesChanged, ServerState, ServerStateChanged
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -80,7 +82,9 @@ class Subscriptions:
             try:
                 async for event in events:
                     if isinstance(event, ServerStateChanged) and event.new is ServerState.READY:
-                        await self._ready(event.server)
+                        await self._place(event.server, again=True)
+                    elif isinstance(event, ResourcesChanged):
+                        await self._place(event.server, again=False)
             finally:
                 self._tg = None
                 tg.cancel_scope.cancel()
@@ -103,16 +107,15 @@ class Subscriptions:
             for server in moved:
                 await self._listen_again(server)
 
-    async def _ready(self, server: str) -> None:
-        """``server`` has a new connection: place what no server held, subscribe anew."""
+    async def _place(self, server: str, *, again: bool) -> None:
+        """Place at the server that now offers it what no server held; with
+        ``again`` (``server`` has a new connection) subscribe anew all held there."""
         async with self._lock:
-            # Everything held at this server, and what another one now offers.
-            todo: list[tuple[str, str]] = []
+            todo = [(server, uri) for uri in self.at(server)] if again else []
             for uri in [u for u, s in self._held.items() if s is None]:
                 owner = self._held[uri] = self._owner(uri)
-                if owner is not None and owner != server:
+                if owner is not None:
                     todo.append((owner, uri))
-            todo += [(server, uri) for uri in self.at(server)]
             moved: set[str] = set()
             for name, uri in todo:
                 await self._change(name, uri, "resources/subscribe", moved)

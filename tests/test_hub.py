@@ -46,6 +46,7 @@ from mcpwire import (
     HubEvent,
     NameCollisionEvent,
     RequestTimeout,
+    ResourcesChanged,
     RestartPolicy,
     ServerConfig,
     ServerState,
@@ -411,6 +412,32 @@ async def test_list_changed_refreshes_the_registry(scripts: tuple[str, str], mod
         assert (await hub.call_tool("g__fresh")).content[0].text == "fresh"
 
 
+def test_resources_changed_is_published_when_the_listed_resources_change() -> None:
+    """``ResourcesChanged`` counts resources and templates together, and comes only
+    when what a server lists changed: on discovery, a list change, removal."""
+    from mcpwire import Resource, ResourceTemplate
+    from mcpwire._hub_names import NAME_PROFILES
+    from mcpwire._hub_registry import Registry
+    from mcpwire._hub_status import Discovery
+
+    seen: list[HubEvent] = []
+    registry = Registry("__", NAME_PROFILES["default"], (), seen.append)
+    config = ServerConfig(name="s", command=PY)
+    note = Resource.from_json({"uri": "note://x", "name": "x"})
+    docs = ResourceTemplate.from_json({"uriTemplate": "doc://{n}", "name": "doc"})
+    registry.register(config, Discovery(resources=[note]))
+    registry.register(config, Discovery(resources=[note]))  # the same: no event
+    registry.register(config, Discovery(resources=[note], templates=[docs]))
+    registry.forget("s")
+    changed = [e for e in seen if isinstance(e, ResourcesChanged)]
+    assert [(e.server, e.before, e.after) for e in changed] == [
+        ("s", 0, 1),
+        ("s", 1, 2),
+        ("s", 2, 0),
+    ]
+    assert changed[0].to_json()["event"] == "ResourcesChanged"
+
+
 async def test_events_stream_and_system_prompt(scripts: tuple[str, str]) -> None:
     script, _ = scripts
     servers = [
@@ -424,6 +451,7 @@ async def test_events_stream_and_system_prompt(scripts: tuple[str, str]) -> None
         await ready(hub)
         kinds = [(type(e).__name__, getattr(e, "server", None)) for e in events.pending()]
         assert ("ToolsChanged", "everything") in kinds
+        assert ("ResourcesChanged", "everything") in kinds
         assert ("ServerStateChanged", "missing") in kinds
         assert tiny.dropped > 0 and len(tiny.pending()) == 2
         text = hub.system_prompt()

@@ -25,7 +25,7 @@ from mcp import Client as SdkClient
 from mcp import StdioServerParameters
 from test_hub_support import PY, WAIT, entry, ready, write_config
 
-from mcpwire import AskRelay, Client, Hub, HubServer, ServerConfig
+from mcpwire import AskRelay, Client, Hub, HubServer, ResourcesChanged, ServerConfig
 
 pytestmark = pytest.mark.anyio
 
@@ -54,6 +54,13 @@ SUBBER = textwrap.dedent(
     @server.resource("doc://{name}")
     def doc(name: str) -> str:
         return name
+
+    @server.tool()
+    async def grow() -> str:
+        \"\"\"Start listing late://x: a resources list change.\"\"\"
+        server.add_resource(lambda: "late", "late://x", name="late_x")
+        await server.notify_resources_changed()
+        return "ok"
 
     @server.tool()
     async def touch(uri: str) -> str:
@@ -207,6 +214,40 @@ async def test_a_uri_no_server_offers_is_placed_when_one_does(
                     assert (await hub.call_tool("e__touch", {"uri": "late://x"})).text == "ok"
                     await anyio.sleep(0.05)
             assert set(got.uris) == {"late://x"}
+
+
+@pytest.mark.parametrize("downstream", [LEGACY, MODERN])
+async def test_a_uri_is_placed_when_a_running_server_starts_listing_it(
+    tmp_path: Path, downstream: str
+) -> None:
+    """Held at no server until the running one lists it (a resources list
+    change, no restart): then held there at once, and its updates come."""
+    events: list[ResourcesChanged] = []
+    got = Updates()
+    async with hub_of(tmp_path, downstream) as (hub, server), hub.events() as stream:
+
+        async def collect() -> None:
+            async for event in stream:
+                if isinstance(event, ResourcesChanged):
+                    events.append(event)
+
+        async with (
+            anyio.create_task_group() as tg,
+            Client(server, mode=LEGACY, on_notification=got) as client,
+        ):
+            tg.start_soon(collect)
+            await client.subscribe_resource("late://x")
+            assert held(hub) == {"late://x": None}
+            with anyio.fail_after(WAIT):
+                assert (await client.call_tool("d__grow")).text == "ok"
+            await until(lambda: held(hub) == {"late://x": "d"})
+            with anyio.fail_after(WAIT):
+                while not got.uris:  # held, and subscribed a moment later
+                    await touch(client, "late://x")
+                    await anyio.sleep(0.05)
+            assert set(got.uris) == {"late://x"}
+            tg.cancel_scope.cancel()
+    assert [(e.server, e.before, e.after) for e in events] == [("d", 3, 4)]
 
 
 @pytest.mark.parametrize("upstream", [LEGACY, MODERN])
