@@ -30,6 +30,11 @@ Incoming requests (the peer's, being handled by us):
 
 Per-request states move by the tables ``_OUT`` and ``_IN``; a missing row is a
 bug in the caller and raises ``LocalProtocolError``.
+
+The states and inputs are enums whose members hash by identity
+(``__hash__ = object.__hash__``): they key tables looked up on every message,
+and ``Enum``'s own ``__hash__`` is a Python function. A plain ``Enum``
+compares its members by identity, so the two agree.
 """
 
 from __future__ import annotations
@@ -62,21 +67,29 @@ class OutState(enum.Enum):
     ANSWERED = "answered"
     ABANDONED = "abandoned"
 
+    __hash__ = object.__hash__  # by identity: see the module docstring
+
 
 class InState(enum.Enum):
     RUNNING = "running"
     CANCELLED = "cancelled"
     FINISHED = "finished"
 
+    __hash__ = object.__hash__  # by identity: see the module docstring
+
 
 class _OutInput(enum.Enum):
     RESPONSE = "response"
     ABANDON = "abandon"
 
+    __hash__ = object.__hash__  # by identity: see the module docstring
+
 
 class _InInput(enum.Enum):
     CANCEL = "cancel"
     FINISH = "finish"
+
+    __hash__ = object.__hash__  # by identity: see the module docstring
 
 
 _OUT: dict[tuple[OutState, _OutInput], OutState] = {

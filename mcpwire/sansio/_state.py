@@ -23,6 +23,11 @@ refused.
 
 The modern era (2026-07-28) has no connection state: every request carries
 its version in ``_meta`` and is judged alone, so it never touches this table.
+
+The states and inputs are enums whose members hash by identity
+(``__hash__ = object.__hash__``): they key tables looked up on every message,
+and ``Enum``'s own ``__hash__`` is a Python function. A plain ``Enum``
+compares its members by identity, so the two agree.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ class LifecycleState(enum.Enum):
     READY = "ready"
     CLOSED = "closed"
 
+    __hash__ = object.__hash__  # by identity: see the module docstring
+
 
 class LifecycleInput(enum.Enum):
     INITIALIZE_REQUEST = "initialize request"
@@ -49,11 +56,15 @@ class LifecycleInput(enum.Enum):
     INITIALIZED_NOTIFICATION = "initialized notification"
     CONNECTION_LOST = "connection lost"
 
+    __hash__ = object.__hash__  # by identity: see the module docstring
+
 
 class RequestKind(enum.Enum):
     INITIALIZE = "initialize"
     PING = "ping"
     OTHER = "other"
+
+    __hash__ = object.__hash__  # by identity: see the module docstring
 
 
 S = LifecycleState
