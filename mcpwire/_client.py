@@ -347,8 +347,8 @@ class Client(TaskMethods):
     ) -> Awaitable[JSONObject]:
         """Send any request (with the modern envelope in the modern era); await the result.
         A plain function returning the session's awaitable: one coroutine fewer a call."""
-        params = dict(params) if params else {}
         if self.era == "modern":
+            params = dict(params) if params else {}
             envelope = self._envelope(self.protocol_version)
             meta = params.get("_meta")
             if isinstance(meta, dict):

@@ -9,7 +9,7 @@ The table below is the type-level history of spec-notes §4, per field.
 
 from __future__ import annotations
 
-from ._versions import at_least
+from ._versions import LATEST_LEGACY_VERSION, at_least
 from .sansio._json import JSONObject, JSONValue
 
 __all__ = ("shape_legacy_result", "shape_server_info")
@@ -59,8 +59,8 @@ def shape_server_info(info: JSONObject, version: str) -> JSONObject:
 
 def shape_legacy_result(method: str, version: str, result: JSONObject) -> JSONObject:
     """``result`` with the fields ``version`` does not define removed (a copy if changed)."""
-    if at_least(version, "2025-11-25"):
-        return result
+    if version == LATEST_LEGACY_VERSION or at_least(version, "2025-11-25"):
+        return result  # the first test is the usual case, and the cheaper
     listed = _LISTS.get(method)
     if listed is not None:
         key, kind = listed
