@@ -204,9 +204,11 @@ class Sweep:
         self._at = math.inf
 
     def _fire(self) -> None:
-        # The loop runs a timer once its time is reached: whatever is due by then
-        # has expired, whatever is due later sets the timer again.
-        fired = self._at
+        # The loop runs a timer once its time is reached (by its clock's
+        # resolution, so the clock may still read a hair earlier): whatever is
+        # due by then, or by now, has expired in one pass, and whatever is due
+        # later sets the timer again.
+        fired = max(self._at, self.loop.time())
         self._handle = None
         self._at = math.inf
         later = math.inf

@@ -187,6 +187,49 @@ async def test_answered_requests_cost_no_timer_each(peer: tuple[str, Path]) -> N
     assert timers == []
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_deadlines_passed_together_expire_in_one_pass(peer: tuple[str, Path]) -> None:
+    """Requests whose deadlines all passed while the loop was busy expire when the
+    timer first fires, not one per pass of the loop (each pass looks at every
+    request in flight, so one a pass would cost the square of their number)."""
+    import asyncio
+    import time
+
+    loop = asyncio.get_running_loop()
+    timers: list[float] = []
+    call_at = loop.call_at
+
+    def counting_call_at(when: float, *args: object, **kwargs: object) -> asyncio.TimerHandle:
+        if getattr(args[0], "__name__", None) == "_fire":  # the session's timer, not a sleep's
+            timers.append(when)
+        return call_at(when, *args, **kwargs)  # type: ignore[arg-type]
+
+    expired = 0
+    async with session_for(peer, "silent") as session:
+
+        async def wait(i: int) -> None:
+            nonlocal expired
+            with pytest.raises(RequestTimeout):
+                await session.request("work", {"tag": i}, timeout=0.3 + i / 10_000)
+            expired += 1
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                for i in range(100):
+                    tg.start_soon(wait, i)
+                while len(session._pending) < 100:
+                    await anyio.sleep(0)
+                loop.call_at = counting_call_at  # type: ignore[method-assign]
+                try:
+                    time.sleep(0.5)  # the loop is busy while every deadline passes
+                    while expired < 100:
+                        await anyio.sleep(0.01)
+                finally:
+                    del loop.call_at
+    assert expired == 100
+    assert len(timers) <= 1
+
+
 async def test_a_cancelled_caller_abandons_its_request(peer: tuple[str, Path]) -> None:
     async with session_for(peer, "silent") as session:
         with anyio.move_on_after(0.2) as scope:
