@@ -73,6 +73,7 @@ from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolD
 from ._server import Connection, Server
 from ._uritemplate import UriTemplate
 from ._version import __version__
+from .sansio._messages import ErrorCode
 from .sansio._state import LifecycleState
 
 if TYPE_CHECKING:
@@ -234,6 +235,12 @@ class HubServer(Server):
                 self._listening.subtract(named)
                 with anyio.CancelScope(shield=True):
                     await self._subscriptions_moved()
+        if method == "resources/subscribe" and self.hub.relay is not None:
+            # Refused at once rather than accepted and never heard from.
+            uri = (request.params or {}).get("uri")
+            why = self.hub.relay.subscriptions.refusal(uri) if isinstance(uri, str) else None
+            if why is not None:
+                raise JSONRPCError(ErrorCode.INVALID_PARAMS, f"cannot subscribe to {uri}: {why}")
         result = await super()._on_request(conn, request, rctx)
         if method in ("resources/subscribe", "resources/unsubscribe"):
             await self._subscriptions_moved()

@@ -24,8 +24,11 @@ restart, a crash, an idle stop) everything held at it is subscribed anew. A
 URI no server offers yet is held at none, and placed when a server that lists
 it (or a template matching it) comes up or starts listing it (the hub's
 ``ResourcesChanged``, after a resources list change).
-What a server refuses (it offers no subscriptions, or answers an error) is
-logged; the client upstream keeps its subscription, which then hears nothing.
+A legacy ``resources/subscribe`` to a URI whose server is connected and
+offers no subscriptions is refused at once (``refusal``, -32602). What a
+server refuses later (it was not connected when the client subscribed, or it
+answers an error) is logged; the client upstream keeps its subscription, which
+then hears nothing.
 """
 
 from __future__ import annotations
@@ -122,6 +125,15 @@ class Subscriptions:
             for name in moved:
                 await self._listen_again(name)
 
+    def refusal(self, uri: str) -> str | None:
+        """Why a legacy subscription to ``uri`` cannot be held, if it cannot: the
+        server that offers it is connected, legacy, and offers no subscriptions."""
+        owner = self._owner(uri)
+        client = self._hub.clients().get(owner) if self._hub and owner is not None else None
+        if client is None or client.era == "modern" or _offers_subscriptions(client):
+            return None
+        return f"the server that offers it, {owner!r}, offers no resource subscriptions"
+
     def _owner(self, uri: str) -> str | None:
         """The server that lists ``uri``, else the one whose template matches it."""
         from ._uritemplate import UriTemplate
@@ -150,8 +162,7 @@ class Subscriptions:
         if client.era == "modern":
             moved.add(server)
             return
-        resources = client.server_capabilities.get("resources")
-        if not (isinstance(resources, dict) and resources.get("subscribe") is True):
+        if not _offers_subscriptions(client):
             logger.warning("server %r offers no resource subscriptions: %s not held", server, uri)
             return
         try:
@@ -201,3 +212,9 @@ class Subscriptions:
             task_status.started()
         if self._listens.get(server) is scope:
             del self._listens[server]
+
+
+def _offers_subscriptions(client: Client) -> bool:
+    """Whether a legacy server declared ``resources.subscribe``."""
+    resources = client.server_capabilities.get("resources")
+    return isinstance(resources, dict) and resources.get("subscribe") is True

@@ -25,7 +25,15 @@ from mcp import Client as SdkClient
 from mcp import StdioServerParameters
 from test_hub_support import PY, WAIT, entry, ready, write_config
 
-from mcpwire import AskRelay, Client, Hub, HubServer, ResourcesChanged, ServerConfig
+from mcpwire import (
+    AskRelay,
+    Client,
+    Hub,
+    HubServer,
+    JSONRPCError,
+    ResourcesChanged,
+    ServerConfig,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -69,6 +77,23 @@ SUBBER = textwrap.dedent(
         return "ok"
 
     server.run()
+    """
+)
+
+
+REF_NOTES = textwrap.dedent(
+    """
+    import warnings
+    warnings.simplefilter("ignore")
+    from mcp.server.mcpserver import MCPServer
+
+    mcp = MCPServer("ref-notes", version="0.1.0")
+
+    @mcp.resource("ref://note")
+    def note() -> str:
+        return "note"
+
+    mcp.run("stdio")
     """
 )
 
@@ -248,6 +273,26 @@ async def test_a_uri_is_placed_when_a_running_server_starts_listing_it(
             assert set(got.uris) == {"late://x"}
             tg.cancel_scope.cancel()
     assert [(e.server, e.before, e.after) for e in events] == [("d", 3, 4)]
+
+
+async def test_a_subscription_the_server_cannot_hold_is_refused_at_once(tmp_path: Path) -> None:
+    """The reference SDK's server lists resources but offers no subscriptions: a
+    legacy client subscribing to one of them through the hub gets -32602 naming
+    that server, instead of a subscription that never hears anything."""
+    script = tmp_path / "ref_notes.py"
+    script.write_text(REF_NOTES)
+    servers = [ServerConfig(name="r", command=PY, args=[str(script)])]
+    async with Hub(servers=servers, relay=AskRelay(), client_options={"mode": LEGACY}) as hub:
+        await ready(hub)
+        async with Client(HubServer(hub), mode=LEGACY) as client:
+            assert [r.uri for r in await client.list_resources()] == ["ref://note"]
+            with anyio.fail_after(WAIT), pytest.raises(JSONRPCError) as info:
+                await client.subscribe_resource("ref://note")
+            assert info.value.code == -32602
+            assert "'r', offers no resource subscriptions" in info.value.message
+            assert held(hub) == {}
+            await client.subscribe_resource("ref://nowhere")  # no server yet: held at none
+            assert held(hub) == {"ref://nowhere": None}
 
 
 @pytest.mark.parametrize("upstream", [LEGACY, MODERN])
