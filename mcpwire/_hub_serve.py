@@ -111,6 +111,9 @@ _NOTIFY_WITHIN = 5.0
 class HubServer(Server):
     """A ``Server`` that mirrors ``hub`` (see the module docstring)."""
 
+    #: Subscribing waits for the servers behind the hub: it needs a task.
+    _never_wait = Server._never_wait - {"resources/subscribe", "resources/unsubscribe"}
+
     def __init__(
         self,
         hub: Hub,
@@ -245,12 +248,6 @@ class HubServer(Server):
         if method in ("resources/subscribe", "resources/unsubscribe"):
             await self._subscriptions_moved()
         return result
-
-    def _serve_inline(self, request: Request) -> bool:
-        # Subscribing waits for the servers behind the hub: it needs a task.
-        if request.method in ("resources/subscribe", "resources/unsubscribe"):
-            return False
-        return super()._serve_inline(request)
 
     async def _subscriptions_moved(self) -> None:
         """Tell the relay which URIs this server's clients are subscribed to now."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import anyio
 import anyio.abc
@@ -172,6 +172,8 @@ class Server:
         tasks: where tasks-extension tasks are kept (default: an in-memory
             ``TaskStore()``); see ``add_tool``'s ``task`` option.
     """
+
+    _never_wait: ClassVar[frozenset[str]] = _NEVER_WAIT  #: narrowed where a handler waits
 
     def __init__(
         self,
@@ -484,11 +486,10 @@ class Server:
     ) -> None:
         """Serve MCP over streamable HTTP, both eras, at ``http://host:port/path``.
 
-        Runs until cancelled, then shuts down gracefully; reports the bound
-        port through ``task_status`` (``await tg.start(server.serve_http,
-        "127.0.0.1", 0)``). See ``mcpwire._http_server.serve_http`` for every
-        argument; ``options`` are further limits and timeouts (``HTTPServerOptions``).
-        """
+        Runs until cancelled, then shuts down gracefully; reports the bound port
+        through ``task_status`` (``await tg.start(server.serve_http, "127.0.0.1", 0)``).
+        ``mcpwire._http_server.serve_http`` has every argument; ``options`` are
+        further limits and timeouts (``HTTPServerOptions``)."""
         from ._http_server import serve_http
 
         # anyio's TASK_STATUS_IGNORED is named here rather than as the default:
@@ -533,7 +534,7 @@ class Server:
     def _serve_inline(self, request: Request) -> bool:
         """Requests whose handler never waits are served without a task of their own."""
         method = request.method
-        if method in _NEVER_WAIT:
+        if method in self._never_wait:
             return True
         # Only a string name is looked up (any JSON may stand there; dispatch refuses it).
         key = (request.params or {}).get("uri" if method == "resources/read" else "name")
