@@ -25,13 +25,12 @@ import pytest
 from mcp import Client as SdkClient
 from mcp import StdioServerParameters
 from mcp import types as sdk_types
-from test_hub_support import PY, WAIT, ready
+from test_hub_support import LEGACY, MODERN, PY, WAIT, era_pairs, ready
 
 from mcpwire import AskRelay, Client, Hub, HubServer, JSONRPCError, ServerConfig
 
 pytestmark = pytest.mark.anyio
 
-MODERN, LEGACY = "2026-07-28", "legacy"
 
 ASKER = textwrap.dedent(
     """
@@ -162,8 +161,7 @@ async def asking(
         yield hub, client, runs
 
 
-@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
-@pytest.mark.parametrize("downstream", [LEGACY, MODERN])
+@era_pairs
 async def test_asks_reach_the_client_that_made_the_call(
     tmp_path: Path, upstream: str, downstream: str
 ) -> None:
@@ -195,8 +193,7 @@ async def test_asks_reach_the_client_that_made_the_call(
         assert hub.relay is not None and not hub.relay._calls
 
 
-@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
-@pytest.mark.parametrize("downstream", [LEGACY, MODERN])
+@era_pairs
 async def test_asks_of_prompts_and_resource_reads_reach_the_client_too(
     tmp_path: Path, upstream: str, downstream: str
 ) -> None:
@@ -334,8 +331,7 @@ async def test_the_reference_sdk_client_answers_through_hub_serve(
     assert asked == ["sampling", "elicitation"] * 2
 
 
-@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
-@pytest.mark.parametrize("downstream", [LEGACY, MODERN])
+@era_pairs
 async def test_a_servers_logs_during_a_call_reach_its_client(
     tmp_path: Path, upstream: str, downstream: str
 ) -> None:

@@ -26,14 +26,13 @@ from http_raw import running
 from mcp import Client as SdkClient
 from mcp import StdioServerParameters
 from mcp import types as sdk_types
-from test_hub_support import PY, WAIT, ready
+from test_hub_support import LEGACY, MODERN, PY, WAIT, era_pairs, ready
 from test_tasks_interop import PEERS, node  # noqa: F401  (``node`` is a fixture)
 
 from mcpwire import AskRelay, Client, Hub, HubServer, JSONRPCError, ServerConfig
 
 pytestmark = pytest.mark.anyio
 
-MODERN, LEGACY = "2026-07-28", "legacy"
 
 ROOTER = textwrap.dedent(
     """
@@ -127,8 +126,7 @@ async def seen_becomes(tmp: Path, *expected: str) -> None:
             await anyio.sleep(0.02)
 
 
-@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
-@pytest.mark.parametrize("downstream", [LEGACY, MODERN])
+@era_pairs
 async def test_roots_asked_in_a_call_are_the_calling_clients(
     tmp_path: Path, upstream: str, downstream: str
 ) -> None:

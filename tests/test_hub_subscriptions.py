@@ -23,7 +23,7 @@ import pytest
 from http_raw import running
 from mcp import Client as SdkClient
 from mcp import StdioServerParameters
-from test_hub_support import PY, WAIT, entry, ready, write_config
+from test_hub_support import LEGACY, MODERN, PY, WAIT, entry, era_pairs, ready, write_config
 
 from mcpwire import (
     AskRelay,
@@ -37,7 +37,6 @@ from mcpwire import (
 
 pytestmark = pytest.mark.anyio
 
-MODERN, LEGACY = "2026-07-28", "legacy"
 
 SUBBER = textwrap.dedent(
     """
@@ -136,8 +135,7 @@ def held(hub: Hub) -> dict[str, str | None]:
     return dict(hub.relay.subscriptions._held)
 
 
-@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
-@pytest.mark.parametrize("downstream", [LEGACY, MODERN])
+@era_pairs
 async def test_a_subscribed_resources_updates_reach_the_client(
     tmp_path: Path, upstream: str, downstream: str
 ) -> None:

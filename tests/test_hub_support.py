@@ -27,14 +27,29 @@ import json
 import os
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
+import pytest
 
 from mcpwire import Hub, HubEvent, ServerState, ServerStateChanged
 
 PY = sys.executable
+#: The two eras, as ``Client(mode=...)`` names them.
+MODERN, LEGACY = "2026-07-28", "legacy"
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def era_pairs(test: _F) -> _F:
+    """Run ``test`` for every pair of eras: ``upstream``, the client of the hub's
+    server, and ``downstream``, the hub's own clients of the servers behind it."""
+    each_downstream = pytest.mark.parametrize("downstream", [LEGACY, MODERN])
+    return pytest.mark.parametrize("upstream", [LEGACY, MODERN])(each_downstream(test))  # type: ignore[no-any-return]
+
+
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = Path(__file__).resolve().parent / "hub_configs"
 #: Bound on any single wait in the hub tests.
