@@ -77,8 +77,8 @@ class Registry:
         self._prompts: dict[str, list[HubPrompt]] = {}
         #: Exposed name -> (server, tool, what filtered it out).
         self._hidden: dict[str, tuple[str, str, str]] = {}
-        #: The resource URIs and templates each server lists (to tell changes).
-        self._resources: dict[str, frozenset[str]] = {}
+        #: The resource URIs and URI templates each server lists (to tell changes).
+        self._resources: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
 
     def check_server_name(self, name: str) -> str | None:
         return self._tool_names.check_server_name(name)
@@ -170,16 +170,13 @@ class Registry:
 
     def _resources_now(self, name: str, found: Discovery | None) -> None:
         """Publish ``ResourcesChanged`` when what ``name`` lists differs from before."""
-        listed = (
-            frozenset()
-            if found is None
-            else frozenset(r.uri for r in found.resources)
-            | {f"template {t.uri_template}" for t in found.templates}
-        )
-        old = self._resources.get(name, frozenset())
-        self._resources[name] = listed
-        if listed != old:
-            self._publish(ResourcesChanged(server=name, before=len(old), after=len(listed)))
+        uris = frozenset(r.uri for r in found.resources) if found else frozenset()
+        templates = frozenset(t.uri_template for t in found.templates) if found else frozenset()
+        old_uris, old_templates = self._resources.get(name, (frozenset(), frozenset()))
+        self._resources[name] = (uris, templates)
+        if (uris, templates) != (old_uris, old_templates):
+            before, after = len(old_uris) + len(old_templates), len(uris) + len(templates)
+            self._publish(ResourcesChanged(server=name, before=before, after=after))
 
     def forget(self, name: str) -> None:
         before = len(self._tools.pop(name, ()))
