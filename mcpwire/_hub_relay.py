@@ -101,7 +101,7 @@ class AskRelay:
         #: clients' roots outside calls.
         self._upstreams: weakref.WeakSet[Upstream] = weakref.WeakSet()
         #: The upstream clients' resource subscriptions, held at the servers.
-        self.subscriptions = Subscriptions()
+        self.subscriptions = Subscriptions(self._updated)
 
     async def run(self, hub: Hub) -> None:
         """What the relay does in the background while ``hub`` runs (``Hub`` starts it)."""
@@ -148,8 +148,7 @@ class AskRelay:
         uri = params.get("uri")
         if method == "notifications/resources/updated" and isinstance(uri, str):
             if self.subscriptions.holds(uri):
-                for upstream in list(self._upstreams):
-                    await upstream.notify_resource_updated(uri)
+                await self._updated(uri)
             return
         calls = self._calls.get(server, [])
         if method == "notifications/message" and len(calls) == 1:
@@ -163,6 +162,11 @@ class AskRelay:
                     )
                 except (MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     pass  # the upstream client is gone; its call ends with it
+
+    async def _updated(self, uri: str) -> None:
+        """Report ``uri`` updated to the clients upstream subscribed to it."""
+        for upstream in list(self._upstreams):
+            await upstream.notify_resource_updated(uri)
 
     async def answer(
         self, server: str, method: str, fallback: object, params: JSONObject

@@ -20,7 +20,9 @@ for it, and ``AskRelay`` passes those of a held URI to every ``HubServer``,
 which sends them to the clients subscribed (``Server.notify_resource_updated``).
 
 A new connection has no subscriptions: when a server is ready again (after a
-restart, a crash, an idle stop) everything held at it is subscribed anew. A
+restart, a crash, an idle stop) everything held at it is subscribed anew, and
+each of those URIs is then reported updated to its subscribers (``updated``):
+what changed while no connection listened went unheard, so they read it again. A
 URI no server offers yet is held at none, and placed when a server that lists
 it (or a template matching it) comes up or starts listing it (the hub's
 ``ResourcesChanged``, after a resources list change).
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -56,7 +58,9 @@ logger = logging.getLogger("mcpwire.hub")
 class Subscriptions:
     """The hub's subscriptions on behalf of its clients upstream (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, updated: Callable[[str], Awaitable[None]] | None = None) -> None:
+        #: Reports a URI updated to the clients upstream subscribed to it.
+        self._updated = updated
         #: The URIs each upstream server's clients hold.
         self._wanted: weakref.WeakKeyDictionary[object, frozenset[str]] = (
             weakref.WeakKeyDictionary()
@@ -112,9 +116,11 @@ class Subscriptions:
 
     async def _place(self, server: str, *, again: bool) -> None:
         """Place at the server that now offers it what no server held; with
-        ``again`` (``server`` has a new connection) subscribe anew all held there."""
+        ``again`` (``server`` has a new connection) subscribe anew all held there,
+        then report those updated (nothing listened in between)."""
         async with self._lock:
-            todo = [(server, uri) for uri in self.at(server)] if again else []
+            gap = self.at(server) if again else []
+            todo = [(server, uri) for uri in gap]
             for uri in [u for u, s in self._held.items() if s is None]:
                 owner = self._held[uri] = self._owner(uri)
                 if owner is not None:
@@ -124,6 +130,9 @@ class Subscriptions:
                 await self._change(name, uri, "resources/subscribe", moved)
             for name in moved:
                 await self._listen_again(name)
+        for uri in gap:
+            if self._updated is not None and self.holds(uri):
+                await self._updated(uri)
 
     def refusal(self, uri: str) -> str | None:
         """Why a legacy subscription to ``uri`` cannot be held, if it cannot: the
