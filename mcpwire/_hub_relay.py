@@ -27,9 +27,13 @@ A server's log messages (``notifications/message``) while exactly one call to
 it is in flight go to that call's client, as log messages of its request,
 which the client's level filters (``logging/setLevel``, or the request's own
 level in the 2026-07-28 era); the hub asks every server for its logs from
-``debug`` up (``client_options["log_level"]`` sets another level). Logs from
-a server with no call in flight, or several, reach only the hub's own
-``on_notification`` (a notification names no request).
+``debug`` up (``client_options["log_level"]`` sets another level). A log
+from a server with no call in flight, or several (a notification names no
+request), is the server's own: it goes, as a log message of the hub's, to
+every legacy client upstream whose level admits it (``Server.log``), with the
+server's name as its ``logger`` when it names none; a 2026-07-28 client hears
+logs only within its own requests. The hub's own ``on_notification`` sees
+every log message too.
 
 A server's ``roots/list`` is relayed as well, and the hub declares roots to
 every server. During a call it is the calling client's roots, asked as
@@ -143,25 +147,32 @@ class AskRelay:
         raise InputRequired(dict(record.missing))
 
     async def notified(self, server: str, method: str, params: JSONObject) -> None:
-        """Pass ``server``'s log message on to the client of its only call in flight,
-        and an update of a subscribed resource to the clients upstream."""
+        """Pass ``server``'s log message on to the client of its only call in flight
+        (else to the legacy clients upstream), and an update of a subscribed
+        resource to the clients upstream."""
         uri = params.get("uri")
         if method == "notifications/resources/updated" and isinstance(uri, str):
             if self.subscriptions.holds(uri):
                 await self._updated(uri)
             return
+        level, logger = params.get("level"), params.get("logger")
+        if method != "notifications/message" or level not in LOG_LEVELS:
+            return
         calls = self._calls.get(server, [])
-        if method == "notifications/message" and len(calls) == 1:
-            level, logger = params.get("level"), params.get("logger")
-            if level in LOG_LEVELS:
-                try:
-                    await calls[0].ctx.log(
-                        str(level),
-                        params.get("data"),
-                        logger=logger if isinstance(logger, str) else None,
-                    )
-                except (MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    pass  # the upstream client is gone; its call ends with it
+        if len(calls) == 1:
+            try:
+                await calls[0].ctx.log(
+                    str(level),
+                    params.get("data"),
+                    logger=logger if isinstance(logger, str) else None,
+                )
+            except (MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the upstream client is gone; its call ends with it
+            return
+        for upstream in list(self._upstreams):
+            await upstream.log(
+                str(level), params.get("data"), logger=logger if isinstance(logger, str) else server
+            )
 
     async def _updated(self, uri: str) -> None:
         """Report ``uri`` updated to the clients upstream subscribed to it."""
@@ -251,4 +262,8 @@ class Upstream(Protocol):
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell the clients subscribed to ``uri`` that it changed."""
+        ...
+
+    async def log(self, level: str, data: JSONValue, *, logger: str | None = None) -> int:
+        """Send a log message to the clients whose level admits it; how many were told."""
         ...

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 import anyio
 import anyio.abc
 
-from . import _methods
+from . import _methods, _notify
 from ._context import StateSealer
 from ._cursor import decode_cursor, encode_cursor
 from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef, is_quick
@@ -381,54 +381,29 @@ class Server:
     # -- change notifications ----------------------------------------------------
 
     async def notify_tools_changed(self) -> None:
-        await self._broadcast("notifications/tools/list_changed", "tools")
+        await _notify.broadcast(self.connections, "notifications/tools/list_changed", "tools")
 
     async def notify_prompts_changed(self) -> None:
-        await self._broadcast("notifications/prompts/list_changed", "prompts")
+        await _notify.broadcast(self.connections, "notifications/prompts/list_changed", "prompts")
 
     async def notify_resources_changed(self) -> None:
-        await self._broadcast("notifications/resources/list_changed", "resources")
+        method = "notifications/resources/list_changed"
+        await _notify.broadcast(self.connections, method, "resources")
 
     async def notify_resource_updated(self, uri: str) -> None:
-        await self._broadcast("notifications/resources/updated", "updated", uri)
+        method = "notifications/resources/updated"
+        await _notify.broadcast(self.connections, method, "updated", uri)
 
     async def notify_task(self, task: Task) -> None:
         """Send ``notifications/tasks`` (the DetailedTask) to listen streams that asked for it."""
-        for conn in list(self.connections):
-            session = conn.session
-            if session is None or session.closed:
-                continue
-            for listener in list(conn.listeners.values()):
-                if task.task_id not in listener.task_ids:
-                    continue
-                params = task.to_json(detailed=True)
-                params["_meta"] = {_methods.META_SUBSCRIPTION_ID: listener.id}
-                try:
-                    await session.notify("notifications/tasks", params, related=listener.id)
-                except Exception:  # the connection is going away; it will be dropped
-                    break
+        await _notify.notify_task(self.connections, task)
 
-    async def _broadcast(self, method: str, kind: str, uri: str | None = None) -> None:
-        for conn in list(self.connections):
-            session = conn.session
-            if session is None or session.closed:
-                continue
-            # (params, the request the notification belongs to): legacy change
-            # notifications stand alone; a listen stream's belong to its request.
-            targets: list[tuple[JSONObject | None, RequestId | None]] = []
-            if conn.initialized and (kind != "updated" or uri in conn.subscriptions):
-                targets.append(({"uri": uri} if uri is not None else None, None))
-            for listener in list(conn.listeners.values()):
-                if _listener_wants(listener, kind, uri):
-                    params: JSONObject = {"_meta": {_methods.META_SUBSCRIPTION_ID: listener.id}}
-                    if uri is not None:
-                        params["uri"] = uri
-                    targets.append((params, listener.id))
-            for target, related in targets:
-                try:
-                    await session.notify(method, target, related=related)
-                except Exception:  # the connection is going away; it will be dropped
-                    break
+    async def log(self, level: str, data: JSONValue, *, logger: str | None = None) -> int:
+        """Send a server-wide log message, outside any request: to every initialized
+        legacy connection whose ``logging/setLevel`` admits ``level`` (all levels
+        until one is set). A 2026-07-28 client gets logs only within a request that
+        asked for them (``Context.log``). Returns how many connections were told."""
+        return await _notify.log(self.connections, level, data, logger)
 
     def close_subscriptions(self) -> None:
         """End every open ``subscriptions/listen`` stream with its final result."""
@@ -587,13 +562,3 @@ def _template(uri: str) -> UriTemplate:
     from ._uritemplate import UriTemplate
 
     return UriTemplate(uri)
-
-
-def _listener_wants(listener: Listener, kind: str, uri: str | None) -> bool:
-    if kind == "tools":
-        return listener.tools
-    if kind == "prompts":
-        return listener.prompts
-    if kind == "resources":
-        return listener.resources
-    return uri is not None and uri in listener.uris

@@ -15,7 +15,7 @@ import json
 import sys
 import textwrap
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,24 @@ ASKER = textwrap.dedent(
         await ctx.debug(f"details of {topic}")
         await ctx.info(f"working on {topic}", logger="asker")
         return "done"
+
+    ASIDES = set()
+
+    @server.tool()
+    async def aside(topic: str) -> str:
+        \"\"\"Log once this call has ended, outside any call.\"\"\"
+        import asyncio
+
+        async def later() -> None:
+            await asyncio.sleep(0.1)
+            await server.log("debug", f"noise on {topic}")
+            await server.log("info", f"aside on {topic}")
+            await server.log("warning", f"done with {topic}", logger="bg")
+
+        task = asyncio.get_running_loop().create_task(later())
+        ASIDES.add(task)
+        task.add_done_callback(ASIDES.discard)
+        return "later"
 
     server.run()
     """
@@ -360,6 +378,35 @@ async def test_a_servers_logs_during_a_call_reach_its_client(
             assert (await client.call_tool("d__chatty", {"topic": "tea"})).text == "done"
     assert logs == [("info", "working on tea", "asker")]
     assert at_hub == ["details of tea", "working on tea"]
+
+
+async def test_a_servers_logs_outside_calls_reach_the_legacy_clients(tmp_path: Path) -> None:
+    """A log with no call in flight names no request: it is the server's, and goes
+    to every legacy client upstream at its level (``Server.log``), its ``logger``
+    the server's name when it gives none; a 2026-07-28 client hears logs only
+    within its own requests."""
+    logs: dict[str, list[tuple[str, str, str | None]]] = {LEGACY: [], MODERN: []}
+
+    def note_to(era: str) -> Callable[[str, dict[str, Any]], Awaitable[None]]:
+        async def note(method: str, params: dict[str, Any]) -> None:
+            if method == "notifications/message":
+                logs[era].append((params["level"], params["data"], params.get("logger")))
+
+        return note
+
+    async with (
+        relayed(tmp_path, LEGACY) as (_, server, _runs),
+        Client(server, mode=LEGACY, on_notification=note_to(LEGACY)) as legacy,
+        Client(server, mode=MODERN, on_notification=note_to(MODERN), log_level="debug") as modern,
+    ):
+        await legacy.set_logging_level("info")
+        with anyio.fail_after(WAIT):
+            assert (await modern.call_tool("d__aside", {"topic": "tea"})).text == "later"
+            while len(logs[LEGACY]) < 2:
+                await anyio.sleep(0.02)
+            await modern.list_tools()  # a round trip: anything sent to it has arrived
+    assert logs[LEGACY] == [("info", "aside on tea", "d"), ("warning", "done with tea", "bg")]
+    assert logs[MODERN] == []
 
 
 @pytest.mark.parametrize("upstream", [LEGACY, MODERN])

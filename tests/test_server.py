@@ -749,6 +749,35 @@ async def test_subscribe_and_updated_only_for_subscribed_uri() -> None:
         assert len(inbox.of("notifications/resources/updated")) == 1
 
 
+async def test_server_log_reaches_each_legacy_connection_at_its_level() -> None:
+    """``Server.log`` speaks outside any request: to every initialized connection
+    whose ``logging/setLevel`` admits the level (all of them until one is set),
+    never to a connection that did not initialize (a 2026-07-28 client's)."""
+    server = build_server()
+    async with (
+        serving(server) as (strict, strict_inbox),
+        serving(server) as (default, default_inbox),
+        serving(server) as (bare, bare_inbox),
+    ):
+        await initialize(strict)
+        await initialize(default)
+        await bare.request("ping")  # connected, never initialized
+        assert await strict.request("logging/setLevel", {"level": "warning"}) == {}
+        assert await server.log("info", "routine") == 1
+        assert await server.log("error", {"disk": "full"}, logger="store") == 2
+        with pytest.raises(ValueError, match="loud"):
+            await server.log("loud", "x")
+        for session in (strict, default, bare):
+            await session.request("ping")  # everything sent before the reply has arrived
+        error = {"level": "error", "data": {"disk": "full"}, "logger": "store"}
+        assert [n.params for n in strict_inbox.of("notifications/message")] == [error]
+        assert [n.params for n in default_inbox.of("notifications/message")] == [
+            {"level": "info", "data": "routine"},
+            error,
+        ]
+        assert bare_inbox.of("notifications/message") == []
+
+
 async def test_subscriptions_per_connection_are_bounded() -> None:
     """A client cannot make the server hold subscriptions without end: at most
     ``MAX_SUBSCRIPTIONS`` per connection, each URI at most ``MAX_SUBSCRIBED_URI``
