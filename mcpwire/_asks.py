@@ -12,6 +12,7 @@ SEP-2663), which ``Client.call_tool`` awaits.
 
 from __future__ import annotations
 
+import contextvars
 from typing import TYPE_CHECKING
 
 import anyio
@@ -25,7 +26,15 @@ if TYPE_CHECKING:
     from ._client import Client
     from ._session import ProgressCallback
 
-__all__ = ("answer", "more_rounds", "run_rounds", "send_tool_call")
+__all__ = ("ASK_ORIGIN", "answer", "more_rounds", "run_rounds", "send_tool_call")
+
+#: While a legacy server's request is answered: the context of the client's
+#: request it was sent during, when the transport knows it (streamable HTTP:
+#: it came on that request's response stream), else ``None``. The hub's relay
+#: reads it to tell which of several calls in flight to a server an ask is for.
+ASK_ORIGIN: contextvars.ContextVar[contextvars.Context | None] = contextvars.ContextVar(
+    "mcpwire_ask_origin", default=None
+)
 
 #: Pause before retrying a state-only ``InputRequiredResult`` (load shedding).
 _SHED_PAUSE = 0.05

@@ -38,7 +38,7 @@ import anyio
 import anyio.abc
 
 from . import _schema
-from ._asks import answer, run_rounds, send_tool_call
+from ._asks import ASK_ORIGIN, answer, run_rounds, send_tool_call
 from ._client_cache import ResultCache
 from ._client_tasks import TaskMethods, await_task, legacy_task_wanted, legacy_tool_task
 from ._errors import JSONRPCError, MCPWireError, RemoteProtocolError
@@ -559,7 +559,13 @@ class Client(TaskMethods):
             from ._client_task_host import receive
 
             return await receive(self, request)
-        return await answer(self, request.method, params)
+        origin = getattr(self.transport, "ask_origin", None)
+        token = ASK_ORIGIN.set(origin(request.id)) if origin is not None else None
+        try:
+            return await answer(self, request.method, params)
+        finally:
+            if token is not None:
+                ASK_ORIGIN.reset(token)
 
     async def _on_notification(self, note: Notification) -> None:
         params = note.params or {}

@@ -35,6 +35,7 @@ transport keeps, so ``aclose()`` can stop it from any task.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -89,6 +90,8 @@ INBOX_SIZE = 256
 ERROR_BODY_EXCERPT = 2048
 #: Responses to the server POSTed in the background at once (``_reply_in_background``).
 MAX_REPLIES_IN_FLIGHT = 16
+#: Server requests whose origin (``ask_origin``) is kept until the session asks for it.
+MAX_ASK_ORIGINS = 256
 #: Ceiling for the exponential reconnection backoff, in seconds.
 MAX_BACKOFF = 30.0
 
@@ -308,6 +311,8 @@ class HTTPTransportBase:
         self._inflight: set[anyio.CancelScope] = set()
         self._fast: Callable[[m.Incoming], bool] | None = None
         self._replies = anyio.Semaphore(MAX_REPLIES_IN_FLIGHT)
+        #: The context of the request whose response stream carried each server request.
+        self._ask_origins: dict[m.RequestId, contextvars.Context] = {}
 
     # -- wiring ------------------------------------------------------------------
 
@@ -344,6 +349,20 @@ class HTTPTransportBase:
             return await self._inbox.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             raise anyio.EndOfStream from None
+
+    def ask_origin(self, rid: m.RequestId) -> contextvars.Context | None:
+        """The context of the request during which the server sent its request ``rid``
+        (on that request's response stream), once; ``None`` for one on the standalone
+        stream. A legacy server asks about the call it is serving this way, and an
+        ask's handler can tell which of several calls in flight it belongs to."""
+        return self._ask_origins.pop(rid, None)
+
+    def _note_origin(self, rid: m.RequestId) -> None:
+        """Remember the current context (a request's sender's) as ``rid``'s origin."""
+        origins = self._ask_origins
+        if len(origins) >= MAX_ASK_ORIGINS:
+            del origins[next(iter(origins))]  # the oldest, never asked for
+        origins[rid] = contextvars.copy_context()
 
     def close_error(self) -> ConnectionClosed:
         if self._error is not None:

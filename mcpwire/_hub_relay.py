@@ -10,7 +10,9 @@ in that client's era:
 * The upstream call is found by the task the ask arrives in: a 2026-07-28
   server asks in an ``InputRequiredResult``, which the hub's client answers in
   the task that made the call. A legacy server asks with a request of its own,
-  which names no call (over stdio nothing links the two), so the ask goes to
+  which names no call. Over streamable HTTP it comes on the response stream
+  of the request it is about (``ASK_ORIGIN``), which tells the call, however
+  many are in flight. Over stdio nothing links the two, so the ask goes to
   the only call in flight to that server; with several in flight it cannot be
   tied to one, and the hub's own callback answers it, as outside any call.
 * A legacy upstream client is asked with a request related to its call.
@@ -58,6 +60,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 
+from ._asks import ASK_ORIGIN
 from ._context import CapabilityMissing, InputRequired
 from ._errors import JSONRPCError, MCPWireError
 from ._hub_connect import chained
@@ -214,7 +217,12 @@ class AskRelay:
         in_task = record is not None
         if record is None:
             calls = self._calls.get(server, [])
-            record = calls[0] if len(calls) == 1 else None
+            origin = ASK_ORIGIN.get()
+            if origin is not None:  # it came during one of our requests: that one's call
+                during = origin.get(self._current)
+                record = during if during in calls else None
+            elif len(calls) == 1:
+                record = calls[0]
         if record is None:
             return None
         key = f"ask-{record.asks}"

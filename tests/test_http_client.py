@@ -19,6 +19,7 @@ Everything runs on both anyio backends (``anyio_backend`` in ``conftest.py``).
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 import subprocess
@@ -36,8 +37,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpwire import Client, ConnectionClosed, JSONRPCError, RemoteProtocolError, RequestTimeout
+from mcpwire._asks import ASK_ORIGIN
 from mcpwire._http_client import HTTPClientTransport, open_http_transport
-from mcpwire._http_client_base import MAX_BACKOFF, backoff_delay
+from mcpwire._http_client_base import MAX_ASK_ORIGINS, MAX_BACKOFF, backoff_delay
 from mcpwire._http_client_conn import URL, HTTPClient, InvalidRequest, RedirectRefused
 from mcpwire._http_client_headers import encode_header_value, media_type, tool_header_map
 from mcpwire._http_client_sock import ProtocolSocket
@@ -160,6 +162,47 @@ async def test_sdk_elicitation_legacy_is_a_server_request(sdk_http: SdkServer) -
         r = await c.call_tool("greet", {})
         assert r.is_error
         assert asked[0]["message"] == "What is your name?"
+
+
+async def test_sdk_ask_knows_the_call_it_came_with(sdk_http: SdkServer) -> None:
+    """Legacy: each ask comes on its call's event stream, so while it is answered
+    ``ASK_ORIGIN`` is the context of the caller that made that call, however many
+    calls are in flight (the hub's relay routes asks by it)."""
+    caller: contextvars.ContextVar[str] = contextvars.ContextVar("caller", default="none")
+    asked_by: list[str] = []
+
+    async def record(params: dict[str, Any]) -> dict[str, Any]:
+        origin = ASK_ORIGIN.get()
+        assert origin is not None
+        asked_by.append(origin.get(caller, "unknown"))
+        await anyio.sleep(0.2)  # the other call's ask arrives meanwhile
+        return {"action": "decline"}
+
+    async with Client.http(sdk_http.url, mode="legacy", elicitation=record) as c:
+
+        async def call(name: str) -> None:
+            caller.set(name)
+            assert (await c.call_tool("greet", {})).is_error
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                for name in ("first", "second", "third"):
+                    tg.start_soon(call, name)
+        assert ASK_ORIGIN.get() is None
+        assert sorted(asked_by) == ["first", "second", "third"]
+        assert c.transport._ask_origins == {}  # type: ignore[attr-defined]
+
+
+async def test_ask_origins_are_bounded() -> None:
+    """An origin is kept until the session asks for it: at most ``MAX_ASK_ORIGINS``,
+    the oldest dropped first."""
+    async with HTTPClientTransport("http://127.0.0.1:9/mcp") as transport:
+        for rid in range(MAX_ASK_ORIGINS + 10):
+            transport._note_origin(rid)
+        assert len(transport._ask_origins) == MAX_ASK_ORIGINS
+        assert transport.ask_origin(9) is None
+        assert transport.ask_origin(10) is not None
+        assert transport.ask_origin(10) is None  # once
 
 
 async def test_sdk_cancellation_closes_the_stream(sdk_http: SdkServer) -> None:

@@ -22,12 +22,13 @@ from typing import Any
 
 import anyio
 import pytest
+from http_raw import running
 from mcp import Client as SdkClient
 from mcp import StdioServerParameters
 from mcp import types as sdk_types
 from test_hub_support import LEGACY, MODERN, PY, WAIT, era_pairs, ready
 
-from mcpwire import AskRelay, Client, Hub, HubServer, JSONRPCError, ServerConfig
+from mcpwire import AskRelay, Client, Context, Hub, HubServer, JSONRPCError, Server, ServerConfig
 
 pytestmark = pytest.mark.anyio
 
@@ -132,7 +133,8 @@ def scripts(tmp: Path) -> tuple[str, str, Path]:
 class Upstream:
     """The upstream client's callbacks: they record what they were asked."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "Ann") -> None:
+        self.name = name
         self.asked: list[tuple[str, Any]] = []
 
     async def sampling(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -146,7 +148,7 @@ class Upstream:
 
     async def elicitation(self, params: dict[str, Any]) -> dict[str, Any]:
         self.asked.append(("elicitation", params))
-        return {"action": "accept", "content": {"name": "Ann"}}
+        return {"action": "accept", "content": {"name": self.name}}
 
 
 @asynccontextmanager
@@ -291,6 +293,49 @@ async def test_a_legacy_servers_ask_with_two_calls_in_flight_is_not_guessed(
     # came once the other call had ended was that call's, and went up.
     assert [k for k, _ in hub_user.asked].count("sampling") == 2
     assert all(kind == "elicitation" for kind, _ in first.asked + second.asked)
+
+
+@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
+async def test_over_http_a_legacy_servers_ask_reaches_the_call_it_came_with(
+    upstream: str,
+) -> None:
+    """Over streamable HTTP a legacy server asks on the response stream of the call
+    it serves (``ASK_ORIGIN``): with two calls in flight to it, each ask still
+    reaches the client that made its call, in that client's era."""
+    app = Server("paired", "1.0.0")
+    started = [0]
+
+    @app.tool()
+    async def ask_pair(topic: str, ctx: Context) -> str:
+        """Wait for a second call, then ask the user for a name."""
+        started[0] += 1
+        while started[0] < 2:
+            await anyio.sleep(0.01)
+        answer = await ctx.elicit(
+            "Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
+        return f"{topic}|{answer['action']}|{(answer.get('content') or {}).get('name')}"
+
+    users = {"one": Upstream("Ann"), "two": Upstream("Bo")}
+    results: dict[str, str] = {}
+    async with running(app) as http:
+        web = ServerConfig(name="d", url=f"http://127.0.0.1:{http.port}/mcp")
+        async with Hub(servers=[web], relay=AskRelay(), client_options={"mode": LEGACY}) as hub:
+            await ready(hub)
+            server = HubServer(hub)
+
+            async def call(topic: str) -> None:
+                user = users[topic]
+                async with Client(server, mode=upstream, elicitation=user.elicitation) as client:
+                    result = await client.call_tool("d__ask_pair", {"topic": topic})
+                    results[topic] = result.text
+
+            with anyio.fail_after(WAIT):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(call, "one")
+                    tg.start_soon(call, "two")
+    assert results == {"one": "one|accept|Ann", "two": "two|accept|Bo"}
+    assert [kind for kind, _ in users["one"].asked + users["two"].asked] == ["elicitation"] * 2
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
