@@ -13,6 +13,8 @@ SEP-2663), which ``Client.call_tool`` awaits.
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import anyio
@@ -20,21 +22,35 @@ import anyio
 from ._errors import JSONRPCError, MCPWireError
 from ._handshake import tasks_declared
 from .sansio._json import JSONObject
-from .sansio._messages import ErrorCode
+from .sansio._messages import ErrorCode, Incoming
 
 if TYPE_CHECKING:
     from ._client import Client
     from ._session import ProgressCallback
 
-__all__ = ("ASK_ORIGIN", "answer", "more_rounds", "run_rounds", "send_tool_call")
+__all__ = ("ORIGIN", "answer", "more_rounds", "origin_of", "run_rounds", "send_tool_call")
 
-#: While a legacy server's request is answered: the context of the client's
-#: request it was sent during, when the transport knows it (streamable HTTP:
-#: it came on that request's response stream), else ``None``. The hub's relay
-#: reads it to tell which of several calls in flight to a server an ask is for.
-ASK_ORIGIN: contextvars.ContextVar[contextvars.Context | None] = contextvars.ContextVar(
-    "mcpwire_ask_origin", default=None
+#: While the client handles a legacy server's request or log message: the
+#: context of the client's request it was sent during, when the transport
+#: knows it (streamable HTTP: it came on that request's response stream), else
+#: ``None``. The hub's relay reads it to tell which of several calls in flight
+#: to a server an ask or a log message is about.
+ORIGIN: contextvars.ContextVar[contextvars.Context | None] = contextvars.ContextVar(
+    "mcpwire_origin", default=None
 )
+
+
+@contextmanager
+def origin_of(client: Client, message: Incoming) -> Iterator[None]:
+    """``ORIGIN`` set to ``message``'s origin while the client handles it."""
+    find = getattr(client.transport, "message_origin", None)
+    token = ORIGIN.set(find(message)) if find is not None else None
+    try:
+        yield
+    finally:
+        if token is not None:
+            ORIGIN.reset(token)
+
 
 #: Pause before retrying a state-only ``InputRequiredResult`` (load shedding).
 _SHED_PAUSE = 0.05

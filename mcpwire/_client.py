@@ -38,7 +38,7 @@ import anyio
 import anyio.abc
 
 from . import _schema
-from ._asks import ASK_ORIGIN, answer, run_rounds, send_tool_call
+from ._asks import answer, origin_of, run_rounds, send_tool_call
 from ._client_cache import ResultCache
 from ._client_tasks import TaskMethods, await_task, legacy_task_wanted, legacy_tool_task
 from ._errors import JSONRPCError, MCPWireError, RemoteProtocolError
@@ -559,13 +559,8 @@ class Client(TaskMethods):
             from ._client_task_host import receive
 
             return await receive(self, request)
-        origin = getattr(self.transport, "ask_origin", None)
-        token = ASK_ORIGIN.set(origin(request.id)) if origin is not None else None
-        try:
+        with origin_of(self, request):
             return await answer(self, request.method, params)
-        finally:
-            if token is not None:
-                ASK_ORIGIN.reset(token)
 
     async def _on_notification(self, note: Notification) -> None:
         params = note.params or {}
@@ -582,5 +577,9 @@ class Client(TaskMethods):
         task_id = params.get("taskId") if note.method == "notifications/tasks/status" else None
         if isinstance(task_id, str) and task_id in self._task_polls:
             self._task_polls.pop(task_id).set()
-        if self.on_notification is not None:
+        if note.method == "notifications/message":
+            with origin_of(self, note):  # whose request a log is about, where known
+                if self.on_notification is not None:
+                    await self.on_notification(note.method, params)
+        elif self.on_notification is not None:
             await self.on_notification(note.method, params)

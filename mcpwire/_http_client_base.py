@@ -90,8 +90,8 @@ INBOX_SIZE = 256
 ERROR_BODY_EXCERPT = 2048
 #: Responses to the server POSTed in the background at once (``_reply_in_background``).
 MAX_REPLIES_IN_FLIGHT = 16
-#: Server requests whose origin (``ask_origin``) is kept until the session asks for it.
-MAX_ASK_ORIGINS = 256
+#: Messages whose origin (``message_origin``) is kept until the session asks for it.
+MAX_ORIGINS = 256
 #: Ceiling for the exponential reconnection backoff, in seconds.
 MAX_BACKOFF = 30.0
 
@@ -311,8 +311,9 @@ class HTTPTransportBase:
         self._inflight: set[anyio.CancelScope] = set()
         self._fast: Callable[[m.Incoming], bool] | None = None
         self._replies = anyio.Semaphore(MAX_REPLIES_IN_FLIGHT)
-        #: The context of the request whose response stream carried each server request.
-        self._ask_origins: dict[m.RequestId, contextvars.Context] = {}
+        #: By ``id()``: a server request or log message that came on a request's
+        #: response stream, and the context of that request's sender.
+        self._origins: dict[int, tuple[m.Incoming, contextvars.Context]] = {}
 
     # -- wiring ------------------------------------------------------------------
 
@@ -350,19 +351,21 @@ class HTTPTransportBase:
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             raise anyio.EndOfStream from None
 
-    def ask_origin(self, rid: m.RequestId) -> contextvars.Context | None:
-        """The context of the request during which the server sent its request ``rid``
-        (on that request's response stream), once; ``None`` for one on the standalone
-        stream. A legacy server asks about the call it is serving this way, and an
-        ask's handler can tell which of several calls in flight it belongs to."""
-        return self._ask_origins.pop(rid, None)
+    def message_origin(self, message: m.Incoming) -> contextvars.Context | None:
+        """The context of the request during which the server sent ``message`` (a
+        request of its own, or a log message) on that request's response stream,
+        once; ``None`` for one on the standalone stream. A legacy server asks and
+        logs about the request it is serving this way, so the client can tell which
+        of several in flight a message is about."""
+        kept = self._origins.pop(id(message), None)
+        return kept[1] if kept is not None and kept[0] is message else None
 
-    def _note_origin(self, rid: m.RequestId) -> None:
-        """Remember the current context (a request's sender's) as ``rid``'s origin."""
-        origins = self._ask_origins
-        if len(origins) >= MAX_ASK_ORIGINS:
+    def _note_origin(self, message: m.Incoming) -> None:
+        """Remember the current context (a request's sender's) as ``message``'s origin."""
+        origins = self._origins
+        if len(origins) >= MAX_ORIGINS:
             del origins[next(iter(origins))]  # the oldest, never asked for
-        origins[rid] = contextvars.copy_context()
+        origins[id(message)] = (message, contextvars.copy_context())
 
     def close_error(self) -> ConnectionClosed:
         if self._error is not None:

@@ -161,10 +161,11 @@ class EventStreams(HTTPTransportBase):
             # Any other goes to the session, as on every transport: it counts it,
             # answers it where JSON-RPC asks (a POST of its own, legacy era), and
             # fails the request a malformed answer names.
-        if kind is m.Request and stream.rid is not None:
+        if stream.rid is not None and (
+            kind is m.Request or (kind is m.Notification and item.method == "notifications/message")  # type: ignore[union-attr]
+        ):
             # A request's stream is read by the task that sent it (``send``).
-            asked: m.Request = item  # type: ignore[assignment]
-            self._note_origin(asked.id)
+            self._note_origin(item)
         if kind is m.ErrorResponse or kind is m.Response:
             answer: m.Response | m.ErrorResponse = item  # type: ignore[assignment]
             mine = answer.id is None or answer.id == stream.rid

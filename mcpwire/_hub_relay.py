@@ -11,7 +11,7 @@ in that client's era:
   server asks in an ``InputRequiredResult``, which the hub's client answers in
   the task that made the call. A legacy server asks with a request of its own,
   which names no call. Over streamable HTTP it comes on the response stream
-  of the request it is about (``ASK_ORIGIN``), which tells the call, however
+  of the request it is about (``ORIGIN``), which tells the call, however
   many are in flight. Over stdio nothing links the two, so the ask goes to
   the only call in flight to that server; with several in flight it cannot be
   tied to one, and the hub's own callback answers it, as outside any call.
@@ -25,17 +25,17 @@ in that client's era:
   the hub's ``client_options`` callback answers; without one, the ask fails
   with -32601, as from any client that cannot answer it.
 
-A server's log messages (``notifications/message``) while exactly one call to
-it is in flight go to that call's client, as log messages of its request,
-which the client's level filters (``logging/setLevel``, or the request's own
-level in the 2026-07-28 era); the hub asks every server for its logs from
-``debug`` up (``client_options["log_level"]`` sets another level). A log
-from a server with no call in flight, or several (a notification names no
-request), is the server's own: it goes, as a log message of the hub's, to
-every legacy client upstream whose level admits it (``Server.log``), with the
-server's name as its ``logger`` when it names none; a 2026-07-28 client hears
-logs only within its own requests. The hub's own ``on_notification`` sees
-every log message too.
+A server's log messages (``notifications/message``) about a call go to that
+call's client, as log messages of its request: those that come on the call's
+response stream (``ORIGIN``), and any while it is the only call in flight to
+that server. The client's level filters them (``logging/setLevel``, or the
+request's own level in the 2026-07-28 era); the hub asks every server for its
+logs from ``debug`` up (``client_options["log_level"]`` sets another level).
+Any other log (no call in flight, or several and nothing to tell which) is the
+server's own: it goes, as a log message of the hub's, to every legacy client
+upstream whose level admits it (``Server.log``), with the server's name as its
+``logger`` when it names none; a 2026-07-28 client hears logs only within its
+own requests. The hub's own ``on_notification`` sees every log message too.
 
 A server's ``roots/list`` is relayed as well, and the hub declares roots to
 every server. During a call it is the calling client's roots, asked as
@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio
 
-from ._asks import ASK_ORIGIN
+from ._asks import ORIGIN
 from ._context import CapabilityMissing, InputRequired
 from ._errors import JSONRPCError, MCPWireError
 from ._hub_connect import chained
@@ -150,7 +150,7 @@ class AskRelay:
         raise InputRequired(dict(record.missing))
 
     async def notified(self, server: str, method: str, params: JSONObject) -> None:
-        """Pass ``server``'s log message on to the client of its only call in flight
+        """Pass ``server``'s log message on to the client of the call it is about
         (else to the legacy clients upstream), and an update of a subscribed
         resource to the clients upstream."""
         uri = params.get("uri")
@@ -161,10 +161,10 @@ class AskRelay:
         level, logger = params.get("level"), params.get("logger")
         if method != "notifications/message" or level not in LOG_LEVELS:
             return
-        calls = self._calls.get(server, [])
-        if len(calls) == 1:
+        record = self._call_of(server)
+        if record is not None:
             try:
-                await calls[0].ctx.log(
+                await record.ctx.log(
                     str(level),
                     params.get("data"),
                     logger=logger if isinstance(logger, str) else None,
@@ -216,13 +216,7 @@ class AskRelay:
         record = self._current.get()
         in_task = record is not None
         if record is None:
-            calls = self._calls.get(server, [])
-            origin = ASK_ORIGIN.get()
-            if origin is not None:  # it came during one of our requests: that one's call
-                during = origin.get(self._current)
-                record = during if during in calls else None
-            elif len(calls) == 1:
-                record = calls[0]
+            record = self._call_of(server)
         if record is None:
             return None
         key = f"ask-{record.asks}"
@@ -241,6 +235,17 @@ class AskRelay:
                 ErrorCode.INTERNAL_ERROR,
                 "the client asks its user first; the call will be made again with the answer",
             ) from None
+
+    def _call_of(self, server: str) -> _Call | None:
+        """The call a legacy server's request or log message outside the call's task
+        is about: the one whose request it came with (``ORIGIN``), else the only
+        call in flight to ``server``."""
+        calls = self._calls.get(server, [])
+        origin = ORIGIN.get()
+        if origin is not None:  # it came during one of our requests: that one's call
+            during = origin.get(self._current)
+            return during if during in calls else None
+        return calls[0] if len(calls) == 1 else None
 
     async def _from_upstream(self) -> JSONObject | None:
         """``roots/list`` asked of the one legacy client upstream that declared roots.

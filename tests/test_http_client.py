@@ -37,13 +37,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpwire import Client, ConnectionClosed, JSONRPCError, RemoteProtocolError, RequestTimeout
-from mcpwire._asks import ASK_ORIGIN
+from mcpwire._asks import ORIGIN
 from mcpwire._http_client import HTTPClientTransport, open_http_transport
-from mcpwire._http_client_base import MAX_ASK_ORIGINS, MAX_BACKOFF, backoff_delay
+from mcpwire._http_client_base import MAX_BACKOFF, MAX_ORIGINS, backoff_delay
 from mcpwire._http_client_conn import URL, HTTPClient, InvalidRequest, RedirectRefused
 from mcpwire._http_client_headers import encode_header_value, media_type, tool_header_map
 from mcpwire._http_client_sock import ProtocolSocket
 from mcpwire._http_client_sse import SSEClientTransport
+from mcpwire.sansio import Notification
 from mcpwire.sansio._codec import Limits
 from mcpwire.sansio._sse import SSEDecoder
 
@@ -166,13 +167,13 @@ async def test_sdk_elicitation_legacy_is_a_server_request(sdk_http: SdkServer) -
 
 async def test_sdk_ask_knows_the_call_it_came_with(sdk_http: SdkServer) -> None:
     """Legacy: each ask comes on its call's event stream, so while it is answered
-    ``ASK_ORIGIN`` is the context of the caller that made that call, however many
+    ``ORIGIN`` is the context of the caller that made that call, however many
     calls are in flight (the hub's relay routes asks by it)."""
     caller: contextvars.ContextVar[str] = contextvars.ContextVar("caller", default="none")
     asked_by: list[str] = []
 
     async def record(params: dict[str, Any]) -> dict[str, Any]:
-        origin = ASK_ORIGIN.get()
+        origin = ORIGIN.get()
         assert origin is not None
         asked_by.append(origin.get(caller, "unknown"))
         await anyio.sleep(0.2)  # the other call's ask arrives meanwhile
@@ -188,21 +189,23 @@ async def test_sdk_ask_knows_the_call_it_came_with(sdk_http: SdkServer) -> None:
             async with anyio.create_task_group() as tg:
                 for name in ("first", "second", "third"):
                     tg.start_soon(call, name)
-        assert ASK_ORIGIN.get() is None
+        assert ORIGIN.get() is None
         assert sorted(asked_by) == ["first", "second", "third"]
-        assert c.transport._ask_origins == {}  # type: ignore[attr-defined]
+        assert c.transport._origins == {}  # type: ignore[attr-defined]
 
 
-async def test_ask_origins_are_bounded() -> None:
-    """An origin is kept until the session asks for it: at most ``MAX_ASK_ORIGINS``,
-    the oldest dropped first."""
+async def test_origins_are_bounded() -> None:
+    """An origin is kept until the session asks for it: at most ``MAX_ORIGINS``, the
+    oldest dropped first; asked for once, and only for the very message."""
     async with HTTPClientTransport("http://127.0.0.1:9/mcp") as transport:
-        for rid in range(MAX_ASK_ORIGINS + 10):
-            transport._note_origin(rid)
-        assert len(transport._ask_origins) == MAX_ASK_ORIGINS
-        assert transport.ask_origin(9) is None
-        assert transport.ask_origin(10) is not None
-        assert transport.ask_origin(10) is None  # once
+        notes = [Notification("notifications/message", {"n": n}) for n in range(MAX_ORIGINS + 10)]
+        for note in notes:
+            transport._note_origin(note)
+        assert len(transport._origins) == MAX_ORIGINS
+        assert transport.message_origin(notes[9]) is None
+        assert transport.message_origin(notes[10]) is not None
+        assert transport.message_origin(notes[10]) is None  # once
+        assert transport.message_origin(Notification("notifications/message", {"n": 11})) is None
 
 
 async def test_sdk_cancellation_closes_the_stream(sdk_http: SdkServer) -> None:

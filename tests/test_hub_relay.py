@@ -295,47 +295,92 @@ async def test_a_legacy_servers_ask_with_two_calls_in_flight_is_not_guessed(
     assert all(kind == "elicitation" for kind, _ in first.asked + second.asked)
 
 
-@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
-async def test_over_http_a_legacy_servers_ask_reaches_the_call_it_came_with(
-    upstream: str,
-) -> None:
-    """Over streamable HTTP a legacy server asks on the response stream of the call
-    it serves (``ASK_ORIGIN``): with two calls in flight to it, each ask still
-    reaches the client that made its call, in that client's era."""
+@asynccontextmanager
+async def paired_over_http() -> AsyncIterator[HubServer]:
+    """A hub whose one server, legacy over streamable HTTP, has tools that wait until
+    two calls are in flight, then ask or log: ``HubServer`` over it."""
     app = Server("paired", "1.0.0")
     started = [0]
+
+    async def both_in_flight() -> None:
+        started[0] += 1
+        while started[0] < 2:
+            await anyio.sleep(0.01)
 
     @app.tool()
     async def ask_pair(topic: str, ctx: Context) -> str:
         """Wait for a second call, then ask the user for a name."""
-        started[0] += 1
-        while started[0] < 2:
-            await anyio.sleep(0.01)
+        await both_in_flight()
         answer = await ctx.elicit(
             "Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}
         )
         return f"{topic}|{answer['action']}|{(answer.get('content') or {}).get('name')}"
 
-    users = {"one": Upstream("Ann"), "two": Upstream("Bo")}
-    results: dict[str, str] = {}
+    @app.tool()
+    async def log_pair(topic: str, ctx: Context) -> str:
+        """Wait for a second call, then log."""
+        await both_in_flight()
+        await ctx.info(f"on {topic}")
+        return topic
+
     async with running(app) as http:
         web = ServerConfig(name="d", url=f"http://127.0.0.1:{http.port}/mcp")
         async with Hub(servers=[web], relay=AskRelay(), client_options={"mode": LEGACY}) as hub:
             await ready(hub)
-            server = HubServer(hub)
+            yield HubServer(hub)
 
-            async def call(topic: str) -> None:
-                user = users[topic]
-                async with Client(server, mode=upstream, elicitation=user.elicitation) as client:
-                    result = await client.call_tool("d__ask_pair", {"topic": topic})
-                    results[topic] = result.text
 
-            with anyio.fail_after(WAIT):
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(call, "one")
-                    tg.start_soon(call, "two")
+@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
+async def test_over_http_a_legacy_servers_ask_reaches_the_call_it_came_with(
+    upstream: str,
+) -> None:
+    """Over streamable HTTP a legacy server asks on the response stream of the call
+    it serves (``ORIGIN``): with two calls in flight to it, each ask still reaches
+    the client that made its call, in that client's era."""
+    users = {"one": Upstream("Ann"), "two": Upstream("Bo")}
+    results: dict[str, str] = {}
+    async with paired_over_http() as server:
+
+        async def call(topic: str) -> None:
+            user = users[topic]
+            async with Client(server, mode=upstream, elicitation=user.elicitation) as client:
+                result = await client.call_tool("d__ask_pair", {"topic": topic})
+                results[topic] = result.text
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "one")
+                tg.start_soon(call, "two")
     assert results == {"one": "one|accept|Ann", "two": "two|accept|Bo"}
     assert [kind for kind, _ in users["one"].asked + users["two"].asked] == ["elicitation"] * 2
+
+
+@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
+async def test_over_http_a_legacy_servers_log_reaches_the_call_it_came_with(
+    upstream: str,
+) -> None:
+    """A log message on a call's response stream is about that call: with two in
+    flight, each client hears its own call's log, not the other's."""
+    logs: dict[str, list[str]] = {"one": [], "two": []}
+    async with paired_over_http() as server:
+
+        async def call(topic: str) -> None:
+            async def note(method: str, params: dict[str, Any]) -> None:
+                if method == "notifications/message":
+                    logs[topic].append(params["data"])
+
+            async with Client(
+                server, mode=upstream, on_notification=note, log_level="info"
+            ) as client:
+                if upstream == LEGACY:
+                    await client.set_logging_level("info")
+                assert (await client.call_tool("d__log_pair", {"topic": topic})).text == topic
+
+        with anyio.fail_after(WAIT):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "one")
+                tg.start_soon(call, "two")
+    assert logs == {"one": ["on one"], "two": ["on two"]}
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
