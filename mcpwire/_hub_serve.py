@@ -73,7 +73,7 @@ from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolD
 from ._server import Connection, Server
 from ._uritemplate import UriTemplate
 from ._version import __version__
-from .sansio._messages import ErrorCode
+from .sansio._messages import ErrorCode, Request
 from .sansio._state import LifecycleState
 
 if TYPE_CHECKING:
@@ -81,12 +81,13 @@ if TYPE_CHECKING:
     from ._context import Context
     from ._hub import Hub
     from ._hub_names import HubPrompt, HubTool
+    from ._hub_subs import Subscriptions
     from ._request_context import RequestContext
     from ._session import Session
     from ._transport import Transport
     from ._types import CallToolResult, Resource, ResourceTemplate
     from .sansio._json import JSONObject, JSONValue
-    from .sansio._messages import Notification, Request
+    from .sansio._messages import Notification
 
 __all__ = ("PROFILE_TOOL", "HubServer")
 
@@ -229,7 +230,7 @@ class HubServer(Server):
     ) -> JSONObject:
         method = request.method
         if method == "subscriptions/listen" and self.hub.relay is not None:
-            named = listen_uris(request.params or {}) or []
+            request, named = self._holdable(request, self.hub.relay.subscriptions)
             self._listening.update(named)
             try:
                 await self._subscriptions_moved()
@@ -248,6 +249,23 @@ class HubServer(Server):
         if method in ("resources/subscribe", "resources/unsubscribe"):
             await self._subscriptions_moved()
         return result
+
+    @staticmethod
+    def _holdable(request: Request, subs: Subscriptions) -> tuple[Request, list[str]]:
+        """A listen without the URIs no subscription can be held for (``refusal``),
+        and the URIs left: its acknowledgement honours only those, the
+        2026-07-28 way of refusing some of what a listen asks for."""
+        params = request.params or {}
+        named = listen_uris(params) or []
+        kept = [u for u in named if subs.refusal(u) is None]
+        if len(kept) == len(named):
+            return request, named
+        wanted = params.get("notifications")
+        assert isinstance(wanted, dict)  # it named URIs
+        uris: list[JSONValue] = list(kept)
+        narrowed: JSONObject = {**wanted, "resourceSubscriptions": uris}
+        trimmed: JSONObject = {**params, "notifications": narrowed}
+        return Request(request.id, request.method, trimmed), kept
 
     async def _subscriptions_moved(self) -> None:
         """Tell the relay which URIs this server's clients are subscribed to now."""

@@ -27,7 +27,8 @@ URI no server offers yet is held at none, and placed when a server that lists
 it (or a template matching it) comes up or starts listing it (the hub's
 ``ResourcesChanged``, after a resources list change).
 A legacy ``resources/subscribe`` to a URI whose server is connected and
-offers no subscriptions is refused at once (``refusal``, -32602). What a
+offers no subscriptions is refused at once (``refusal``, -32602); a
+2026-07-28 listen naming it is acknowledged without it (``HubServer``). What a
 server refuses later (it was not connected when the client subscribed, or it
 answers an error) is logged; the client upstream keeps its subscription, which
 then hears nothing.

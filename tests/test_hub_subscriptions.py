@@ -294,6 +294,34 @@ async def test_a_subscription_the_server_cannot_hold_is_refused_at_once(tmp_path
             assert held(hub) == {"ref://nowhere": None}
 
 
+async def test_a_listen_is_acknowledged_without_what_cannot_be_held(tmp_path: Path) -> None:
+    """A 2026-07-28 listen naming a URI whose server offers no subscriptions: the
+    acknowledgement honours the rest only (the protocol's way of refusing part of
+    a listen), and only the rest is held."""
+    ref = tmp_path / "ref_notes.py"
+    ref.write_text(REF_NOTES)
+    subber = tmp_path / "subber.py"
+    subber.write_text(SUBBER)
+    servers = [
+        ServerConfig(name="r", command=PY, args=[str(ref)]),
+        ServerConfig(name="d", command=PY, args=[str(subber)]),
+    ]
+    got = Updates()
+    async with Hub(servers=servers, relay=AskRelay(), client_options={"mode": LEGACY}) as hub:
+        await ready(hub)
+        async with Client(HubServer(hub), mode=MODERN, on_notification=got) as client:
+            wanted = ["ref://note", "note://x", "ref://nowhere"]
+            async with client.listen(uris=wanted) as subscription:
+                # Not offered by any server yet: kept, and held once one lists it.
+                assert subscription.honored["resourceSubscriptions"] == wanted[1:]
+                await until(lambda: held(hub) == {"note://x": "d", "ref://nowhere": None})
+                await touch(client, "note://x")
+                with anyio.fail_after(WAIT):
+                    event = await subscription.__anext__()
+                assert event.params["uri"] == "note://x"  # type: ignore[index]
+            await until(lambda: held(hub) == {})
+
+
 @pytest.mark.parametrize("upstream", [LEGACY, MODERN])
 async def test_updates_reach_a_client_over_streamable_http(tmp_path: Path, upstream: str) -> None:
     """The hub served over HTTP: a legacy client's updates come on its session's
