@@ -667,13 +667,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=3001)
     parser.add_argument("--stdio", action="store_true", help="serve stdio instead of HTTP")
+    parser.add_argument(
+        "--stream-responses",
+        action="store_true",
+        help="answer every POST with an event stream when the client takes one",
+    )
     args = parser.parse_args(argv)
     if args.stdio:
         server.run()
         return
     if not hasattr(server, "serve_http"):
         sys.exit("everything_server.py: this mcpwire has no HTTP server (Server.serve_http)")
-    server.run("http", host=args.host, port=args.port)
+    server.run("http", host=args.host, port=args.port, stream_responses=args.stream_responses)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,9 @@ class Leg:
     side: str  # "server", "client" or "fixture"
     harness: str = ""  # "alpha" or "stable"
     spec_version: str | None = None
+    #: Added to the default fixture server's command (a custom ``--server-cmd``
+    #: runs as given).
+    server_args: str = ""
 
     def argv(self, target: str, out: Path) -> list[str]:
         node = str(NODE_BIN / "node")
@@ -93,6 +96,8 @@ class Leg:
 LEGS = [
     Leg("server-alpha-2025-11-25", "server", "alpha", "2025-11-25"),
     Leg("server-alpha-2026-07-28", "server", "alpha", "2026-07-28"),
+    Leg("server-alpha-2025-11-25-sse", "server", "alpha", "2025-11-25", "--stream-responses"),
+    Leg("server-alpha-2026-07-28-sse", "server", "alpha", "2026-07-28", "--stream-responses"),
     Leg("server-alpha-all", "server", "alpha"),
     Leg("server-stable-all", "server", "stable"),
     Leg("client-alpha-2025-11-25", "client", "alpha", "2025-11-25"),
@@ -341,7 +346,10 @@ def run_harness_leg(leg: Leg, args: argparse.Namespace, outdir: Path) -> LegResu
     try:
         if leg.side == "server":
             port = free_port()
-            with running_server(args.server_cmd, port, outdir / "server.log"):
+            command = args.server_cmd
+            if leg.server_args and command == DEFAULT_SERVER_CMD:
+                command = f"{command} {leg.server_args}"
+            with running_server(command, port, outdir / "server.log"):
                 url = f"http://127.0.0.1:{port}/mcp"
                 proc = _capture(leg.argv(url, out), args.leg_timeout, env)
         else:

@@ -171,9 +171,11 @@ class LegacyEndpoint:
                 f"request id {req.id!r} is already in use by a request in progress",
             )
             return
-        sse_ok = can_sse and not self.app.options.json_response
+        options = self.app.options
+        sse_ok = can_sse and not options.json_response
         stream = session.open_stream(req.id, sse_ok or not can_json)
-        await self._answer(http, session, stream, req, force_sse=not can_json)
+        force_sse = not can_json or (sse_ok and options.stream_responses)
+        await self._answer(http, session, stream, req, force_sse=force_sse)
 
     async def _initialize(self, http: HTTPExchange, req: Request, can_json: bool) -> None:
         if not self.app.hosted:

@@ -258,11 +258,18 @@ class ModernEndpoint:
             # A listen response is a notification stream: it cannot be JSON.
             await http.respond_text(406, "Not Acceptable: subscriptions/listen needs SSE")
             return
-        sse_ok = can_sse and (listen or not self.app.options.json_response)
+        options = self.app.options
+        sse_ok = can_sse and (listen or not options.json_response)
+        # ``stream_responses`` streams results only: an error's HTTP status tells
+        # what it is (SEP-2575), and an event stream is a 200.
+        prefer_sse = sse_ok and options.stream_responses
         if self._inline(req):
-            await self._answer_inline(http, req, sse_ok, force_sse=not can_json)
+            await self._answer_inline(
+                http, req, sse_ok, force_sse=not can_json, prefer_sse=prefer_sse
+            )
             return
         stream = ResponseStream("", req.id, sse_ok=sse_ok, modern=True)
+        stream.prefer_sse = prefer_sse
         if not can_json:
             await stream.commit()
         transport = OneShotTransport(req, stream)
@@ -304,7 +311,13 @@ class ModernEndpoint:
         return not (isinstance(meta, dict) and "progressToken" in meta)
 
     async def _answer_inline(
-        self, http: HTTPExchange, req: Request, sse_ok: bool, *, force_sse: bool
+        self,
+        http: HTTPExchange,
+        req: Request,
+        sse_ok: bool,
+        *,
+        force_sse: bool,
+        prefer_sse: bool = False,
     ) -> None:
         server = self.app.server
         self.app.modern_requests += 1
@@ -325,7 +338,7 @@ class ModernEndpoint:
             # they go as soon as the request does, not at the next collection.
             inline.on_request = _answered
         final = inline.final or reply
-        if not inline.events and not force_sse:
+        if not inline.events and not force_sse and not (prefer_sse and type(final) is Response):
             status = 200
             if type(final) is ErrorResponse:
                 status = http_status_for_error(final.error.code)

@@ -39,6 +39,9 @@ class HTTPServerOptions:
     #: "auto": the loopback origins.
     allowed_origins: tuple[str, ...] | None | Literal["auto"] = "auto"
     json_response: bool = False
+    #: Answer every POSTed request with an event stream when the client takes
+    #: one, not only when something precedes the answer.
+    stream_responses: bool = False
     session_idle_timeout: float | None = 30 * 60.0
     max_sessions: int = 10_000
     max_body_size: int = DEFAULT_MAX_MESSAGE_SIZE
@@ -52,6 +55,10 @@ class HTTPServerOptions:
     shutdown_timeout: float = 5.0
     #: OAuth 2.1 protection (``ResourceServerAuth``); ``None``: no authorization.
     auth: ResourceServerAuth | None = None
+
+    def __post_init__(self) -> None:
+        if self.json_response and self.stream_responses:
+            raise ValueError("json_response and stream_responses exclude each other")
 
 
 def http_options(

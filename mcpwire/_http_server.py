@@ -558,6 +558,12 @@ async def serve_http(
             (403 otherwise). "auto": the loopback origins. ``None`` disables.
         json_response: never answer a POST with SSE (related notifications of
             a legacy request then go to the session's GET stream).
+        stream_responses: (an ``options`` field) answer every POSTed request
+            with SSE when its ``Accept`` allows, as the reference SDK does by
+            default; by default a POST gets plain JSON unless a notification or
+            request of the server's comes before its answer. A legacy
+            ``initialize`` is always JSON when allowed (its session id is a
+            header). Excludes ``json_response``.
         session_idle_timeout: seconds a legacy session may sit idle before it
             is ended; ``None`` keeps sessions until DELETE.
         max_sessions: the most legacy sessions at once; at the limit the least

@@ -184,6 +184,7 @@ class ResponseStream:
         "modern",
         "outbox",
         "owner",
+        "prefer_sse",
         "request_id",
         "sse",
         "sse_ok",
@@ -211,6 +212,9 @@ class ResponseStream:
         self._lock: anyio.Lock | None = None
         #: Extra response headers (``Mcp-Session-Id``), read when the response starts.
         self.headers: list[tuple[str, str]] = []
+        #: A modern result with nothing before it goes as a one-event stream, not
+        #: JSON (``stream_responses``); an error stays JSON, with its status.
+        self.prefer_sse = False
 
     @property
     def attached(self) -> bool:
@@ -296,6 +300,10 @@ class ResponseStream:
 
     def _final_json(self, message: Response | ErrorResponse) -> None:
         self.finished = True
+        if self.prefer_sse and self.owner is None and type(message) is Response:
+            self.sse = True
+            self._put(Frame("sse", encode_sse(message, None), final=True))
+            return
         status = 200
         if self.modern and type(message) is ErrorResponse:
             status = http_status_for_error(message.error.code)

@@ -61,6 +61,7 @@ from hypothesis import strategies as st
 from strategies import json_values
 
 from mcpwire import (
+    Client,
     Context,
     HTTPServer,
     HTTPServerOptions,
@@ -716,6 +717,88 @@ async def test_json_response_mode_never_streams(anyio_backend: str) -> None:
         reply = await raw.request(body=body, headers=headers)
         assert reply.headers["content-type"] == "application/json"
         assert reply.json()["result"]["content"][0]["text"] == "finished 2 steps"
+
+
+async def test_stream_responses_mode_answers_with_event_streams(anyio_backend: str) -> None:
+    """``stream_responses``: a POSTed request whose client takes SSE gets an event
+    stream even with nothing before its answer (legacy: a priming event first), as
+    the reference SDK's server answers. A 2026-07-28 error stays JSON, its HTTP
+    status telling what it is; a legacy initialize stays JSON (its session id is a
+    header); a client that takes only JSON gets JSON."""
+    app = Server("streams")
+
+    @app.tool()
+    def echo(message: str) -> str:  # answered inline, where the request is read
+        return message
+
+    @app.tool()
+    async def later(message: str) -> str:  # run in a task of its own
+        await anyio.sleep(0)
+        return message
+
+    @app.tool()
+    async def refuse() -> str:
+        await anyio.sleep(0)
+        raise JSONRPCError(-32602, "refused")
+
+    async with running(app, stream_responses=True) as http, client(http.port or 0) as raw:
+        sid = await initialize(raw)  # JSON: ``initialize`` reads reply.json()
+        legacy = {"mcp-session-id": sid, "mcp-protocol-version": LEGACY}
+        reply = await raw.request(body=rpc(2, "tools/list"), headers=legacy)
+        assert reply.headers["content-type"] == "text/event-stream"
+        priming, *_ = reply.events()
+        assert priming.id and priming.data == ""
+        assert [m["id"] for m in reply.messages()] == [2]
+        for rid, name in enumerate(["echo", "later"], 3):
+            body, headers = modern(
+                rid, "tools/call", {"name": name, "arguments": {"message": name}}
+            )
+            reply = await raw.request(body=body, headers=headers)
+            assert reply.headers["content-type"] == "text/event-stream"
+            (answer,) = reply.messages()
+            assert answer["id"] == rid and answer["result"]["content"][0]["text"] == name
+        for rid, (method, params, status, code) in enumerate(
+            [
+                ("no/such/method", None, 404, -32601),
+                ("tools/call", {"name": "nope", "arguments": {}}, 400, -32602),
+                ("tools/call", {"name": "refuse", "arguments": {}}, 400, -32602),
+            ],
+            5,
+        ):
+            body, headers = modern(rid, method, params)
+            reply = await raw.request(body=body, headers=headers)
+            assert (reply.status, reply.headers["content-type"]) == (status, "application/json")
+            assert reply.json()["error"]["code"] == code
+        only_json = {**legacy, "accept": "application/json"}
+        reply = await raw.request(body=rpc(8, "tools/list"), headers=only_json)
+        assert reply.headers["content-type"] == "application/json"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_our_client_in_stream_responses_mode(anyio_backend: str, mode: str) -> None:
+    """mcpwire's client reads the event streams of ``stream_responses`` in both eras:
+    results, progress before them, and errors."""
+    seen: list[float] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append(done)
+
+    async with running(stream_responses=True) as http:
+        url = f"http://127.0.0.1:{http.port}/mcp"
+        async with Client.http(url, mode=mode) as c:
+            assert (await c.call_tool("echo", {"message": "hi"})).text == "hi"
+            arguments = {"steps": 2, "delay": 0}
+            result = await c.call_tool("long_task", arguments, on_progress=progress)
+            assert result.text == "finished 2 steps"
+            assert seen == [1, 2]
+            with pytest.raises(JSONRPCError) as info:
+                await c.call_tool("nope")
+            assert info.value.code == -32602
+
+
+def test_json_response_and_stream_responses_exclude_each_other() -> None:
+    with pytest.raises(ValueError, match="exclude each other"):
+        HTTPServerOptions(json_response=True, stream_responses=True)
 
 
 async def test_modern_disconnect_cancels_the_handler(anyio_backend: str) -> None:
