@@ -263,6 +263,20 @@ async def test_body_split_across_many_messages(anyio_backend: str) -> None:
     assert ex.receives >= len(orjson.dumps(body)) // 3
 
 
+async def test_stream_responses_under_asgi(anyio_backend: str) -> None:
+    """``stream_responses`` reaches the ASGI app too: a result with nothing before
+    it comes as an event stream; an unknown method is still JSON with its 404."""
+    app = asgi_app(everything, stream_responses=True)
+    body, headers = echo_call(message="streamed")
+    ex = await request(app, body=body, headers=headers)
+    assert ex.status == 200 and ex.headers["content-type"] == "text/event-stream"
+    assert b'"text":"streamed"' in ex.body
+    body, raw_headers = modern(2, "no/such/method")
+    headers = {k: v for k, v in raw_headers.items() if v is not None}
+    ex = await request(app, body=body, headers=headers)
+    assert ex.status == 404 and ex.json()["error"]["code"] == -32601
+
+
 async def test_body_over_the_limit_is_413(anyio_backend: str) -> None:
     app = asgi_app(everything, max_body_size=256)
     body, headers = echo_call(message="x" * 1000)
