@@ -76,7 +76,7 @@ from ._handshake import declaring_tasks
 from ._types import CallToolResult, Task, poll_seconds
 from ._versions import LEGACY_TASKS_VERSION, at_least
 from .sansio._json import JSONObject, JSONValue, dig
-from .sansio._messages import Response
+from .sansio._messages import ErrorCode, Response
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -86,6 +86,7 @@ __all__ = (
     "TaskCancelled",
     "TaskMethods",
     "await_task",
+    "call_as_required",
     "legacy_task_wanted",
     "legacy_tool_task",
 )
@@ -140,6 +141,43 @@ def _legacy(client: Client, what: str, *need: str) -> bool:
 def _offers(client: Client, need: tuple[str, ...]) -> bool:
     """Whether the server's 2025-11-25 ``tasks`` capability has the path ``need``."""
     return isinstance(dig(client.server_capabilities, "tasks", *need), dict)
+
+
+async def call_as_required(
+    client: Client,
+    name: str,
+    arguments: JSONObject,
+    timeout: float | None,
+    on_progress: ProgressCallback | None,
+    task: bool | None,
+) -> CallToolResult:
+    """``client.call_tool``, made a task when the tool requires one and ``task`` is
+    ``None``, whatever the client declares by default (the hub calls this way).
+
+    A legacy call does so by itself (``execution.taskSupport``). 2026-07-28 lists
+    no task support: a server that requires a task refuses an undeclaring call
+    with -32021 naming the tasks extension, before running anything, and the call
+    is made once more declaring it."""
+    try:
+        return await client.call_tool(
+            name, arguments, timeout=timeout, on_progress=on_progress, task=task
+        )
+    except JSONRPCError as exc:
+        if task is not None or not _wants_tasks(exc):
+            raise
+    return await client.call_tool(
+        name, arguments, timeout=timeout, on_progress=on_progress, task=True
+    )
+
+
+def _wants_tasks(exc: JSONRPCError) -> bool:
+    """Whether ``exc`` is -32021 for the tasks extension (SEP-2575's shape)."""
+    from ._tasks import TASKS_EXTENSION
+
+    if exc.code != ErrorCode.MISSING_REQUIRED_CLIENT_CAPABILITY:
+        return False
+    extensions = dig(exc.data, "requiredCapabilities", "extensions")
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
 async def legacy_task_wanted(client: Client, name: str, task: bool | None) -> bool:

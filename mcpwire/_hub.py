@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.abc
 
+from ._client_tasks import call_as_required
 from ._hub_auth import DEFAULT_AUTHORIZE_TIMEOUT, AuthorizeHook, HubOAuth
 from ._hub_cache import ToolCache
 from ._hub_config import ServerConfig
@@ -70,7 +71,7 @@ from ._hub_names import (
     resolve_rule,
 )
 from ._hub_profiles import Profile, unknown_profile
-from ._hub_registry import Registry, always_allowed
+from ._hub_registry import Registry, always_allowed, call_refusal
 from ._hub_reload import apply_config, load_servers, on_paths_changed, watched_paths
 from ._hub_status import RestartPolicy, ServerStatus
 from ._hub_supervisor import Supervisor
@@ -434,8 +435,10 @@ class Hub:
         *,
         on_progress: ProgressCallback | None = None,
         timeout: float | None = None,
+        task: bool | None = None,
     ) -> CallToolResult:
-        """Call a tool by its exposed name.
+        """Call a tool by its exposed name; as a task (awaited) if ``task``, or if it
+        requires one (``execution.taskSupport``) and ``task`` is not ``False``.
 
         Raises:
             ToolCallRefused: the server or tool is disabled or filtered out, or
@@ -450,12 +453,9 @@ class Hub:
         server, tool = await self._route(name, self.resolve)
         sup = self._sups[server]
         config = sup.config
-        if config.disabled:
-            raise ToolCallRefused(f"server {server!r} is disabled ({config.disabled_reason})")
-        if tool in config.disabled_tools:
-            raise ToolCallRefused(
-                f"tool {tool!r} of server {server!r} is disabled (disabledTools in {config.origin})"
-            )
+        refused = call_refusal(config, tool)
+        if refused is not None:
+            raise ToolCallRefused(refused)
         args: JSONObject = dict(arguments or {})
         approve = self.approve
         if approve is not None and not always_allowed(config, tool):
@@ -463,8 +463,8 @@ class Hub:
             if not approved:
                 raise ToolCallRefused(f"the call of {name!r} was not approved")
         return await sup.call(
-            lambda client: client.call_tool(
-                tool, args, timeout=timeout or config.timeout, on_progress=on_progress
+            lambda client: call_as_required(
+                client, tool, args, timeout or config.timeout, on_progress, task
             )
         )
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from ._hub_config import ServerConfig
     from ._hub_status import Discovery
 
-__all__ = ("Registry", "always_allowed")
+__all__ = ("Registry", "always_allowed", "call_refusal")
 
 logger = logging.getLogger("mcpwire.hub")
 
@@ -55,6 +55,16 @@ logger = logging.getLogger("mcpwire.hub")
 def always_allowed(config: ServerConfig, tool: str) -> bool:
     """Whether calls of ``tool`` skip the approval hook (``trust``, ``alwaysAllow`` globs)."""
     return config.trust or any(fnmatchcase(tool, pattern) for pattern in config.always_allow)
+
+
+def call_refusal(config: ServerConfig, tool: str) -> str | None:
+    """Why a call of ``tool`` is refused by its server's configuration, if it is."""
+    if config.disabled:
+        return f"server {config.name!r} is disabled ({config.disabled_reason})"
+    if tool in config.disabled_tools:
+        where = f"disabledTools in {config.origin}"
+        return f"tool {tool!r} of server {config.name!r} is disabled ({where})"
+    return None
 
 
 class Registry:
