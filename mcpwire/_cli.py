@@ -98,6 +98,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="http: an Origin header to accept (repeatable, '*' for any; default: localhost)",
     )
+    p.add_argument(
+        "--responses",
+        choices=("auto", "json", "stream"),
+        default="auto",
+        help="http: how a POST is answered: JSON unless something precedes the answer (auto), "
+        "always JSON (json), or an event stream whenever the client takes one (stream)",
+    )
     auth = p.add_argument_group(
         "OAuth 2.1 (http, sse): serve as a protected resource, tokens checked by RFC 7662 "
         "introspection at the authorization server"
@@ -464,10 +471,14 @@ def _serve(args: argparse.Namespace) -> int:
             allowed_hosts=args.allowed_host,
             allowed_origins=args.allowed_origin,
             legacy_sse=args.transport == "sse",
+            json_response=args.responses == "json",
+            stream_responses=args.responses == "stream",
             **_serve_auth(args),
         )
     if args.auth_server or args.introspect or args.dpop or args.dpop_nonce:
         raise UsageError("OAuth options apply to --transport http or sse")
+    if args.responses != "auto":
+        raise UsageError("--responses applies to --transport http or sse")
     server.run()
     return EXIT_OK
 

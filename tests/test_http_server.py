@@ -1483,6 +1483,52 @@ async def test_command_line_serves_http_and_stops_on_sigterm(
             proc.wait()
 
 
+@pytest.mark.parametrize(
+    ("responses", "kind"), [("stream", "text/event-stream"), ("json", "application/json")]
+)
+async def test_command_line_chooses_how_posts_are_answered(
+    anyio_backend: str, responses: str, kind: str
+) -> None:
+    """``mcpwire serve --responses``: ``stream`` answers with an event stream even a
+    request with nothing before its answer, ``json`` never streams, not even a
+    request that reports progress."""
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = ["-m", "mcpwire", "serve", "mcpwire.examples.everything:server", "--transport"]
+    proc = subprocess.Popen(
+        [sys.executable, *argv, "http", "--port", str(port), "--responses", responses],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        await wait_for_port(port, proc)
+        async with client(port) as raw:
+            for rid, (name, arguments, meta) in enumerate(
+                [
+                    ("echo", {"message": "hi"}, {}),
+                    ("long_task", {"steps": 1, "delay": 0}, {"progressToken": "p"}),
+                ]
+            ):
+                body, headers = modern(
+                    rid, "tools/call", {"name": name, "arguments": arguments}, **meta
+                )
+                reply = await raw.request(body=body, headers=headers)
+                assert reply.headers["content-type"] == kind
+                last = reply.messages()[-1] if kind != "application/json" else reply.json()
+                assert last["id"] == rid and "result" in last
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+
+
+def test_command_line_responses_apply_to_http_only() -> None:
+    argv = ["-m", "mcpwire", "serve", "mcpwire.examples.everything:server", "--responses", "json"]
+    done = subprocess.run([sys.executable, *argv], capture_output=True, timeout=30)
+    assert done.returncode == 2
+    assert b"--responses applies to --transport http or sse" in done.stderr
+
+
 # =================================================================================================
 # 7. The inline path and one-write responses
 # =================================================================================================
