@@ -534,7 +534,7 @@ class Hub:
         if found is None or sup.invalid or sup.config.disabled:
             return
         for clash in self._registry.register(sup.config, found):
-            sup._record(str(clash), level="warning")
+            sup.record(str(clash), level="warning")
         if fresh and sup.config.lazy and self.tool_cache is not None and self._tg is not None:
             self.tool_cache.put(sup.config, found)
             self._tg.start_soon(self.tool_cache.flush)

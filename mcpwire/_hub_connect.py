@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.abc
@@ -147,17 +147,39 @@ async def discover(client: Client, record: Callable[..., None]) -> Discovery:
     return found
 
 
+class ListenOwner(Protocol):
+    """What ``listen_for_changes`` reports to (the server's supervisor)."""
+
+    def record(self, message: str, *, level: str = ...) -> None: ...
+
+    def want_refresh(self) -> None: ...
+
+
+#: Seconds before a list-change listen that ended is opened again, doubling
+#: while it keeps failing, up to ``LISTEN_PAUSE_MAX``.
+LISTEN_PAUSE = 1.0
+LISTEN_PAUSE_MAX = 30.0
+
+
 async def listen_for_changes(
     client: Client,
-    record: Callable[..., None],
+    owner: ListenOwner,
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Modern era: keep a ``subscriptions/listen`` open for list changes.
 
-    Reports started once the server acknowledged (or refused) it. The
-    notifications also reach the client's ``on_notification`` (the supervisor's,
-    which asks for a refresh); the stream only has to be open and drained.
+    Reports started once the server first acknowledged (or refused) it; a
+    server that refuses it is not asked again. The notifications also reach the
+    client's ``on_notification`` (the supervisor's, which asks for a refresh);
+    the stream only has to be open and drained.
+
+    A 2026-07-28 stream does not resume: a listen that ends while the connection
+    lives (the server restarted behind a stateless endpoint, a proxy cut the
+    stream) may have missed changes, and the server may be gone. It is opened
+    again after ``LISTEN_PAUSE`` (doubling while that fails), and then the owner
+    lists everything again: once listening, so that no change slips between;
+    and when it cannot listen, which finds a server it cannot reach lost.
     """
     caps = client.server_capabilities
 
@@ -169,16 +191,36 @@ async def listen_for_changes(
     if not (tools or prompts or resources):
         task_status.started()
         return
-    started = False
-    try:
-        async with client.listen(tools=tools, prompts=prompts, resources=resources) as sub:
-            task_status.started()
-            started = True
-            async for _ in sub:
-                pass
-    except MCPWireError as exc:
-        if not client.session.closed:
-            record(f"cannot listen for list changes: {exc}", level="warning")
+    started = again = False
+    pause = LISTEN_PAUSE
+    while True:
+        try:
+            async with client.listen(tools=tools, prompts=prompts, resources=resources) as sub:
+                if not started:
+                    task_status.started()
+                    started = True
+                if again:
+                    owner.want_refresh()  # what changed while nothing listened
+                pause = LISTEN_PAUSE
+                async for _ in sub:
+                    pass
+            why = "the server ended it"
+        except MCPWireError as exc:
+            if client.session.closed:
+                break
+            if not started:
+                owner.record(f"cannot listen for list changes: {exc}", level="warning")
+                break
+            why = describe(exc)
+            if again:
+                owner.want_refresh()  # the server may be gone
+        if client.session.closed:
+            break
+        if pause == LISTEN_PAUSE:
+            owner.record(f"the list-change listen ended ({why}): listening again", level="warning")
+        again = True
+        await anyio.sleep(pause)
+        pause = min(pause * 2, LISTEN_PAUSE_MAX)
     if not started:
         task_status.started()
 

@@ -20,7 +20,9 @@ for it, and ``AskRelay`` passes those of a held URI to every ``HubServer``,
 which sends them to the clients subscribed (``Server.notify_resource_updated``).
 
 A new connection has no subscriptions: when a server is ready again (after a
-restart, a crash, an idle stop) everything held at it is subscribed anew, and
+restart, a crash, an idle stop), or a 2026-07-28 server's listen ended while
+its connection lives (its streams do not resume: the server behind the URL
+restarted, a proxy cut it), everything held at it is subscribed anew, and
 each of those URIs is then reported updated to its subscribers (``updated``):
 what changed while no connection listened went unheard, so they read it again. A
 URI no server offers yet is held at none, and placed when a server that lists
@@ -45,6 +47,7 @@ import anyio
 import anyio.abc
 
 from ._errors import MCPWireError
+from ._hub_connect import LISTEN_PAUSE
 from ._hub_events import ResourcesChanged, ServerState, ServerStateChanged
 
 if TYPE_CHECKING:
@@ -222,6 +225,15 @@ class Subscriptions:
             task_status.started()
         if self._listens.get(server) is scope:
             del self._listens[server]
+            if started and not scope.cancel_called and not client.session.closed:
+                # Ended under a live connection (a 2026-07-28 stream does not
+                # resume): opened again, and what it held reported updated.
+                assert self._tg is not None
+                self._tg.start_soon(self._resume, server)
+
+    async def _resume(self, server: str) -> None:
+        await anyio.sleep(LISTEN_PAUSE)
+        await self._place(server, again=True)
 
 
 def _offers_subscriptions(client: Client) -> bool:

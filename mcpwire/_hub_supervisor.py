@@ -113,8 +113,7 @@ class Supervisor:
         self.reason = ""
         #: Why this server can never run under this hub (a name it cannot expose).
         self.invalid: str | None = None
-        #: Attempts that settled (reached ready, or failed; one cut short by a
-        #: restart or stop did not), and those that did not reach ready.
+        #: Attempts that settled (ready or failed, not cut short), and those that failed.
         self.settled = 0
         self.failures = 0
         self.done = anyio.Event()
@@ -203,9 +202,8 @@ class Supervisor:
 
     async def call(self, use: Callable[[Client], Awaitable[_T]]) -> _T:
         """``use`` the live client. An HTTP server it cannot reach ends the connection
-        (the client alone would serve on): the state says it is lost, and it is
-        reconnected with backoff, as a process that died (pain point #16). The call
-        counts as use for ``idleTimeout`` from its start to its end."""
+        (a bare client would serve on): it is lost, and reconnected with backoff, as
+        a process that died (pain point #16). The call is use (``idleTimeout``)."""
         self._busy += 1
         try:
             client = await self.connection()
@@ -227,12 +225,7 @@ class Supervisor:
 
     async def restart(self) -> ServerState:
         """Restart now (clearing a crash-loop suspension); returns the state it settles in."""
-        if self.config.disabled:
-            raise ToolCallRefused(
-                f"server {self.name!r} is disabled ({self.config.disabled_reason})"
-            )
-        if self._stopping or self.state is ServerState.STOPPED:
-            raise HubError(f"server {self.name!r} is stopped")
+        self._check_enabled()
         settled = self.settled
         self.restart_soon()
         with anyio.move_on_after(self.startup_timeout + 5.0):
@@ -272,13 +265,16 @@ class Supervisor:
     def startup_timeout(self) -> float:
         return self.config.startup_timeout or self.hub.startup_timeout
 
-    def _check_usable(self) -> None:
+    def _check_enabled(self) -> None:
         if self.config.disabled:
             raise ToolCallRefused(
                 f"server {self.name!r} is disabled ({self.config.disabled_reason})"
             )
         if self._stopping or self.state is ServerState.STOPPED:
             raise HubError(f"server {self.name!r} is stopped")
+
+    def _check_usable(self) -> None:
+        self._check_enabled()
         if self._suspended or self._blocked or self.invalid:
             last = self.errors[-1].message if self.errors else self.reason
             raise HubError(
@@ -313,7 +309,7 @@ class Supervisor:
             await self._loop()
         except Exception as exc:  # a bug here must not take the hub down
             logger.exception("supervisor of %r failed", self.name)
-            self._record(f"internal error: {exc!r}")
+            self.record(f"internal error: {exc!r}")
         finally:
             self.client = None
             self.pid = None
@@ -325,7 +321,7 @@ class Supervisor:
         while not self._stopping:
             if self.invalid:
                 self.reason = self.invalid
-                self._record(self.invalid)
+                self.record(self.invalid)
                 self._set(ServerState.FAILED, self.invalid)
                 await self._sleep(math.inf)
                 return
@@ -361,7 +357,7 @@ class Supervisor:
                 await self._sleep(math.inf)  # until a call needs it, a restart or a stop
                 continue
             assert error is not None
-            self._record(error, stderr_tail=tail)
+            self.record(error, stderr_tail=tail)
             if outcome is not _Outcome.LOST:
                 self.failures += 1  # attempts that did not reach ready (waiters compare)
             if outcome is _Outcome.BLOCKED:
@@ -375,7 +371,7 @@ class Supervisor:
                 self._suspended = True
                 window = policy.crash_loop_window
                 self.reason = f"crash loop: {count} failures within {window:g} s"
-                self._record(f"suspended after a crash loop ({count} failures within {window:g} s)")
+                self.record(f"suspended after a crash loop ({count} failures within {window:g} s)")
                 self._set(ServerState.FAILED, error)
                 continue
             if outcome is _Outcome.LOST:
@@ -437,8 +433,8 @@ class Supervisor:
                             self.pid = getattr(client.transport, "pid", None)
                             if client.era == "modern":
                                 # Subscribed before listing, so no change slips between.
-                                await connection.start(listen_for_changes, client, self._record)
-                            discovery = await discover(client, self._record)
+                                await connection.start(listen_for_changes, client, self)
+                            discovery = await discover(client, self.record)
                             limiter.release()
                             holding = False
                             self._ready = True
@@ -535,12 +531,12 @@ class Supervisor:
                 if self._refresh:
                     self._refresh = False
                     try:
-                        self.discovery = await discover(client, self._record)
+                        self.discovery = await discover(client, self.record)
                     except (ConnectionClosed, JSONRPCError, TimeoutError) as exc:
                         if isinstance(exc, ConnectionClosed):
                             await self._lose(client, exc)  # as ``call`` does
                         if not leaving():
-                            self._record(f"refresh failed: {describe(exc)}", level="warning")
+                            self.record(f"refresh failed: {describe(exc)}", level="warning")
                         continue
                     self.hub._discovered(self)
                     continue
@@ -581,12 +577,16 @@ class Supervisor:
 
     async def _on_notification(self, method: str, params: JSONObject) -> None:
         if method in _REFRESH_ON:
-            self._refresh = True
-            self._poke.set()
+            self.want_refresh()
+
+    def want_refresh(self) -> None:
+        """List everything again soon (which finds a server it cannot reach lost)."""
+        self._refresh = True
+        self._poke.set()
 
     # -- bookkeeping ----------------------------------------------------------------
 
-    def _record(self, message: str, *, level: str = "error", stderr_tail: str = "") -> None:
+    def record(self, message: str, *, level: str = "error", stderr_tail: str = "") -> None:
         self.errors.append(ErrorEntry.cut(message, level, stderr_tail))
         log = logger.warning if level != "error" else logger.error
         log("MCP server %r: %s", self.name, message)

@@ -34,7 +34,7 @@ async def test_error_history_is_bounded_and_entries_are_cut() -> None:
     sup = Supervisor(hub, ServerConfig(name="s", command="x"))  # type: ignore[arg-type]
     before = time.time()
     for i in range(MAX_ERRORS + 20):
-        sup._record(f"{i}: " + "x" * 2000, stderr_tail="y" * 3000)
+        sup.record(f"{i}: " + "x" * 2000, stderr_tail="y" * 3000)
     assert len(sup.errors) == MAX_ERRORS
     first, last = sup.errors[0], sup.errors[-1]
     assert first.message.startswith("20: ") and last.message.startswith(f"{MAX_ERRORS + 19}: ")

@@ -1,0 +1,161 @@
+"""The hub's list-change listen at a 2026-07-28 server over streamable HTTP, when
+it ends while the connection lives: the server behind the stateless endpoint
+restarted, or a proxy cut the stream (2026-07-28 streams do not resume).
+
+The servers are ours, served in-process on a fixed port so that one can take
+the other's place, as a restarted process would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+from http_raw import free_port
+from test_hub_support import LEGACY, MODERN, WAIT, ready
+
+from mcpwire import (
+    AskRelay,
+    Client,
+    HTTPServer,
+    HTTPServerOptions,
+    Hub,
+    HubServer,
+    RestartPolicy,
+    Server,
+    ServerConfig,
+    ServerState,
+)
+
+pytestmark = pytest.mark.anyio
+
+FAST = RestartPolicy(initial_backoff=0.1, max_backoff=0.5, jitter=0.1)
+
+
+def app(*tools: str) -> Server:
+    server = Server("listened", "1.0.0")
+    for name in tools:
+        server.add_tool(lambda: "ok", name=name)
+    return server
+
+
+class Serving:
+    """A server on ``port`` in a task of ``tg``, until ``stop()``."""
+
+    def __init__(self, server: Server, port: int) -> None:
+        self.server, self.port = server, port
+        self.scope = anyio.CancelScope()
+        self.stopped = anyio.Event()
+
+    async def start(self, tg: anyio.abc.TaskGroup) -> None:
+        await tg.start(self._run)
+
+    async def _run(self, *, task_status: anyio.abc.TaskStatus[int]) -> None:
+        http = HTTPServer(self.server, HTTPServerOptions(shutdown_timeout=0.1))
+        try:
+            with self.scope:
+                await http.serve("127.0.0.1", self.port, task_status=task_status)
+        finally:
+            self.stopped.set()
+
+    async def stop(self) -> None:
+        self.scope.cancel()
+        with anyio.fail_after(WAIT):
+            await self.stopped.wait()
+
+
+def names(hub: Hub) -> set[str]:
+    return {t.name for t in hub.tools()}
+
+
+async def until(check: object) -> None:
+    with anyio.fail_after(WAIT):
+        while not check():  # type: ignore[operator]
+            await anyio.sleep(0.02)
+
+
+async def test_a_server_that_restarted_behind_the_url_is_listed_again_and_listened_to() -> None:
+    """Its listen ends: the hub lists again (no call needed to notice) and listens
+    again, so the new server's own list changes are heard too."""
+    port = free_port()
+    config = ServerConfig(name="w", url=f"http://127.0.0.1:{port}/mcp")
+    first = Serving(app("one"), port)
+    second = Serving(app("one", "two"), port)
+    async with anyio.create_task_group() as tg:
+        await first.start(tg)
+        async with Hub(
+            servers=[config], client_options={"mode": MODERN}, restart_policy=FAST
+        ) as hub:
+            await ready(hub)
+            assert names(hub) == {"w__one"}
+            await first.stop()  # the hub is told nothing
+            await second.start(tg)
+            await until(lambda: names(hub) == {"w__one", "w__two"})
+            # Listening again, at the new server:
+            await until(lambda: any(c.listeners for c in second.server.connections))
+            second.server.add_tool(lambda: "ok", name="three")
+            await second.server.notify_tools_changed()
+            await until(lambda: names(hub) == {"w__one", "w__two", "w__three"})
+            history = hub.status("w").error_history
+            assert any("list-change listen ended" in e.message for e in history)
+        tg.cancel_scope.cancel()
+
+
+async def test_a_server_gone_for_good_is_found_lost_without_a_call() -> None:
+    """Its listen ends and cannot be opened again: the hub lists again, cannot
+    reach it, and takes it for lost (reconnecting with backoff), instead of
+    showing it ready until some call fails (pain point #16)."""
+    port = free_port()
+    config = ServerConfig(name="w", url=f"http://127.0.0.1:{port}/mcp")
+    only = Serving(app("one"), port)
+    async with anyio.create_task_group() as tg:
+        await only.start(tg)
+        async with Hub(
+            servers=[config], client_options={"mode": MODERN}, restart_policy=FAST
+        ) as hub:
+            await ready(hub)
+            await only.stop()
+            await until(lambda: hub.status("w").state is not ServerState.READY)
+            assert hub.status("w").state in (ServerState.RESTARTING, ServerState.FAILED)
+        tg.cancel_scope.cancel()
+
+
+def noted() -> Server:
+    server = Server("noted", "1.0.0")
+    server.add_resource(lambda: "x", "note://x", name="note_x")
+    return server
+
+
+async def test_a_subscription_listen_that_ended_is_opened_again() -> None:
+    """The hub's ``subscriptions/listen`` holding a client's subscription ends with
+    its server: once the new server is there it is opened again, and the client
+    is told the resource was updated (what changed in between went unheard)."""
+    port = free_port()
+    config = ServerConfig(name="w", url=f"http://127.0.0.1:{port}/mcp")
+    first, second = Serving(noted(), port), Serving(noted(), port)
+    got: list[str] = []
+
+    async def note(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/resources/updated":
+            got.append(params["uri"])
+
+    async with anyio.create_task_group() as tg:
+        await first.start(tg)
+        relay = AskRelay()
+        options = {"mode": MODERN}
+        async with Hub(
+            servers=[config], relay=relay, client_options=options, restart_policy=FAST
+        ) as hub:
+            await ready(hub)
+            async with Client(HubServer(hub), mode=LEGACY, on_notification=note) as client:
+                await client.subscribe_resource("note://x")
+                await until(lambda: any(c.listeners for c in first.server.connections))
+                await first.stop()
+                await second.start(tg)
+                await until(lambda: got == ["note://x"])  # the gap, reported
+                await until(lambda: any(c.listeners for c in second.server.connections))
+                await second.server.notify_resource_updated("note://x")
+                await until(lambda: got == ["note://x", "note://x"])
+        tg.cancel_scope.cancel()
