@@ -179,7 +179,8 @@ async def listen_for_changes(
     stream) may have missed changes, and the server may be gone. It is opened
     again after ``LISTEN_PAUSE`` (doubling while that fails), and then the owner
     lists everything again: once listening, so that no change slips between;
-    and when it cannot listen, which finds a server it cannot reach lost.
+    and when it cannot listen, which finds a server it cannot reach lost. The
+    pause starts over only after a listen that held ``LISTEN_PAUSE_MAX``.
     """
     caps = client.server_capabilities
 
@@ -194,6 +195,7 @@ async def listen_for_changes(
     started = again = False
     pause = LISTEN_PAUSE
     while True:
+        opened: float | None = None
         try:
             async with client.listen(tools=tools, prompts=prompts, resources=resources) as sub:
                 if not started:
@@ -201,7 +203,7 @@ async def listen_for_changes(
                     started = True
                 if again:
                     owner.want_refresh()  # what changed while nothing listened
-                pause = LISTEN_PAUSE
+                opened = anyio.current_time()
                 async for _ in sub:
                     pass
             why = "the server ended it"
@@ -216,6 +218,8 @@ async def listen_for_changes(
                 owner.want_refresh()  # the server may be gone
         if client.session.closed:
             break
+        if opened is not None and anyio.current_time() - opened >= LISTEN_PAUSE_MAX:
+            pause = LISTEN_PAUSE  # it held a good while: not one more of a quick series
         if pause == LISTEN_PAUSE:
             owner.record(f"the list-change listen ended ({why}): listening again", level="warning")
         again = True

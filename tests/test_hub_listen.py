@@ -159,3 +159,94 @@ async def test_a_subscription_listen_that_ended_is_opened_again() -> None:
                 await second.server.notify_resource_updated("note://x")
                 await until(lambda: got == ["note://x", "note://x"])
         tg.cancel_scope.cancel()
+
+
+async def test_listens_that_end_quickly_are_opened_again_ever_more_slowly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that ends every listen at once is not asked again at a fixed rate:
+    the pause doubles until a listen holds ``LISTEN_PAUSE_MAX``; the end is recorded
+    once for the series, and the lists are asked for again after each reopening."""
+    from mcpwire import _hub_connect
+
+    monkeypatch.setattr(_hub_connect, "LISTEN_PAUSE", 0.01)
+    monkeypatch.setattr(_hub_connect, "LISTEN_PAUSE_MAX", 10.0)
+    pauses: list[float] = []
+    real = anyio.sleep
+
+    async def sleep(seconds: float) -> None:
+        pauses.append(seconds)
+        await real(seconds)
+
+    class Anyio:
+        """``anyio`` as the module sees it, with the pauses counted."""
+
+        def __getattr__(self, name: str) -> Any:
+            return sleep if name == "sleep" else getattr(anyio, name)
+
+    monkeypatch.setattr(_hub_connect, "anyio", Anyio())
+
+    class Owner:
+        def __init__(self) -> None:
+            self.records: list[str] = []
+            self.refreshes = 0
+
+        def record(self, message: str, *, level: str = "error") -> None:
+            self.records.append(message)
+
+        def want_refresh(self) -> None:
+            self.refreshes += 1
+
+    server, owner = app("one"), Owner()
+    server.add_tool(lambda: "ok", name="two")
+    async with Client(server, mode=MODERN) as client, anyio.create_task_group() as tg:
+        assert client.server_capabilities["tools"]["listChanged"] is True
+        await tg.start(_hub_connect.listen_for_changes, client, owner)
+        with anyio.fail_after(WAIT):
+            while len(pauses) < 4:
+                await until(lambda: any(c.listeners for c in server.connections))
+                server.close_subscriptions()
+                await real(0)
+        tg.cancel_scope.cancel()
+    assert pauses[:4] == [0.01, 0.02, 0.04, 0.08]
+    assert len(owner.records) == 1 and "list-change listen ended" in owner.records[0]
+    assert owner.refreshes >= 3
+
+
+async def test_subscription_listens_that_end_quickly_are_opened_again_ever_more_slowly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same for the listen that holds clients' subscriptions: each quick end
+    doubles the pause before it is opened again."""
+    from mcpwire import _hub_subs
+
+    monkeypatch.setattr(_hub_subs, "LISTEN_PAUSE", 0.01)
+    monkeypatch.setattr(_hub_subs, "LISTEN_PAUSE_MAX", 10.0)
+    pauses: list[float] = []
+    resume = _hub_subs.Subscriptions._resume
+
+    async def counted(self: _hub_subs.Subscriptions, server: str, pause: float) -> None:
+        pauses.append(pause)
+        await resume(self, server, pause)
+
+    monkeypatch.setattr(_hub_subs.Subscriptions, "_resume", counted)
+    port = free_port()
+    config = ServerConfig(name="w", url=f"http://127.0.0.1:{port}/mcp")
+    only = Serving(noted(), port)
+
+    def listening() -> bool:
+        return any(lst.uris for c in only.server.connections for lst in c.listeners.values())
+
+    async with anyio.create_task_group() as tg:
+        await only.start(tg)
+        async with Hub(servers=[config], relay=AskRelay(), client_options={"mode": MODERN}) as hub:
+            await ready(hub)
+            async with Client(HubServer(hub), mode=LEGACY) as client:
+                await client.subscribe_resource("note://x")
+                with anyio.fail_after(WAIT):
+                    while len(pauses) < 3:
+                        await until(listening)
+                        only.server.close_subscriptions()
+                        await anyio.sleep(0)
+        tg.cancel_scope.cancel()
+    assert pauses[:3] == [0.01, 0.02, 0.04]
