@@ -155,8 +155,8 @@ class ListenOwner(Protocol):
     def want_refresh(self) -> None: ...
 
 
-#: Seconds before a list-change listen that ended is opened again, doubling
-#: while it keeps failing, up to ``LISTEN_PAUSE_MAX``.
+#: Seconds before a listen that ended is opened again, doubling while listens
+#: keep failing or ending within ``LISTEN_PAUSE_MAX``, up to that.
 LISTEN_PAUSE = 1.0
 LISTEN_PAUSE_MAX = 30.0
 
