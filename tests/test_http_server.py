@@ -1436,6 +1436,12 @@ async def wait_for_port(port: int, proc: subprocess.Popen[bytes]) -> None:
             return
 
 
+def command_line_server(argv: list[str], *, stdout: int) -> subprocess.Popen[bytes]:
+    """``python ARGV`` with this checkout importable, stderr piped."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, *argv], stdout=stdout, stderr=subprocess.PIPE, env=env)
+
+
 @pytest.mark.parametrize(
     "argv",
     [
@@ -1449,13 +1455,7 @@ async def test_command_line_serves_http_and_stops_on_sigterm(
     anyio_backend: str, argv: list[str]
 ) -> None:
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, *argv, "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-    )
+    proc = command_line_server([*argv, "--port", str(port)], stdout=subprocess.PIPE)
     try:
         await wait_for_port(port, proc)
         async with client(port) as raw:
@@ -1493,13 +1493,9 @@ async def test_command_line_chooses_how_posts_are_answered(
     request with nothing before its answer, ``json`` never streams, not even a
     request that reports progress."""
     port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = ["-m", "mcpwire", "serve", "mcpwire.examples.everything:server", "--transport"]
-    proc = subprocess.Popen(
-        [sys.executable, *argv, "http", "--port", str(port), "--responses", responses],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
+    proc = command_line_server(
+        [*argv, "http", "--port", str(port), "--responses", responses], stdout=subprocess.DEVNULL
     )
     try:
         await wait_for_port(port, proc)

@@ -25,6 +25,7 @@ import pytest
 from http_client.child import free_port
 from inproc import until_listening
 from test_hub_support import (
+    FAST,
     PY,
     WAIT,
     alive,
@@ -59,7 +60,6 @@ from mcpwire import (
 
 pytestmark = pytest.mark.anyio
 
-FAST = RestartPolicy(initial_backoff=0.1, max_backoff=0.5, jitter=0.1)
 EVERYTHING = ["-m", "mcpwire.examples.everything"]
 
 

@@ -8,13 +8,15 @@ the other's place, as a restarted process would.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import anyio.abc
 import pytest
 from http_raw import free_port
-from test_hub_support import LEGACY, MODERN, WAIT, ready
+from test_hub_support import FAST, LEGACY, MODERN, WAIT, ready
 
 from mcpwire import (
     AskRelay,
@@ -23,15 +25,12 @@ from mcpwire import (
     HTTPServerOptions,
     Hub,
     HubServer,
-    RestartPolicy,
     Server,
     ServerConfig,
     ServerState,
 )
 
 pytestmark = pytest.mark.anyio
-
-FAST = RestartPolicy(initial_backoff=0.1, max_backoff=0.5, jitter=0.1)
 
 
 def app(*tools: str) -> Server:
@@ -66,6 +65,16 @@ class Serving:
             await self.stopped.wait()
 
 
+@asynccontextmanager
+async def hub_at(port: int, **options: Any) -> AsyncIterator[Hub]:
+    """A ready hub whose one server, "w", is the 2026-07-28 endpoint on ``port``."""
+    config = ServerConfig(name="w", url=f"http://127.0.0.1:{port}/mcp")
+    modern = {"mode": MODERN}
+    async with Hub(servers=[config], client_options=modern, restart_policy=FAST, **options) as hub:
+        await ready(hub)
+        yield hub
+
+
 def names(hub: Hub) -> set[str]:
     return {t.name for t in hub.tools()}
 
@@ -80,15 +89,11 @@ async def test_a_server_that_restarted_behind_the_url_is_listed_again_and_listen
     """Its listen ends: the hub lists again (no call needed to notice) and listens
     again, so the new server's own list changes are heard too."""
     port = free_port()
-    config = ServerConfig(name="w", url=f"http://127.0.0.1:{port}/mcp")
     first = Serving(app("one"), port)
     second = Serving(app("one", "two"), port)
     async with anyio.create_task_group() as tg:
         await first.start(tg)
-        async with Hub(
-            servers=[config], client_options={"mode": MODERN}, restart_policy=FAST
-        ) as hub:
-            await ready(hub)
+        async with hub_at(port) as hub:
             assert names(hub) == {"w__one"}
             await first.stop()  # the hub is told nothing
             await second.start(tg)
@@ -108,14 +113,10 @@ async def test_a_server_gone_for_good_is_found_lost_without_a_call() -> None:
     reach it, and takes it for lost (reconnecting with backoff), instead of
     showing it ready until some call fails (pain point #16)."""
     port = free_port()
-    config = ServerConfig(name="w", url=f"http://127.0.0.1:{port}/mcp")
     only = Serving(app("one"), port)
     async with anyio.create_task_group() as tg:
         await only.start(tg)
-        async with Hub(
-            servers=[config], client_options={"mode": MODERN}, restart_policy=FAST
-        ) as hub:
-            await ready(hub)
+        async with hub_at(port) as hub:
             await only.stop()
             await until(lambda: hub.status("w").state is not ServerState.READY)
             assert hub.status("w").state in (ServerState.RESTARTING, ServerState.FAILED)
@@ -133,7 +134,6 @@ async def test_a_subscription_listen_that_ended_is_opened_again() -> None:
     its server: once the new server is there it is opened again, and the client
     is told the resource was updated (what changed in between went unheard)."""
     port = free_port()
-    config = ServerConfig(name="w", url=f"http://127.0.0.1:{port}/mcp")
     first, second = Serving(noted(), port), Serving(noted(), port)
     got: list[str] = []
 
@@ -143,21 +143,18 @@ async def test_a_subscription_listen_that_ended_is_opened_again() -> None:
 
     async with anyio.create_task_group() as tg:
         await first.start(tg)
-        relay = AskRelay()
-        options = {"mode": MODERN}
-        async with Hub(
-            servers=[config], relay=relay, client_options=options, restart_policy=FAST
-        ) as hub:
-            await ready(hub)
-            async with Client(HubServer(hub), mode=LEGACY, on_notification=note) as client:
-                await client.subscribe_resource("note://x")
-                await until(lambda: any(c.listeners for c in first.server.connections))
-                await first.stop()
-                await second.start(tg)
-                await until(lambda: got == ["note://x"])  # the gap, reported
-                await until(lambda: any(c.listeners for c in second.server.connections))
-                await second.server.notify_resource_updated("note://x")
-                await until(lambda: got == ["note://x", "note://x"])
+        async with (
+            hub_at(port, relay=AskRelay()) as hub,
+            Client(HubServer(hub), mode=LEGACY, on_notification=note) as client,
+        ):
+            await client.subscribe_resource("note://x")
+            await until(lambda: any(c.listeners for c in first.server.connections))
+            await first.stop()
+            await second.start(tg)
+            await until(lambda: got == ["note://x"])  # the gap, reported
+            await until(lambda: any(c.listeners for c in second.server.connections))
+            await second.server.notify_resource_updated("note://x")
+            await until(lambda: got == ["note://x", "note://x"])
         tg.cancel_scope.cancel()
 
 
@@ -231,7 +228,6 @@ async def test_subscription_listens_that_end_quickly_are_opened_again_ever_more_
 
     monkeypatch.setattr(_hub_subs.Subscriptions, "_resume", counted)
     port = free_port()
-    config = ServerConfig(name="w", url=f"http://127.0.0.1:{port}/mcp")
     only = Serving(noted(), port)
 
     def listening() -> bool:
@@ -239,14 +235,15 @@ async def test_subscription_listens_that_end_quickly_are_opened_again_ever_more_
 
     async with anyio.create_task_group() as tg:
         await only.start(tg)
-        async with Hub(servers=[config], relay=AskRelay(), client_options={"mode": MODERN}) as hub:
-            await ready(hub)
-            async with Client(HubServer(hub), mode=LEGACY) as client:
-                await client.subscribe_resource("note://x")
-                with anyio.fail_after(WAIT):
-                    while len(pauses) < 3:
-                        await until(listening)
-                        only.server.close_subscriptions()
-                        await anyio.sleep(0)
+        async with (
+            hub_at(port, relay=AskRelay()) as hub,
+            Client(HubServer(hub), mode=LEGACY) as client,
+        ):
+            await client.subscribe_resource("note://x")
+            with anyio.fail_after(WAIT):
+                while len(pauses) < 3:
+                    await until(listening)
+                    only.server.close_subscriptions()
+                    await anyio.sleep(0)
         tg.cancel_scope.cancel()
     assert pauses[:3] == [0.01, 0.02, 0.04]

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 import anyio
 import pytest
 
-from mcpwire import Hub, HubEvent, ServerState, ServerStateChanged
+from mcpwire import Hub, HubEvent, RestartPolicy, ServerState, ServerStateChanged
 
 PY = sys.executable
 #: The two eras, as ``Client(mode=...)`` names them.
@@ -54,6 +54,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = Path(__file__).resolve().parent / "hub_configs"
 #: Bound on any single wait in the hub tests.
 WAIT = 20.0
+#: Restarts that keep the tests quick.
+FAST = RestartPolicy(initial_backoff=0.1, max_backoff=0.5, jitter=0.1)
 
 SERVER = textwrap.dedent(
     """
