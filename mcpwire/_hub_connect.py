@@ -161,6 +161,29 @@ LISTEN_PAUSE = 1.0
 LISTEN_PAUSE_MAX = 30.0
 
 
+class Relisten:
+    """The pauses before a listen that ended is opened again (every 2026-07-28
+    listen the hub holds: list changes, clients' subscriptions)."""
+
+    def __init__(self) -> None:
+        self._pause = LISTEN_PAUSE
+        self._opened: float | None = None
+
+    def opened(self) -> None:
+        """The listen was acknowledged."""
+        self._opened = anyio.current_time()
+
+    def ended(self) -> tuple[float, bool]:
+        """The listen ended (or could not be opened): the pause before the next, and
+        whether this end starts a series (one that held ``LISTEN_PAUSE_MAX`` does)."""
+        opened, self._opened = self._opened, None
+        if opened is not None and anyio.current_time() - opened >= LISTEN_PAUSE_MAX:
+            self._pause = LISTEN_PAUSE
+        pause = self._pause
+        self._pause = min(pause * 2, LISTEN_PAUSE_MAX)
+        return pause, pause == LISTEN_PAUSE
+
+
 async def listen_for_changes(
     client: Client,
     owner: ListenOwner,
@@ -193,9 +216,8 @@ async def listen_for_changes(
         task_status.started()
         return
     started = again = False
-    pause = LISTEN_PAUSE
+    relisten = Relisten()
     while True:
-        opened: float | None = None
         try:
             async with client.listen(tools=tools, prompts=prompts, resources=resources) as sub:
                 if not started:
@@ -203,7 +225,7 @@ async def listen_for_changes(
                     started = True
                 if again:
                     owner.want_refresh()  # what changed while nothing listened
-                opened = anyio.current_time()
+                relisten.opened()
                 async for _ in sub:
                     pass
             why = "the server ended it"
@@ -218,13 +240,11 @@ async def listen_for_changes(
                 owner.want_refresh()  # the server may be gone
         if client.session.closed:
             break
-        if opened is not None and anyio.current_time() - opened >= LISTEN_PAUSE_MAX:
-            pause = LISTEN_PAUSE  # it held a good while: not one more of a quick series
-        if pause == LISTEN_PAUSE:
+        pause, first = relisten.ended()
+        if first:
             owner.record(f"the list-change listen ended ({why}): listening again", level="warning")
         again = True
         await anyio.sleep(pause)
-        pause = min(pause * 2, LISTEN_PAUSE_MAX)
     if not started:
         task_status.started()
 

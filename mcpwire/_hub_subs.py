@@ -47,7 +47,7 @@ import anyio
 import anyio.abc
 
 from ._errors import MCPWireError
-from ._hub_connect import LISTEN_PAUSE, LISTEN_PAUSE_MAX
+from ._hub_connect import Relisten
 from ._hub_events import ResourcesChanged, ServerState, ServerStateChanged
 
 if TYPE_CHECKING:
@@ -73,8 +73,8 @@ class Subscriptions:
         self._held: dict[str, str | None] = {}
         #: The open ``subscriptions/listen`` of each 2026-07-28 server.
         self._listens: dict[str, anyio.CancelScope] = {}
-        #: The pause before opening a server's listen again after the next end.
-        self._pauses: dict[str, float] = {}
+        #: The pauses before a server's listen is opened again.
+        self._relisten: dict[str, Relisten] = {}
         self._hub: Hub | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._lock = anyio.Lock()
@@ -211,13 +211,13 @@ class Subscriptions:
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         started = False
-        opened = 0.0
+        relisten = self._relisten.setdefault(server, Relisten())
         with scope:
             try:
                 async with client.listen(uris=uris) as subscription:
                     task_status.started()
                     started = True
-                    opened = anyio.current_time()
+                    relisten.opened()
                     async for _ in subscription:
                         pass  # the updates reach AskRelay through the client's on_notification
             except (MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
@@ -232,10 +232,7 @@ class Subscriptions:
             if started and not scope.cancel_called and not client.session.closed:
                 # Ended under a live connection (a 2026-07-28 stream does not
                 # resume): opened again, and what it held reported updated.
-                # The pause doubles while listens end quickly (LISTEN_PAUSE_MAX).
-                held = anyio.current_time() - opened >= LISTEN_PAUSE_MAX
-                pause = LISTEN_PAUSE if held else self._pauses.get(server, LISTEN_PAUSE)
-                self._pauses[server] = min(pause * 2, LISTEN_PAUSE_MAX)
+                pause, _ = relisten.ended()
                 assert self._tg is not None
                 self._tg.start_soon(self._resume, server, pause)
 

@@ -215,10 +215,10 @@ async def test_subscription_listens_that_end_quickly_are_opened_again_ever_more_
 ) -> None:
     """The same for the listen that holds clients' subscriptions: each quick end
     doubles the pause before it is opened again."""
-    from mcpwire import _hub_subs
+    from mcpwire import _hub_connect, _hub_subs
 
-    monkeypatch.setattr(_hub_subs, "LISTEN_PAUSE", 0.01)
-    monkeypatch.setattr(_hub_subs, "LISTEN_PAUSE_MAX", 10.0)
+    monkeypatch.setattr(_hub_connect, "LISTEN_PAUSE", 0.01)
+    monkeypatch.setattr(_hub_connect, "LISTEN_PAUSE_MAX", 10.0)
     pauses: list[float] = []
     resume = _hub_subs.Subscriptions._resume
 
