@@ -28,6 +28,8 @@ import cProfile
 import io
 import os
 import pstats
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -97,10 +99,14 @@ async def _client_loop(mode: str, n: int, where: str, payload: int = 0) -> cProf
     return profiler
 
 
-def profile_http_server(n: int, legacy: bool, save: str | None) -> pstats.Stats:
+def profile_http_server(
+    n: int, legacy: bool, save: str | None, script: str = workloads.MCPWIRE_SERVER
+) -> pstats.Stats:
     out = save or os.path.join(tempfile.mkdtemp(), "http-server.prof")
+    # The floor ends with a KeyboardInterrupt traceback on SIGINT: not worth showing.
+    quiet = subprocess.DEVNULL if script != workloads.MCPWIRE_SERVER else None
     child = workloads.HTTPChild(
-        [sys.executable, "-m", "cProfile", "-o", out, workloads.MCPWIRE_SERVER, "http"]
+        [sys.executable, "-m", "cProfile", "-o", out, script, "http"], stderr=quiet
     )
     child.wait_ready()
     raw = workloads.RawHTTP(child.port)
@@ -112,7 +118,13 @@ def profile_http_server(n: int, legacy: bool, save: str | None) -> pstats.Stats:
         raw.post(head, [workloads.CALL_HEAD % i, b"hello", tail])
     elapsed = time.perf_counter() - t0
     raw.close()
-    child.close()  # SIGTERM: the server shuts down and cProfile writes its file
+    # SIGINT: cProfile writes its file however the script ends (a bare server
+    # that handles no signal ends with KeyboardInterrupt).
+    child.proc.send_signal(signal.SIGINT)
+    try:
+        child.proc.wait(30)
+    finally:
+        child.close()
     print(f"{n / elapsed:,.0f} calls/s with the HTTP server under the profiler")
     return pstats.Stats(out)
 
