@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ._cli_oauth import add_oauth_arguments, oauth_client, wants_oauth
-from ._cli_output import say, show
+from ._cli_output import add_http_serving_arguments, http_serving_options, say, show
 from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
 
 if TYPE_CHECKING:
@@ -85,26 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument(
-        "--allowed-host",
-        action="append",
-        metavar="HOST",
-        help="http: a Host header to accept (repeatable, '*' for any; "
-        "default: localhost names when bound to loopback)",
-    )
-    p.add_argument(
-        "--allowed-origin",
-        action="append",
-        metavar="ORIGIN",
-        help="http: an Origin header to accept (repeatable, '*' for any; default: localhost)",
-    )
-    p.add_argument(
-        "--responses",
-        choices=("auto", "json", "stream"),
-        default="auto",
-        help="http: how a POST is answered: JSON unless something precedes the answer (auto), "
-        "always JSON (json), or an event stream whenever the client takes one (stream)",
-    )
+    add_http_serving_arguments(p, when="http")
     auth = p.add_argument_group(
         "OAuth 2.1 (http, sse): serve as a protected resource, tokens checked by RFC 7662 "
         "introspection at the authorization server"
@@ -468,11 +449,8 @@ def _serve(args: argparse.Namespace) -> int:
             server,
             args.host,
             args.port,
-            allowed_hosts=args.allowed_host,
-            allowed_origins=args.allowed_origin,
             legacy_sse=args.transport == "sse",
-            json_response=args.responses == "json",
-            stream_responses=args.responses == "stream",
+            **(http_serving_options(args) or {}),
             **_serve_auth(args),
         )
     if args.auth_server or args.introspect or args.dpop or args.dpop_nonce:

@@ -1,13 +1,15 @@
-"""Human-readable rendering for the CLI, and loading ``serve`` targets."""
+"""Human-readable rendering for the CLI, loading ``serve`` targets, and the HTTP
+serving options that ``serve`` and ``hub --serve http`` share."""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import importlib.util
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._errors import JSONRPCError
 
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ProgressLine",
+    "add_http_serving_arguments",
+    "http_serving_options",
     "inspect_report",
     "load_app",
     "render_content",
@@ -258,3 +262,40 @@ def load_app(spec: str) -> Server:
         found = "nothing" if obj is None else f"a {type(obj).__name__}"
         raise ValueError(f"{spec}: expected an mcpwire.Server, found {found}")
     return obj
+
+
+def add_http_serving_arguments(p: argparse.ArgumentParser, *, when: str) -> None:
+    """``--allowed-host``, ``--allowed-origin`` and ``--responses``; ``when`` names
+    the option they go with, for the help."""
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="HOST",
+        help=f"{when}: a Host header to accept (repeatable, '*' for any; "
+        "default: localhost names when bound to loopback)",
+    )
+    p.add_argument(
+        "--allowed-origin",
+        action="append",
+        metavar="ORIGIN",
+        help=f"{when}: an Origin header to accept (repeatable, '*' for any; default: localhost)",
+    )
+    p.add_argument(
+        "--responses",
+        choices=("auto", "json", "stream"),
+        default="auto",
+        help=f"{when}: how a POST is answered: JSON unless something precedes the answer "
+        "(auto), always JSON (json), or an event stream whenever the client takes one (stream)",
+    )
+
+
+def http_serving_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The ``serve_http`` keywords those options give; None when none was given."""
+    if args.allowed_host is None and args.allowed_origin is None and args.responses == "auto":
+        return None
+    return {
+        "allowed_hosts": "auto" if args.allowed_host is None else args.allowed_host,
+        "allowed_origins": "auto" if args.allowed_origin is None else args.allowed_origin,
+        "json_response": args.responses == "json",
+        "stream_responses": args.responses == "stream",
+    }

@@ -14,9 +14,10 @@
   be carried over (``_hub_schema``).
 * ``--profile NAME`` runs only the servers and tools of a named profile of
   the config files (``_hub_profiles``); the others show as disabled.
-* ``--serve stdio|http`` (``--host``, ``--port``) serves every server's
-  tools, prompts and resources as one MCP server (``_hub_serve``), following
-  config edits live; ``--search`` offers the three tool-search tools instead
+* ``--serve stdio|http`` (``--host``, ``--port``; for HTTP also the allow-lists
+  ``--allowed-host``/``--allowed-origin`` and ``--responses``, as ``serve``
+  has them) serves every server's tools, prompts and resources as one MCP
+  server (``_hub_serve``), following config edits live; ``--search`` offers the three tool-search tools instead
   of every tool; ``--profile-tool`` a ``use_profile`` tool that switches the
   named profile. The servers' sampling, elicitation and roots asks during a
   call go to the client that made it, roots asked outside calls to the one
@@ -31,6 +32,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
@@ -39,7 +41,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ._cli_output import say, visible
+from ._cli_output import add_http_serving_arguments, http_serving_options, say, visible
 from ._hub_render import SNIPPET_CLIENTS
 from ._hub_schema import PROVIDERS
 
@@ -108,6 +110,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="--serve http: the address (127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="--serve http: the port (8000)")
+    add_http_serving_arguments(p, when="--serve http")
     p.add_argument(
         "--login-path",
         action="store_true",
@@ -142,6 +145,8 @@ def main(args: argparse.Namespace, command: list[str]) -> int:
             raise _Usage("--search and --profile-tool go with --serve")
         if args.serve and (args.json or args.watch):
             raise _Usage("--serve speaks MCP on its transport: no --json or --watch")
+        if args.serve != "http" and http_serving_options(args) is not None:
+            raise _Usage("--allowed-host, --allowed-origin and --responses go with --serve http")
         if not 0 <= args.port <= 65535:
             raise _Usage("--port must be a TCP port")
         if not args.timeout > 0:
@@ -290,6 +295,7 @@ async def _serve(hub: Hub, args: argparse.Namespace) -> int:
     server = HubServer(
         hub, search=args.search, provider=args.provider, profile_tool=args.profile_tool
     )
+    options = http_serving_options(args) or {}
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.follow)
         if args.serve == "stdio":
@@ -297,7 +303,8 @@ async def _serve(hub: Hub, args: argparse.Namespace) -> int:
         else:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 try:
-                    port = await tg.start(server.serve_http, args.host, args.port)
+                    serve = functools.partial(server.serve_http, **options)
+                    port = await tg.start(serve, args.host, args.port)
                 except OSError as exc:
                     say(f"mcpwire hub: cannot listen on {args.host}:{args.port}: {exc}")
                     tg.cancel_scope.cancel()

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
-from http_raw import free_port
+from http_raw import client, free_port, modern
 from inproc import until_listening
 from mcp import Client as SdkClient
 from mcp import StdioServerParameters
@@ -309,6 +309,37 @@ async def test_our_client_and_the_sdk_use_the_hub_over_http(tmp_path: Path, mode
     assert out == b""  # nothing but MCP, and over HTTP not even that on stdout
 
 
+async def test_hub_cli_serve_http_takes_the_serving_options(tmp_path: Path) -> None:
+    """``hub --serve http`` has ``serve``'s allow-lists and ``--responses``: an
+    origin outside the list given is refused, and answers come as event streams."""
+    config = write_config(tmp_path)
+    port = free_port()
+    options = ["--allowed-origin", "https://app.example", "--responses", "stream"]
+    proc = subprocess.Popen(
+        [sys.executable, *hub_argv(config, "--serve", "http", "--port", str(port), *options)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        await until_listening(port, timeout=60)
+        body, headers = modern(1, "tools/call", {"name": "a__echo", "arguments": {"message": "x"}})
+        with anyio.fail_after(WAIT):
+            async with client(port) as raw:
+                reply = await raw.request(
+                    body=body, headers={**headers, "origin": "https://app.example"}
+                )
+                assert reply.status == 200, reply
+                assert reply.headers["content-type"] == "text/event-stream"
+                assert reply.messages()[-1]["result"]["content"][0]["text"] == "x"
+                # The list replaces the default: a localhost origin is no longer let in.
+                refused = await raw.request(
+                    body=body, headers={**headers, "origin": "http://localhost:3000"}
+                )
+                assert refused.status == 403
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
 async def test_hub_cli_serve_usage_errors(tmp_path: Path) -> None:
     config = write_config(tmp_path)
     for extra in (
@@ -316,6 +347,8 @@ async def test_hub_cli_serve_usage_errors(tmp_path: Path) -> None:
         ["--profile-tool"],
         ["--serve", "stdio", "--json"],
         ["--serve", "http", "--port", "-1"],
+        ["--responses", "stream"],
+        ["--serve", "stdio", "--allowed-origin", "https://app.example"],
     ):
         proc = subprocess.run(
             [sys.executable, *hub_argv(config, *extra)],
