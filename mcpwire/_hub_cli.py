@@ -17,11 +17,12 @@
 * ``--serve stdio|http`` (``--host``, ``--port``; for HTTP also the allow-lists
   ``--allowed-host``/``--allowed-origin`` and ``--responses``, as ``serve``
   has them) serves every server's tools, prompts and resources as one MCP
-  server (``_hub_serve``), following config edits live; ``--search`` offers the three tool-search tools instead
-  of every tool; ``--profile-tool`` a ``use_profile`` tool that switches the
-  named profile. The servers' sampling, elicitation and roots asks during a
-  call go to the client that made it, roots asked outside calls to the one
-  legacy client with roots (``_hub_relay``).
+  server (``_hub_serve``), following config edits live; ``--search`` offers
+  the three tool-search tools instead of every tool; ``--profile-tool`` a
+  ``use_profile`` tool that switches the named profile. The servers'
+  sampling, elicitation and roots asks during a call go to the client that
+  made it, roots asked outside calls to the one legacy client with roots
+  (``_hub_relay``).
 * ``--login-path`` starts servers with the PATH the user's login shell sets
   (``_login_path``), for hosts started from a desktop without it.
 * ``--emit CLIENT --name NAME -- COMMAND [ARGS...]`` (or ``--url URL``)
