@@ -173,7 +173,20 @@ class Server:
             ``TaskStore()``); see ``add_tool``'s ``task`` option.
     """
 
-    _never_wait: ClassVar[frozenset[str]] = _NEVER_WAIT  #: narrowed where a handler waits
+    #: Methods whose handler never waits (served where the request is read, on
+    #: asyncio's stdio: ``_eager``); narrowed where a handler waits.
+    _never_wait: ClassVar[frozenset[str]] = _NEVER_WAIT
+    #: Whether quick tools, prompts and resources are served there too.
+    _inline_calls: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass's own ``_on_request`` may wait for any request, and enter a cancel
+        scope, which needs a task: its requests are all served in tasks, unless it
+        declares ``_never_wait`` (the methods its hook never waits in)."""
+        super().__init_subclass__(**kwargs)
+        if "_on_request" in vars(cls) and "_never_wait" not in vars(cls):
+            cls._never_wait = frozenset()
+            cls._inline_calls = False
 
     def __init__(
         self,
@@ -511,6 +524,8 @@ class Server:
         method = request.method
         if method in self._never_wait:
             return True
+        if not self._inline_calls:
+            return False
         # Only a string name is looked up (any JSON may stand there; dispatch refuses it).
         key = (request.params or {}).get("uri" if method == "resources/read" else "name")
         if type(key) is not str:

@@ -112,6 +112,65 @@ async def test_a_plain_tool_that_waits_after_all_is_finished_in_a_task(anyio_bac
     assert second["result"]["content"] == [later_answer]
 
 
+class ScopedHook(Server):
+    """A request hook that enters a cancel scope, which needs a task."""
+
+    async def _on_request(self, conn: Any, request: Any, rctx: Any) -> Any:
+        with anyio.move_on_after(WAIT):
+            await anyio.sleep(0)
+        return await super()._on_request(conn, request, rctx)
+
+
+class DeclaredHook(ScopedHook):
+    """The same hook, declaring the methods it never waits in."""
+
+    _never_wait = frozenset({"ping"})
+
+    async def _on_request(self, conn: Any, request: Any, rctx: Any) -> Any:
+        if request.method == "ping":
+            return await Server._on_request(self, conn, request, rctx)
+        return await super()._on_request(conn, request, rctx)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", [ScopedHook, DeclaredHook])
+async def test_a_subclass_request_hook_is_served_in_tasks_unless_it_declares_otherwise(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch, kind: type[Server]
+) -> None:
+    """A subclass's own ``_on_request`` may wait and enter cancel scopes: its requests
+    are served in tasks (before, on asyncio, each failed with -32603, the scope
+    entered outside any task), unless it declares ``_never_wait``, which it then
+    keeps to."""
+    taken: list[tuple[str, bool]] = []
+    real = mcpwire._session.serve_eagerly
+
+    def spy(session: Any, request: Any) -> bool:
+        taken.append((request.method, real(session, request)))
+        return taken[-1][1]
+
+    monkeypatch.setattr(mcpwire._session, "serve_eagerly", spy)
+    server = kind("hooked", "1.0.0")
+
+    @server.tool()
+    def echo(message: str) -> str:
+        """Echo the message back."""
+        return message
+
+    async with serving(server) as peer:
+        await settled(peer)
+        taken.clear()
+        await peer.send(call(1, "echo", message="m"))
+        answer = await peer.read()
+        assert answer["id"] == 1
+        assert answer["result"]["structuredContent"] == {"result": "m"}
+        await peer.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        assert await peer.read() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    eager = anyio_backend == "asyncio"
+    expected = [("tools/call", False), ("ping", eager and kind is DeclaredHook)]
+    assert taken == expected
+    assert Server._never_wait >= {"ping", "tools/list"}  # the base class keeps its own
+
+
 @pytest.mark.anyio
 async def test_a_request_waits_for_the_message_the_reader_is_dispatching() -> None:
     """Order is kept: a request arriving while the reader is still inside an earlier
