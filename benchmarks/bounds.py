@@ -247,48 +247,40 @@ def _concurrent(n: int) -> pstats.Stats:
     return pstats.Stats(anyio.run(main))
 
 
+Profile = tuple[str, str, Callable[[int], pstats.Stats], str, str]
+
+
+def _ends(transport: str, where: str, server: Callable[..., pstats.Stats]) -> list[Profile]:
+    """The client (against our server) and the server (driven by a raw client) of
+    one transport, in both eras."""
+    out: list[Profile] = []
+    for era, mode in (("legacy", "legacy"), ("modern", "auto")):
+        case = f"{where}-mcpwire-mcpwire-{era}"
+        out.append(
+            (
+                f"{transport}, mcpwire client (server: mcpwire)",
+                era,
+                lambda n, m=mode: _client(m, n, where),
+                case,
+                "self",
+            )
+        )
+        out.append(
+            (
+                f"{transport}, mcpwire server (client: raw)",
+                era,
+                lambda n, legacy=era == "legacy": server(n, legacy, None),
+                case,
+                "child",
+            )
+        )
+    return out
+
+
 #: (title, era, how to profile it with n calls, run.py case, which end of it)
-PROFILES: list[tuple[str, str, Callable[[int], pstats.Stats], str, str]] = [
-    *(
-        (
-            "stdio, mcpwire client (server: mcpwire)",
-            era,
-            lambda n, m=mode: _client(m, n, "stdio"),
-            f"stdio-mcpwire-mcpwire-{era}",
-            "self",
-        )
-        for era, mode in (("legacy", "legacy"), ("modern", "auto"))
-    ),
-    *(
-        (
-            "stdio, mcpwire server (client: raw)",
-            era,
-            lambda n, legacy=era == "legacy": profile_echo.profile_server(n, legacy, None),
-            f"stdio-mcpwire-mcpwire-{era}",
-            "child",
-        )
-        for era in ("legacy", "modern")
-    ),
-    *(
-        (
-            "HTTP, mcpwire client (server: mcpwire)",
-            era,
-            lambda n, m=mode: _client(m, n, "http"),
-            f"http-mcpwire-mcpwire-{era}",
-            "self",
-        )
-        for era, mode in (("legacy", "legacy"), ("modern", "auto"))
-    ),
-    *(
-        (
-            "HTTP, mcpwire server (client: raw)",
-            era,
-            lambda n, legacy=era == "legacy": profile_echo.profile_http_server(n, legacy, None),
-            f"http-mcpwire-mcpwire-{era}",
-            "child",
-        )
-        for era in ("legacy", "modern")
-    ),
+PROFILES: list[Profile] = [
+    *_ends("stdio", "stdio", profile_echo.profile_server),
+    *_ends("HTTP", "http", profile_echo.profile_http_server),
     (
         "HTTP, anyio + h11 server with canned answers (the floor; client: raw)",
         "",
