@@ -181,12 +181,15 @@ class Server:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass's own ``_on_request`` may wait for any request, and enter a cancel
-        scope, which needs a task: its requests are all served in tasks, unless it
-        declares ``_never_wait`` (the methods its hook never waits in)."""
+        scope, which needs a task: its requests are all served in tasks, but for what
+        it declares its hook never waits in: the methods of its own ``_never_wait``,
+        and quick calls if it sets ``_inline_calls = True`` itself."""
         super().__init_subclass__(**kwargs)
-        if "_on_request" in vars(cls) and "_never_wait" not in vars(cls):
-            cls._never_wait = frozenset()
-            cls._inline_calls = False
+        if "_on_request" in vars(cls):
+            if "_never_wait" not in vars(cls):
+                cls._never_wait = frozenset()
+            if "_inline_calls" not in vars(cls):
+                cls._inline_calls = False
 
     def __init__(
         self,

@@ -121,14 +121,16 @@ class ScopedHook(Server):
         return await super()._on_request(conn, request, rctx)
 
 
-class DeclaredHook(ScopedHook):
-    """The same hook, declaring the methods it never waits in."""
+class DeclaredHook(Server):
+    """A hook that waits but for ``ping``, and declares so; quick calls are not
+    declared (it does not set ``_inline_calls``)."""
 
     _never_wait = frozenset({"ping"})
 
     async def _on_request(self, conn: Any, request: Any, rctx: Any) -> Any:
-        if request.method == "ping":
-            return await Server._on_request(self, conn, request, rctx)
+        if request.method != "ping":
+            with anyio.move_on_after(WAIT):
+                await anyio.sleep(0)
         return await super()._on_request(conn, request, rctx)
 
 
@@ -139,8 +141,7 @@ async def test_a_subclass_request_hook_is_served_in_tasks_unless_it_declares_oth
 ) -> None:
     """A subclass's own ``_on_request`` may wait and enter cancel scopes: its requests
     are served in tasks (before, on asyncio, each failed with -32603, the scope
-    entered outside any task), unless it declares ``_never_wait``, which it then
-    keeps to."""
+    entered outside any task), but for the methods it declares in ``_never_wait``."""
     taken: list[tuple[str, bool]] = []
     real = mcpwire._session.serve_eagerly
 
@@ -169,6 +170,15 @@ async def test_a_subclass_request_hook_is_served_in_tasks_unless_it_declares_oth
     expected = [("tools/call", False), ("ping", eager and kind is DeclaredHook)]
     assert taken == expected
     assert Server._never_wait >= {"ping", "tools/list"}  # the base class keeps its own
+    assert Server._inline_calls
+
+
+def test_a_subclass_hook_may_declare_quick_calls_inline() -> None:
+    class Opted(ScopedHook):
+        _inline_calls = True
+
+    assert Opted._inline_calls and Opted._never_wait == frozenset()
+    assert not ScopedHook._inline_calls
 
 
 @pytest.mark.anyio
