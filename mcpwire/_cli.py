@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ._cli_oauth import add_oauth_arguments, oauth_client, wants_oauth
-from ._cli_output import add_http_serving_arguments, http_serving_options, say, show
+from ._cli_output import (
+    add_http_serving_arguments,
+    http_serving_given,
+    http_serving_options,
+    say,
+    show,
+)
 from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
 
 if TYPE_CHECKING:
@@ -455,8 +461,9 @@ def _serve(args: argparse.Namespace) -> int:
         )
     if args.auth_server or args.introspect or args.dpop or args.dpop_nonce:
         raise UsageError("OAuth options apply to --transport http or sse")
-    if args.responses != "auto":
-        raise UsageError("--responses applies to --transport http or sse")
+    given = http_serving_given(args)
+    if given is not None:
+        raise UsageError(f"{given} applies to --transport http or sse")
     server.run()
     return EXIT_OK
 

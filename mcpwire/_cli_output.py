@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = (
     "ProgressLine",
     "add_http_serving_arguments",
+    "http_serving_given",
     "http_serving_options",
     "inspect_report",
     "load_app",
@@ -289,9 +290,19 @@ def add_http_serving_arguments(p: argparse.ArgumentParser, *, when: str) -> None
     )
 
 
+def http_serving_given(args: argparse.Namespace) -> str | None:
+    """The first of those options given on the command line, if any (for the
+    usage error of a command that serves no HTTP)."""
+    if args.allowed_host is not None:
+        return "--allowed-host"
+    if args.allowed_origin is not None:
+        return "--allowed-origin"
+    return "--responses" if args.responses != "auto" else None
+
+
 def http_serving_options(args: argparse.Namespace) -> dict[str, Any] | None:
     """The ``serve_http`` keywords those options give; None when none was given."""
-    if args.allowed_host is None and args.allowed_origin is None and args.responses == "auto":
+    if http_serving_given(args) is None:
         return None
     return {
         "allowed_hosts": "auto" if args.allowed_host is None else args.allowed_host,

@@ -42,7 +42,13 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ._cli_output import add_http_serving_arguments, http_serving_options, say, visible
+from ._cli_output import (
+    add_http_serving_arguments,
+    http_serving_given,
+    http_serving_options,
+    say,
+    visible,
+)
 from ._hub_render import SNIPPET_CLIENTS
 from ._hub_schema import PROVIDERS
 
@@ -146,8 +152,9 @@ def main(args: argparse.Namespace, command: list[str]) -> int:
             raise _Usage("--search and --profile-tool go with --serve")
         if args.serve and (args.json or args.watch):
             raise _Usage("--serve speaks MCP on its transport: no --json or --watch")
-        if args.serve != "http" and http_serving_options(args) is not None:
-            raise _Usage("--allowed-host, --allowed-origin and --responses go with --serve http")
+        given = http_serving_given(args)
+        if args.serve != "http" and given is not None:
+            raise _Usage(f"{given} goes with --serve http")
         if not 0 <= args.port <= 65535:
             raise _Usage("--port must be a TCP port")
         if not args.timeout > 0:

@@ -1525,6 +1525,19 @@ def test_command_line_responses_apply_to_http_only() -> None:
     assert b"--responses applies to --transport http or sse" in done.stderr
 
 
+def test_command_line_allow_lists_apply_to_http_only() -> None:
+    """The allow-lists, like ``--responses``, are refused without HTTP (they were
+    ignored), as ``hub`` refuses all three without ``--serve http``."""
+    argv = ["-m", "mcpwire", "serve", "mcpwire.examples.everything:server"]
+    done = subprocess.run(
+        [sys.executable, *argv, "--allowed-origin", "https://app.example"],
+        capture_output=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert b"--allowed-origin applies to --transport http or sse" in done.stderr
+
+
 # =================================================================================================
 # 7. The inline path and one-write responses
 # =================================================================================================

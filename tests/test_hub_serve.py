@@ -355,6 +355,8 @@ async def test_hub_cli_serve_usage_errors(tmp_path: Path) -> None:
             capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         assert proc.returncode == 2, (extra, proc.stderr)
+        if "--serve" in extra and "--allowed-origin" in extra:
+            assert "--allowed-origin goes with --serve http" in proc.stderr
 
 
 async def test_a_server_that_comes_up_later_is_announced(tmp_path: Path) -> None:
