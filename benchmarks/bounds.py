@@ -362,7 +362,7 @@ print(json.dumps({"stages": out, "modules": len(mods), "bytecode": size}))
 
 
 def memory_stages() -> dict[str, Any]:
-    run.compile_bytecode()
+    """The stages of ``_STAGES`` (run after ``main`` compiled mcpwire's bytecode)."""
     done = subprocess.run(
         [sys.executable, "-c", _STAGES, str(HERE / "servers")],
         capture_output=True,
