@@ -86,11 +86,26 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("positional", nargs="+", metavar="[URL] NAME")
     p.add_argument("--args", default="{}", help="prompt arguments as a JSON object")
     common(p)
-    p = sub.add_parser("serve", help="run a Server object (module:attr or file.py:attr)")
-    p.add_argument("app")
-    p.add_argument("--transport", choices=("stdio", "http", "sse"), default="stdio")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
+    p = sub.add_parser(
+        "serve",
+        help="run a Server object (module:attr or file.py:attr)",
+        description="Run a Server object over stdio, Streamable HTTP (/mcp) or HTTP+SSE (/sse).",
+    )
+    p.add_argument(
+        "app",
+        metavar="APP",
+        help="module:attr or path/to/file.py:attr (attr defaults to 'server'); "
+        "modules are found from the current directory too",
+    )
+    p.add_argument(
+        "--transport",
+        choices=("stdio", "http", "sse"),
+        default="stdio",
+        help="stdio (the default); http: Streamable HTTP at /mcp, both eras; "
+        "sse: also the deprecated HTTP+SSE endpoints /sse and /messages",
+    )
+    p.add_argument("--host", help="http, sse: the address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, help="http, sse: the TCP port (default: 8000)")
     add_http_serving_arguments(p, when="http")
     auth = p.add_argument_group(
         "OAuth 2.1 (http, sse): serve as a protected resource, tokens checked by RFC 7662 "
@@ -148,7 +163,7 @@ def run(argv: list[str]) -> int:
     except BrokenPipeError:
         # The reader of our stdout went away (``| head``): not an error of ours.
         sys.stderr.close()
-        return EXIT_OK
+        return getattr(args, "status", EXIT_OK)
     except UsageError as exc:
         say(f"mcpwire: {exc}")
         return EXIT_USAGE
@@ -162,7 +177,14 @@ def _split_target(
     if getattr(args, "url", None):
         positional.insert(0, args.url)
     url = None
-    if positional and positional[0].startswith(("http://", "https://")):
+    other = bool(command) or bool(args.config)
+    # With '-- COMMAND' or --config, a leading URL is the command's own argument
+    # (``read`` of an https:// resource) unless there is one positional too many.
+    if (
+        positional
+        and positional[0].lower().startswith(("http://", "https://"))
+        and (not other or len(positional) > wanted)
+    ):
         url = positional.pop(0)
     if len(positional) != wanted:
         raise UsageError(
@@ -180,6 +202,7 @@ def _split_target(
 def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) -> Client:
     from ._client import Client
     from ._handshake import DEFAULT_PROBE_TIMEOUT
+    from ._session import DEFAULT_MAX_REQUEST_TIMEOUT
 
     notes: list[str] = []
 
@@ -188,8 +211,9 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
             say(f"[{params.get('level')}] {params.get('data')}")
         notes.append(method)
 
-    if not args.timeout > 0:
-        raise UsageError("--timeout must be a positive number of seconds")
+    if not 0 < args.timeout <= DEFAULT_MAX_REQUEST_TIMEOUT:
+        most = f"{DEFAULT_MAX_REQUEST_TIMEOUT:g}"
+        raise UsageError(f"--timeout must be a positive number of seconds, at most {most}")
     common: dict[str, Any] = {
         "mode": args.mode,
         "request_timeout": args.timeout,
@@ -310,6 +334,9 @@ async def _client_command(args: argparse.Namespace, command: list[str]) -> int:
     wanted, handler = handlers[args.command]
     try:
         url, rest = _split_target(args, command, wanted)
+        if args.command in ("call", "prompt"):
+            # A usage error, found before any server is started or connected.
+            args.arguments = _json_args(args.args, strings=args.command == "prompt")
         client = _make_client(args, url, command)
     except UsageError as exc:
         say(f"mcpwire: {exc}")
@@ -341,12 +368,14 @@ def _fail(
         if data is not None:
             err["data"] = data
         print(json.dumps({"error": err}))
-    else:
-        prefix = f"[{code}] " if code is not None else ""
-        say(f"mcpwire: {kind}: {prefix}{message}")
+    # The diagnostic goes to stderr either way (with --json, beside the document).
+    prefix = f"[{code}] " if code is not None else ""
+    say(f"mcpwire: {kind}: {prefix}{message}")
 
 
-def _json_args(text: str) -> JSONObject:
+def _json_args(text: str, *, strings: bool = False) -> JSONObject:
+    """``--args`` as a JSON object; ``strings``: every value a string (prompt
+    arguments are ``{[key: string]: string}`` in every revision's schema)."""
     from .sansio import CodecError, loads
 
     try:
@@ -357,29 +386,44 @@ def _json_args(text: str) -> JSONObject:
         raise UsageError(f"--args: {exc}") from None
     if not isinstance(value, dict):
         raise UsageError("--args must be a JSON object")
+    if strings:
+        for key, item in value.items():
+            if not isinstance(item, str):
+                raise UsageError(
+                    f"--args: prompt arguments are strings; {key!r} is {json.dumps(item)}"
+                )
     return value
 
 
 async def _inspect(client: Client, args: argparse.Namespace, rest: list[str]) -> int:
-    from ._cli_output import inspect_report, render_inspect, visible
+    from ._cli_output import inspect_report, render_inspect, section_error, visible
 
     report = await inspect_report(client)
+    # A list the server answered with an error is reported in its section, and
+    # makes the status 1 (the server answered with an error).
+    sections = ("tools", "resources", "resourceTemplates", "prompts")
+    failed = [key for key in sections if isinstance(report.get(key), dict)]
+    args.status = EXIT_SERVER_ERROR if failed else EXIT_OK
+    for key in failed:
+        say(f"mcpwire: server error listing {key}: {section_error(report[key])}")  # type: ignore[arg-type]
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         print(visible(render_inspect(report)))
-    return EXIT_OK
+    return int(args.status)
 
 
 async def _call(client: Client, args: argparse.Namespace, rest: list[str]) -> int:
     from ._cli_output import ProgressLine, render_content
 
-    arguments = _json_args(args.args)
+    arguments = args.arguments
     progress = ProgressLine(enabled=not args.json and sys.stderr.isatty())
     try:
         result = await client.call_tool(rest[0], arguments, on_progress=progress.update)
     finally:
         progress.done()
+    # Kept for ``run``: a reader that stops reading (``| head``) changes no status.
+    args.status = EXIT_SERVER_ERROR if result.is_error else EXIT_OK
     if args.json:
         print(json.dumps(result.raw, indent=2, ensure_ascii=False))
     else:
@@ -388,7 +432,7 @@ async def _call(client: Client, args: argparse.Namespace, rest: list[str]) -> in
             say(f"mcpwire: tool {rest[0]!r} reported an error:\n{text}")
         else:
             show(text)
-    return EXIT_SERVER_ERROR if result.is_error else EXIT_OK
+    return int(args.status)
 
 
 async def _read(client: Client, args: argparse.Namespace, rest: list[str]) -> int:
@@ -412,8 +456,7 @@ async def _prompt(client: Client, args: argparse.Namespace, rest: list[str]) -> 
     from ._cli_output import render_content
     from ._types import Content
 
-    raw_args = _json_args(args.args)
-    result = await client.get_prompt(rest[0], {k: str(v) for k, v in raw_args.items()})
+    result = await client.get_prompt(rest[0], args.arguments)
     if args.json:
         print(json.dumps(result.raw, indent=2, ensure_ascii=False))
         return EXIT_OK
@@ -450,11 +493,14 @@ def _serve(args: argparse.Namespace) -> int:
     if args.transport in ("http", "sse"):
         from ._http_run import run_main
 
+        port = 8000 if args.port is None else args.port
+        if not 0 <= port <= 65535:
+            raise UsageError(f"--port must be a TCP port (0-65535), not {port}")
         # sse: the deprecated HTTP+SSE endpoints (/sse, /messages) beside /mcp.
         return run_main(
             server,
-            args.host,
-            args.port,
+            "127.0.0.1" if args.host is None else args.host,
+            port,
             legacy_sse=args.transport == "sse",
             **(http_serving_options(args) or {}),
             **_serve_auth(args),
@@ -462,6 +508,8 @@ def _serve(args: argparse.Namespace) -> int:
     if args.auth_server or args.introspect or args.dpop or args.dpop_nonce:
         raise UsageError("OAuth options apply to --transport http or sse")
     given = http_serving_given(args)
+    if args.host is not None or args.port is not None:
+        given = "--host" if args.host is not None else "--port"
     if given is not None:
         raise UsageError(f"{given} applies to --transport http or sse")
     server.run()

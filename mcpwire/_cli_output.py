@@ -8,6 +8,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -105,6 +106,13 @@ async def inspect_report(client: Client) -> JSONObject:
     return report
 
 
+def section_error(section: JSONObject) -> str:
+    """A report section's ``{"error": {...}}`` as people read it: ``error [code] message``."""
+    error = section.get("error")
+    error = error if isinstance(error, dict) else {}
+    return f"error [{error.get('code')}] {error.get('message')}"
+
+
 def _signature(schema: JSONValue) -> str:
     if not isinstance(schema, dict):
         return ""
@@ -144,7 +152,7 @@ def render_inspect(report: JSONObject) -> str:
     def section(title: str, key: str, fmt: Callable[[JSONObject], str]) -> None:
         items = report.get(key)
         if isinstance(items, dict):
-            lines.append(f"\n{title}: error {items.get('error')}")
+            lines.append(f"\n{title}: {section_error(items)}")
             return
         items = items if isinstance(items, list) else []
         lines.append(f"\n{title} ({len(items)})")
@@ -255,9 +263,20 @@ def load_app(spec: str) -> Server:
             sys.modules[name] = module
             module_spec.loader.exec_module(module)
         else:
+            if "" not in sys.path and os.getcwd() not in sys.path:
+                # As ``python -m mcpwire`` has it: an app module in the current directory.
+                sys.path.insert(0, os.getcwd())
             module = importlib.import_module(target)
     except ImportError as exc:
         raise ValueError(f"cannot import {target!r}: {exc}") from None
+    except Exception as exc:
+        # The app's own code failed as it loaded: say what and where, not our frames.
+        detail = "".join(traceback.format_exception_only(exc)).strip()
+        frames = traceback.extract_tb(exc.__traceback__)
+        at = ""
+        if frames and not isinstance(exc, SyntaxError):  # a SyntaxError names its line
+            at = f" (at {frames[-1].filename}, line {frames[-1].lineno})"
+        raise ValueError(f"cannot load {target!r}: {detail}{at}") from None
     obj = getattr(module, attr, None)
     if not isinstance(obj, Server):
         found = "nothing" if obj is None else f"a {type(obj).__name__}"

@@ -173,7 +173,9 @@ async def connect(client: Client) -> None:
     mode = client.mode
     if mode in MODERN_VERSIONS:
         client.era, client.protocol_version = "modern", mode
-        await _discover(client, mode, timeout=client.request_timeout)
+        # A pinned version is no probe: a peer that cannot answer server/discover
+        # (which every 2026-07-28 server MUST implement) is no peer to talk to.
+        await _discover(client, mode, timeout=client.request_timeout, pinned=True)
         return
     if mode == "auto":
         known = _ERA_CACHE.get(client.era_key) if client.era_key is not None else None
@@ -196,12 +198,16 @@ def _remember(client: Client, era: Era) -> None:
     _ERA_CACHE[client.era_key] = era
 
 
-async def _discover(client: Client, version: str, *, timeout: float, retried: bool = False) -> bool:
+async def _discover(
+    client: Client, version: str, *, timeout: float, retried: bool = False, pinned: bool = False
+) -> bool:
     """Try ``server/discover``; True when the server speaks a modern version we speak.
 
     A -32022 naming a modern version we speak is answered by one retry with
     that version (even the one just tried: the client SHOULD retry with a
     version from ``data.supported``); it never leads to ``initialize``.
+    ``pinned``: a failure raises (the error, the timeout, or ``MCPWireError``
+    when no version is shared) instead of returning False.
     """
     params: JSONObject = {"_meta": client._envelope(version, with_level=False)}
     try:
@@ -209,14 +215,24 @@ async def _discover(client: Client, version: str, *, timeout: float, retried: bo
     except JSONRPCError as exc:
         listed = _supported(exc, MODERN_VERSIONS)
         if exc.code == ErrorCode.UNSUPPORTED_PROTOCOL_VERSION and listed and not retried:
-            return await _discover(client, listed[-1], timeout=timeout, retried=True)
+            again = _discover(client, listed[-1], timeout=timeout, retried=True, pinned=pinned)
+            return await again
+        if pinned:
+            raise
         return False
     except TimeoutError:
+        if pinned:
+            raise
         return False
     versions: JSONValue = result.get("supportedVersions")
     offered = [v for v in versions if isinstance(v, str)] if isinstance(versions, list) else []
     mutual = _ours(MODERN_VERSIONS, offered)
     if not mutual:
+        if pinned:
+            raise MCPWireError(
+                f"the server speaks none of our modern versions ({', '.join(MODERN_VERSIONS)}): "
+                f"server/discover offered {offered}"
+            )
         return False
     client.era, client.protocol_version = "modern", mutual[-1]
     client.supported_versions = offered

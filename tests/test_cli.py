@@ -194,6 +194,17 @@ def test_call_json_stdout_is_only_json() -> None:
         ["call", "--config", "x.json", "echo", *EVERYTHING],  # two targets
         ["inspect", "--mode", "bogus", *EVERYTHING],  # no such mode
         ["call", "--timeout", "0", "echo", *EVERYTHING],  # a timeout must be positive
+        ["call", "--timeout", "3601", "echo", *EVERYTHING],  # past the session's cap
+        ["call", "--timeout", "inf", "echo", *EVERYTHING],
+        # Bad --args is found before connecting, whatever the target would do.
+        ["call", "echo", "--args", "{bad", "--", "mcpwire-nonexistent-command-xyz"],
+        ["call", "--args", "{bad", "http://127.0.0.1:9/mcp", "echo"],
+        # Prompt arguments are strings in every revision's schema.
+        ["prompt", "greet", "--args", '{"name": null}', *EVERYTHING],
+        ["prompt", "greet", "--args", '{"name": "a", "style": {"b": 1}}', *EVERYTHING],
+        ["serve", "mcpwire.examples.everything:server", "--transport", "http", "--port", "70000"],
+        ["serve", "mcpwire.examples.everything:server", "--port", "9999"],  # stdio: no port
+        ["serve", "mcpwire.examples.everything:server", "--host", "0.0.0.0"],
     ],
     ids=[
         "call-no-target",
@@ -204,6 +215,15 @@ def test_call_json_stdout_is_only_json() -> None:
         "two-targets",
         "bad-mode",
         "zero-timeout",
+        "timeout-past-cap",
+        "infinite-timeout",
+        "bad-args-bad-command",
+        "bad-args-unreachable-url",
+        "prompt-null-argument",
+        "prompt-object-argument",
+        "serve-port-out-of-range",
+        "serve-stdio-port",
+        "serve-stdio-host",
     ],
 )
 def test_usage_errors_exit_2(args: list[str]) -> None:
@@ -375,6 +395,39 @@ def test_serve_other_attribute_and_module_form(app: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "m\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "shown"),
+    [
+        ("x = 1 // 0\n", "ZeroDivisionError: integer division or modulo by zero (at "),
+        ("def broken(:\n", "SyntaxError"),
+    ],
+)
+def test_an_app_that_fails_to_load_is_a_usage_error_naming_its_error(
+    tmp_path: Path, source: str, shown: str
+) -> None:
+    (tmp_path / "broken.py").write_text(source)
+    proc = mcpwire("serve", f"{tmp_path / 'broken.py'}:server")
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert shown in proc.stderr and "broken.py" in proc.stderr
+
+
+def test_the_console_script_serves_a_module_of_the_current_directory(app: Path) -> None:
+    """``mcpwire serve app:server`` finds ``app.py`` in the current directory, as
+    ``python -m mcpwire serve app:server`` does (the script's own directory is
+    what Python puts first on ``sys.path`` for it)."""
+    script = Path(sys.executable).with_name("mcpwire")
+    assert script.is_file(), script
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpwire", "call", "ping_back", "--", str(script), "serve",
+         "app:other"],
+        capture_output=True, text=True, timeout=RUN_TIMEOUT, cwd=app.parent,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "pong\n"
 
 
 @pytest.mark.parametrize("spec", ["{missing}:server", "{app}:nothing", "{app}:Server"])
@@ -661,3 +714,100 @@ def test_visible_escapes_exactly_the_controls(text: str) -> None:
     for lines in (True, False):
         shown = visible(text, lines=lines)
         assert not (ACTIVE - {"\t"} if lines else ACTIVE | {"\n"}) & set(shown)
+
+
+# -- what an audit of the contract found -------------------------------------------------------
+
+FAULTY_LISTS = textwrap.dedent(
+    """
+    import json
+    import sys
+
+    RESULTS = {
+        "initialize": {"protocolVersion": "2025-06-18",
+                       "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
+                       "serverInfo": {"name": "faulty-lists", "version": "1"}},
+        "tools/list": {"tools": [{"name": "fine", "inputSchema": {"type": "object"}}]},
+        "resources/list": {"resources": []},
+        "resources/templates/list": {"resourceTemplates": []},
+        "resources/read": {"contents": [{"uri": "https://example.com/doc",
+                                         "text": "a resource at an https URI"}]},
+    }
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "id" not in msg:
+            continue
+        if msg["method"] == "prompts/list":
+            answer = {"error": {"code": -32603, "message": "prompts broke"}}
+        elif msg["method"] in RESULTS:
+            answer = {"result": RESULTS[msg["method"]]}
+        else:
+            answer = {"error": {"code": -32601, "message": "Method not found"}}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], **answer}) + "\\n")
+        sys.stdout.flush()
+    """
+)
+
+
+@pytest.fixture
+def faulty(tmp_path: Path) -> list[str]:
+    path = tmp_path / "faulty.py"
+    path.write_text(FAULTY_LISTS)
+    return ["--", sys.executable, str(path)]
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_inspect_exits_1_when_a_list_is_answered_with_an_error(
+    faulty: list[str], json_output: bool
+) -> None:
+    proc = mcpwire("inspect", *(["--json"] if json_output else []), *faulty)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "server error listing prompts: error [-32603] prompts broke" in proc.stderr
+    if json_output:
+        report = as_json(proc)
+        assert report["prompts"] == {"error": {"code": -32603, "message": "prompts broke"}}
+        assert [t["name"] for t in report["tools"]] == ["fine"]
+    else:
+        assert "Prompts: error [-32603] prompts broke" in proc.stdout
+        assert "fine()" in proc.stdout
+
+
+def test_read_takes_an_https_uri_with_a_command_target(faulty: list[str]) -> None:
+    proc = mcpwire("read", "https://example.com/doc", *faulty)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "a resource at an https URI\n"
+    # A URL and a command are still two targets.
+    proc = mcpwire("read", "http://127.0.0.1:9/mcp", "https://example.com/doc", *faulty)
+    assert proc.returncode == 2
+    assert "exactly one TARGET" in proc.stderr
+
+
+def test_a_pinned_modern_mode_without_a_modern_server_fails(tmp_path: Path) -> None:
+    """``--mode 2026-07-28`` against a server that refuses server/discover is not a
+    success with an empty report."""
+    peer = tmp_path / "legacy_peer.py"
+    peer.write_text(LEGACY_PEER.replace("continue  # never answered", "pass  # refused"))
+    proc = mcpwire("inspect", "--json", "--mode", "2026-07-28", "--", sys.executable, str(peer))
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert as_json(proc)["error"]["code"] == -32601
+    assert "-32601" in proc.stderr
+    silent = tmp_path / "silent_peer.py"
+    silent.write_text(LEGACY_PEER)
+    proc = mcpwire(
+        "inspect", "--mode", "2026-07-28", "--timeout", "0.5", "--", sys.executable, str(silent)
+    )
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+
+
+def test_a_reader_that_stops_reading_does_not_change_the_status() -> None:
+    """``mcpwire call --json fail ... | head -c1``: the tool result is an error, so
+    the status is 1, though writing it met a closed pipe."""
+    big = json.dumps({"message": "x" * 120_000})  # over a pipe buffer, under ARG_MAX
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpwire", "call", "--json", "fail", "--args", big, *EVERYTHING],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    assert proc.stdout.read(1) == b"{"
+    proc.stdout.close()
+    assert proc.wait(timeout=RUN_TIMEOUT) == 1

@@ -34,6 +34,7 @@ from mcpwire import (
     OutputValidationError,
     Prompt,
     RequestContext,
+    RequestTimeout,
     Resource,
     ResourceContents,
     ResourceTemplate,
@@ -249,6 +250,32 @@ async def test_auto_falls_back_to_initialize_on_a_legacy_peer(
             sent = json.loads(result.text)
             # Legacy requests carry no modern envelope.
             assert sent == {"name": "show", "arguments": {"x": 1}}
+
+
+@pytest.mark.parametrize("behaviour", ["-32601", "silent"])
+async def test_a_pinned_modern_mode_fails_on_a_peer_without_server_discover(
+    tmp_path: Path, behaviour: str
+) -> None:
+    """Pinned to 2026-07-28, a client whose server/discover is refused or unanswered
+    fails to connect: it does not carry on as if a modern server had answered."""
+    script = tmp_path / "legacy_peer.py"
+    script.write_text(LEGACY_PEER)
+    expected: type[Exception] = RequestTimeout if behaviour == "silent" else JSONRPCError
+    with anyio.fail_after(WAIT), pytest.raises(expected):
+        async with Client.stdio(
+            sys.executable, [str(script), behaviour], mode=MODERN, request_timeout=0.5
+        ):
+            pass
+
+
+async def test_a_pinned_modern_mode_fails_when_no_version_is_shared() -> None:
+    async def future_only(request: Request, ctx: RequestContext) -> dict[str, Any]:
+        return {"resultType": "complete", "supportedVersions": ["2031-01-01"], "capabilities": {}}
+
+    client_end, server_end = memory_pair()
+    with anyio.fail_after(WAIT), pytest.raises(MCPWireError, match="none of our modern"):
+        async with Session(server_end, on_request=future_only), Client(client_end, mode=MODERN):
+            pass
 
 
 async def test_legacy_era_is_remembered_per_command(tmp_path: Path) -> None:
