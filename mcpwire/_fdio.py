@@ -253,7 +253,7 @@ class FDWriter(_FD):
 
     __slots__ = ()
 
-    def write_now(self, data: bytes) -> memoryview | None:
+    def write_now(self, data: bytes | memoryview) -> memoryview | None:
         """Write what the descriptor takes at once; the unwritten rest, or None if none.
 
         Never waits. On a blocking descriptor (written by a worker thread) nothing
@@ -268,8 +268,17 @@ class FDWriter(_FD):
             return None
         return memoryview(data)[written:]
 
+    @property
+    def nonblocking(self) -> bool:
+        """Whether writes happen here (readiness); else a worker thread writes each whole."""
+        return self._nonblocking
+
     async def write_all(self, data: bytes | memoryview) -> None:
-        """Write every byte; raises ``anyio.BrokenResourceError`` if the reader is gone."""
+        """Write every byte; raises ``anyio.BrokenResourceError`` if the reader is gone.
+
+        On a blocking descriptor a worker thread writes it, whole even if the
+        caller is cancelled meanwhile.
+        """
         if self._closed:
             raise anyio.ClosedResourceError
         view = memoryview(data)
@@ -279,10 +288,14 @@ class FDWriter(_FD):
         while view:
             view = view[self._write_some(view) :]
             if view:
-                try:
-                    await anyio.wait_writable(self.fd)
-                except (anyio.ClosedResourceError, ValueError, OSError) as exc:
-                    raise anyio.ClosedResourceError from exc
+                await self.wait_writable()
+
+    async def wait_writable(self) -> None:
+        """Wait until the descriptor takes more (nonblocking descriptors only)."""
+        try:
+            await anyio.wait_writable(self.fd)
+        except (anyio.ClosedResourceError, ValueError, OSError) as exc:
+            raise anyio.ClosedResourceError from exc
 
     def _write_some(self, data: bytes | memoryview) -> int:
         try:

@@ -132,6 +132,9 @@ class _Sender:
         self.unsent_frames = 0
         self.unsent_bytes = 0
         self._drained: anyio.Event | None = None
+        #: The rest of a frame whose writer was cancelled part-way, and its size.
+        self._owed: memoryview | None = None
+        self._owed_size = 0
 
     def start_send(self, message: Outbound) -> Awaitable[None] | None:
         """Write ``message`` now if the pipe takes it whole (None); else what finishes it.
@@ -142,7 +145,7 @@ class _Sender:
         The frame counts as unsent from here until the awaitable finishes.
         """
         data = m.serialize_line(message)
-        if self._lock.value == 0:
+        if self._lock.value == 0 or self._owed is not None:
             self._count(len(data))
             return self._send_data(data)
         rest = self.writer.write_now(data)
@@ -180,18 +183,58 @@ class _Sender:
             drained.set()
 
     async def _send_data(self, data: bytes) -> None:
+        size = len(data)
+        started = False
         try:
             async with self._lock:
-                await self.writer.write_all(data)
+                await self._pay()
+                started = True
+                await self._write(memoryview(data), size, begun=False)
         finally:
-            self._sent(len(data))
+            if not started:
+                self._sent(size)  # never begun: dropped whole, nothing owed
 
     async def _finish(self, rest: memoryview, size: int) -> None:
         try:
-            await self.writer.write_all(rest)
+            await self._write(rest, size, begun=True)
         finally:
             self._lock.release()
-            self._sent(size)
+
+    async def _pay(self) -> None:
+        """Write first what a cancelled writer left of its frame (the lock held)."""
+        if self._owed is not None:
+            view, size = self._owed, self._owed_size
+            self._owed = None
+            await self._write(view, size, begun=True)
+
+    async def _write(self, view: memoryview, size: int, *, begun: bool) -> None:
+        """Write ``view``, the rest of a frame of ``size`` bytes (``begun``: some of it
+        is out already), with the lock held.
+
+        A writer cancelled part-way through a frame cannot take back what the peer
+        has read: the rest stays owed (``_owed``) and the next writer, whoever it is,
+        writes it before its own frame, so the peer still reads whole lines (a
+        frame not begun is simply dropped). Each frame leaves the unsent count once,
+        when it is out whole, dropped, or the pipe is gone.
+        """
+        writer = self.writer
+        try:
+            if not writer.nonblocking:
+                await writer.write_all(view)  # a worker thread finishes it, cancelled or not
+            else:
+                while (rest := writer.write_now(view)) is not None:
+                    begun = begun or len(rest) < len(view)
+                    view = rest
+                    await writer.wait_writable()
+            begun = False
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            begun = False  # the pipe is gone: nothing can be owed
+            raise
+        finally:
+            if begun:
+                self._owed, self._owed_size = view, size
+            else:
+                self._sent(size)
 
 
 class _Ends:
