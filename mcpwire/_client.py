@@ -445,7 +445,11 @@ class Client(TaskMethods):
             try:
                 await self.list_tools()
             except JSONRPCError:
-                pass  # a server that cannot list its tools gets no validation
+                self._output_schemas.setdefault(name, None)  # it cannot list: no validation
+            except MCPWireError:
+                # No answer, or the connection ended since the result came: the result
+                # is the caller's all the same, unchecked (learnt again next call).
+                return result
             self._output_schemas.setdefault(name, None)
         validator = self._output_schemas.get(name)
         if self.validate_output and validator is not None and not result.is_error:

@@ -278,6 +278,49 @@ async def test_a_pinned_modern_mode_fails_when_no_version_is_shared() -> None:
             pass
 
 
+ANSWER_THEN_FAIL_TO_LIST = textwrap.dedent(
+    """
+    import json
+    import sys
+
+    def send(obj):
+        sys.stdout.write(json.dumps(obj) + "\\n")
+        sys.stdout.flush()
+
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "id" not in msg:
+            continue
+        if msg["method"] == "initialize":
+            send({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "answers-once", "version": "1"}}})
+        elif msg["method"] == "tools/call":
+            send({"jsonrpc": "2.0", "id": msg["id"], "result": {
+                "content": [{"type": "text", "text": "the answer"}]}})
+            if sys.argv[1] == "exit":
+                sys.exit(0)
+        # tools/list: never answered
+    """
+)
+
+
+@pytest.mark.parametrize("behaviour", ["exit", "silent"])
+async def test_a_result_is_not_lost_when_learning_the_output_schema_fails(
+    tmp_path: Path, behaviour: str
+) -> None:
+    """The first call of a tool lists the tools to learn its outputSchema; a server
+    that exits, or does not answer the listing, does not cost the caller the
+    result it already answered."""
+    script = tmp_path / "answers_once.py"
+    script.write_text(ANSWER_THEN_FAIL_TO_LIST)
+    with anyio.fail_after(WAIT):
+        async with Client.stdio(
+            sys.executable, [str(script), behaviour], mode="legacy", request_timeout=0.5
+        ) as client:
+            assert (await client.call_tool("echo", {})).text == "the answer"
+
+
 async def test_legacy_era_is_remembered_per_command(tmp_path: Path) -> None:
     script = tmp_path / "legacy_peer.py"
     script.write_text(LEGACY_PEER)
