@@ -30,7 +30,11 @@ import anyio
 from .sansio._messages import Batch, Invalid, Request
 
 if TYPE_CHECKING:
+    from ._replies import Gathered
     from ._transport import Transport
+
+#: A parked request, and the batch it came in (None: it came alone).
+Parked = tuple[Request, "Gathered | None"]
 
 __all__ = ("MAX_HANDLERS", "MAX_PARKED", "Inflow")
 
@@ -47,7 +51,7 @@ class Inflow:
 
     def __init__(self, transport: Transport) -> None:
         self.handlers = 0
-        self.parked: collections.deque[Request] = collections.deque()
+        self.parked: collections.deque[Parked] = collections.deque()
         self._room: anyio.Event | None = None
         self._congested: Callable[[], bool] | None = getattr(transport, "congested", None)
         self._uncongested: Callable[[], Awaitable[None]] | None = getattr(
@@ -71,19 +75,19 @@ class Inflow:
         self.handlers += 1
         return True
 
-    async def park(self, request: Request) -> None:
+    async def park(self, request: Request, batch: Gathered | None = None) -> None:
         """Queue ``request`` for the next free handler; wait while the queue is full."""
-        self.parked.append(request)
+        self.parked.append((request, batch))
         while len(self.parked) >= MAX_PARKED:
             if self._room is None:
                 self._room = anyio.Event()
             await self._room.wait()
 
-    def finished(self) -> Request | None:
+    def finished(self) -> Parked | tuple[None, None]:
         """A handler ended: the parked request that takes its place (counted), if any."""
         if not self.parked:
             self.handlers -= 1
-            return None
+            return None, None
         request = self.parked.popleft()
         room = self._room
         if room is not None and len(self.parked) < MAX_PARKED:

@@ -5,7 +5,8 @@ JSON-RPC 2.0 answers a batch with one array holding a response per request in
 it (notifications get none); ``initialize`` may not travel in a batch
 (2025-03-26 ``basic/lifecycle``), and an id already in use is refused as for a
 single request. The batch's requests run concurrently, each in its own cancel
-scope, and the array is sent when the last has finished.
+scope, within the session's bounds on handlers, and the array is sent when the
+last has finished.
 
 A handler's result that the codec cannot encode (a value JSON has no form for)
 fails when the reply is serialised, before any byte is written. ``writable``
@@ -16,8 +17,6 @@ still gets exactly one answer and the connection carries on.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
-
-import anyio
 
 from ._errors import RemoteProtocolError
 from .sansio._messages import (
@@ -35,43 +34,60 @@ from .sansio._messages import (
 if TYPE_CHECKING:
     from ._session import Session
 
-__all__ = ("refuse_batch", "serve_batch", "writable")
+__all__ = ("Gathered", "refuse_batch", "serve_batch", "writable")
+
+
+class Gathered:
+    """A batch's replies, and how many of its requests are still being served."""
+
+    __slots__ = ("outstanding", "replies")
+
+    def __init__(self) -> None:
+        self.replies: list[Message] = []
+        #: Requests admitted or parked but not finished, plus one while dispatching.
+        self.outstanding = 1
+
+    async def done(self, session: Session) -> None:
+        """One request (or the dispatch itself) finished: the last sends the array."""
+        self.outstanding -= 1
+        if self.outstanding == 0 and self.replies:
+            await session._send_quietly(self.replies)
 
 
 async def serve_batch(session: Session, batch: Batch) -> None:
-    """Serve a JSON-RPC batch and send its replies as one array (if any)."""
-    replies: list[Message] = []
-    async with anyio.create_task_group() as tg:
-        for item in batch.items:
-            cls = type(item)
-            if cls is Request:
-                req: Request = item  # type: ignore[assignment]
-                if req.method == "initialize":
-                    replies.append(
-                        error_response(
-                            req.id,
-                            ErrorCode.INVALID_REQUEST,
-                            "initialize must not be part of a JSON-RPC batch",
-                        )
-                    )
-                elif not session.rpc.request_received(req):
-                    replies.append(
-                        error_response(
-                            req.id,
-                            ErrorCode.INVALID_REQUEST,
-                            f"request id {req.id!r} is already in use",
-                        )
-                    )
-                else:
-                    tg.start_soon(session._serve, req, replies)
-            elif cls is Invalid:
-                reply = session._invalid(item)  # type: ignore[arg-type]
-                if reply is not None:
-                    replies.append(reply)
+    """Dispatch a JSON-RPC batch in the session's reader; its replies go out as one array.
+
+    Its requests are admitted to handler tasks, or parked, exactly as single ones
+    (``_inflow``): a batch of many thousand requests runs at most ``MAX_HANDLERS``
+    handlers at once, and the reader waits while ``MAX_PARKED`` are parked, so a
+    batch, or many, cannot grow memory beyond the parsed message itself.
+    """
+    gathered = Gathered()
+    replies = gathered.replies
+    assert session._tg is not None
+    for item in batch.items:
+        cls = type(item)
+        if cls is Request:
+            req: Request = item  # type: ignore[assignment]
+            if req.method == "initialize":
+                problem = "initialize must not be part of a JSON-RPC batch"
+                replies.append(error_response(req.id, ErrorCode.INVALID_REQUEST, problem))
+            elif not session.rpc.request_received(req):
+                problem = f"request id {req.id!r} is already in use"
+                replies.append(error_response(req.id, ErrorCode.INVALID_REQUEST, problem))
             else:
-                await session._dispatch(item)
-    if replies:
-        await session._send_quietly(replies)
+                gathered.outstanding += 1
+                if session.inflow.admit(req):
+                    session._tg.start_soon(session._handler, req, gathered)
+                else:
+                    await session.inflow.park(req, gathered)
+        elif cls is Invalid:
+            reply = session._invalid(item)  # type: ignore[arg-type]
+            if reply is not None:
+                replies.append(reply)
+        else:
+            await session._dispatch(item)
+    await gathered.done(session)
 
 
 async def refuse_batch(session: Session, batch: Batch) -> None:

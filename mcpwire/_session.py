@@ -63,7 +63,7 @@ from ._errors import (
 from ._inflow import Inflow
 from ._loops import running_asyncio_loop
 from ._pending import Pending, Sweep
-from ._replies import refuse_batch, serve_batch, writable
+from ._replies import Gathered, refuse_batch, serve_batch, writable
 from ._request_context import RequestContext
 from .sansio._json import JSONObject
 from .sansio._messages import (
@@ -461,8 +461,7 @@ class Session:
             if not self.allow_batches:
                 await refuse_batch(self, batch)
                 return
-            assert self._tg is not None
-            self._tg.start_soon(serve_batch, self, batch)
+            await serve_batch(self, batch)
 
     def _settle_now(self, item: object) -> bool:
         """Transport fast path: settle a response or serve a request now (False: not done)."""
@@ -518,13 +517,15 @@ class Session:
         except Exception:
             logger.exception("notification handler failed for %s", method)
 
-    async def _handler(self, request: Request | None) -> None:
+    async def _handler(self, request: Request | None, batch: Gathered | None = None) -> None:
         """A handler task (see ``_inflow``): serves its request, then parked ones."""
         while request is not None:
             try:
-                await self._serve(request, None)
+                await self._serve(request, None if batch is None else batch.replies)
             finally:
-                request = self.inflow.finished()
+                done, (request, batch) = batch, self.inflow.finished()
+            if done is not None:
+                await done.done(self)
 
     async def _serve(
         self, request: Request, collect: list[Message] | None, *, scoped: bool = True

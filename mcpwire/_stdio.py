@@ -35,8 +35,12 @@ if TYPE_CHECKING:
 
 __all__ = ("StdioServerTransport",)
 
-#: Parsed messages queued for the session before reading pauses.
+#: Parsed messages queued for the session before reading pauses, and the bytes
+#: their lines held: reading also pauses past ``_READY_BYTES`` (one message of
+#: any allowed size always gets in), so a session that stops taking messages
+#: holds a few MiB of them, not 256 messages of up to ``Limits.max_size`` each.
 _READY_LIMIT = 256
+_READY_BYTES = 4 * 1024 * 1024
 #: Frames the peer has not yet taken (written in part, or waiting their turn)
 #: past which the session stops taking new messages that would add more: bytes
 #: and frames. A peer that writes without reading its input would otherwise make
@@ -55,7 +59,8 @@ class _Framed:
     callback, and items the session can settle synchronously (a response to
     one of its requests) are settled right there through ``fast_path``: the
     waiting caller wakes without a round through the reader task. Everything
-    else queues for ``receive()``; when more than ``_READY_LIMIT`` items wait,
+    else queues for ``receive()``; when more than ``_READY_LIMIT`` items (or
+    ``_READY_BYTES`` of their lines) wait,
     reading pauses (bounded memory, back-pressure on the pipe).
     """
 
@@ -64,6 +69,9 @@ class _Framed:
         self._limits = limits
         self._lines = NDJSONReader(max_line=limits.max_size, tolerant=tolerant)
         self._ready: collections.deque[m.Incoming] = collections.deque()
+        #: The line size of each item in ``_ready``, and their sum.
+        self._sizes: collections.deque[int] = collections.deque()
+        self._ready_bytes = 0
         self._eof = False
         self._push: bool | None = None
         #: Settles an item synchronously and returns True, or returns False.
@@ -85,6 +93,7 @@ class _Framed:
                 await self._reader.wait_pushed()
             else:
                 self._on_data(await self._reader.read())
+        self._ready_bytes -= self._sizes.popleft()
         return ready.popleft()
 
     def _on_data(self, data: bytes) -> bool:
@@ -115,7 +124,10 @@ class _Framed:
             # still seen in order (progress before the response it precedes).
             if ready or fast is None or not fast(parsed):
                 ready.append(parsed)
-        if self._push and len(ready) > _READY_LIMIT:
+                size = len(item) if type(item) is bytes else 0
+                self._sizes.append(size)
+                self._ready_bytes += size
+        if self._push and (len(ready) > _READY_LIMIT or self._ready_bytes > _READY_BYTES):
             self._reader.pause()
         return bool(ready) or self._eof
 

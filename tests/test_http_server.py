@@ -1050,6 +1050,14 @@ async def test_batches_in_2025_03_26(anyio_backend: str) -> None:
         reply = await raw.request(body=[init_body("2025-03-26", 9)], headers=headers)
         assert reply.json()[0]["error"]["code"] == -32600
         # Other revisions have no batches.
+        # Past Limits.max_batch (1,000): one -32600, id null, nothing served.
+        too_many = [rpc(100 + i, "ping") for i in range(1001)]
+        reply = await raw.request(body=too_many, headers=headers)
+        assert reply.status == 400
+        assert reply.json()["id"] is None and reply.json()["error"]["code"] == -32600
+        assert "exceeds the limit of 1000" in reply.json()["error"]["message"]
+        reply = await raw.request(body=too_many[:1000], headers=headers)
+        assert reply.status == 200 and len(reply.json()) == 1000
         sid2 = await initialize(raw, "2025-06-18")
         reply = await raw.request(body=[rpc(1, "ping")], headers={"mcp-session-id": sid2})
         assert reply.status == 400 and reply.json()["error"]["code"] == -32600

@@ -20,6 +20,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 import mcpwire
 from mcpwire import ConnectionClosed, JSONRPCError, RequestContext, RequestTimeout, Session
+from mcpwire._inflow import MAX_HANDLERS, MAX_PARKED
 from mcpwire.sansio import (
     Batch,
     ErrorObject,
@@ -906,6 +907,47 @@ async def test_batches_served_when_allowed() -> None:
         # id null request and the bare 5: two -32600 errors with id null.
         assert len(nulls) == 2
         assert all(type(n) is ErrorResponse and n.error.code == -32600 for n in nulls)
+
+
+async def test_a_batch_runs_within_the_sessions_bounds_on_handlers() -> None:
+    """A batch of thousands of requests whose handlers wait runs at most
+    ``MAX_HANDLERS`` of them at once, parks ``MAX_PARKED`` more and stops the
+    reader there, as single requests do; once they finish, one array answers
+    every request. (Each request in a batch once started a task of its own at
+    once, and batch after batch grew memory without bound.)"""
+    total = MAX_HANDLERS + MAX_PARKED + 300
+    release = anyio.Event()
+    running = peak = 0
+
+    async def slow(request: Request, ctx: RequestContext) -> dict[str, Any]:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        try:
+            await release.wait()
+        finally:
+            running -= 1
+        return {"n": request.id}
+
+    transport = FakeTransport()
+    async with Session(transport, on_request=slow) as session:
+        session.allow_batches = True
+        items = (b'{"jsonrpc":"2.0","id":%d,"method":"slow"}' % i for i in range(total))
+        await transport.feed(b"[" + b",".join(items) + b"]")
+        with anyio.fail_after(WAIT):
+            while len(session.inflow.parked) < MAX_PARKED:
+                await anyio.sleep(0.01)
+        await anyio.wait_all_tasks_blocked()
+        assert running == MAX_HANDLERS
+        assert len(session.inflow.parked) == MAX_PARKED  # the reader waits for room
+        release.set()
+        with anyio.fail_after(WAIT):
+            reply = await transport.sent()
+        assert isinstance(reply, list)
+        assert sorted(item.id for item in reply) == list(range(total))  # type: ignore[union-attr,type-var]
+        assert all(type(item) is Response for item in reply)
+        assert peak == MAX_HANDLERS
+        assert session.inflow.handlers == 0
 
 
 async def test_notification_only_batch_gets_no_reply() -> None:

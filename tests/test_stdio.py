@@ -955,3 +955,49 @@ async def test_close_ends_a_pending_receive_even_when_stdout_stays_open() -> Non
             await anyio.sleep(0.3)
             await transport.aclose()
             await ended.wait()
+
+
+class _PausingReader:
+    """Stands in for the push-mode reader: records whether reading was paused."""
+
+    def __init__(self) -> None:
+        self.paused = False
+
+    def pause(self) -> None:
+        self.paused = True
+
+
+@pytest.mark.parametrize(
+    ("lines", "size", "paused"),
+    [
+        (200, 100, False),  # few and small: reading goes on
+        (300, 100, True),  # past _READY_LIMIT messages
+        (5, 1024 * 1024, True),  # past _READY_BYTES of lines: a few big messages
+        (1, 12 * 1024 * 1024, True),  # one message of any allowed size gets in
+    ],
+)
+def test_parsed_messages_waiting_for_the_session_are_bounded_in_bytes(
+    lines: int, size: int, paused: bool
+) -> None:
+    """Messages parsed in push mode wait in a queue until the session takes them;
+    past 256 of them, or 4 MiB of their lines, reading pauses, so a session that
+    stops taking messages does not hold 256 messages of up to 16 MiB each."""
+    from mcpwire._fdio import FDReader
+    from mcpwire._stdio import _READY_BYTES, _Framed
+    from mcpwire.sansio import Limits
+
+    r, w = os.pipe()
+    os.close(w)
+    reader = FDReader(r, owned=True)
+    framed = _Framed(reader, Limits(), tolerant=False)
+    stub = _PausingReader()
+    framed._reader = stub  # type: ignore[assignment]
+    framed._push = True
+    pad = "x" * (size - 60)
+    line = b'{"jsonrpc":"2.0","method":"notifications/n","params":{"p":"%s"}}\n' % pad.encode()
+    assert framed._on_data(line * lines)
+    assert stub.paused is paused
+    assert framed._ready_bytes == len(framed._ready) * (len(line) - 1)
+    if size > _READY_BYTES:
+        assert len(framed._ready) == 1  # admitted whole, then reading paused
+    reader.close()

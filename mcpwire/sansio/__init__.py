@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 # directly.
 _LAZY = {
     "CodecError": "_codec",
+    "DEFAULT_MAX_BATCH": "_codec",
     "DEFAULT_MAX_DEPTH": "_codec",
     "DEFAULT_MAX_MESSAGE_SIZE": "_codec",
     "Limits": "_codec",
@@ -99,6 +100,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from ._codec import DEFAULT_MAX_BATCH as DEFAULT_MAX_BATCH
     from ._codec import DEFAULT_MAX_DEPTH as DEFAULT_MAX_DEPTH
     from ._codec import DEFAULT_MAX_MESSAGE_SIZE as DEFAULT_MAX_MESSAGE_SIZE
     from ._codec import CodecError as CodecError
@@ -196,6 +198,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = (
+    "DEFAULT_MAX_BATCH",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_EVENT_SIZE",
     "DEFAULT_MAX_LINE",

@@ -48,6 +48,9 @@ __all__ = (
 
 DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 DEFAULT_MAX_DEPTH = 64
+#: Messages in one JSON-RPC batch (only 2025-03-26 has batches): its one reply
+#: array, and the requests it starts, are held until the last is answered.
+DEFAULT_MAX_BATCH = 1000
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -90,18 +93,26 @@ class MessageTooDeep(CodecError):
 class Limits:
     """Decode limits; one immutable instance is shared by a connection."""
 
-    __slots__ = ("max_depth", "max_size")
+    __slots__ = ("max_batch", "max_depth", "max_size")
 
     def __init__(
-        self, *, max_size: int = DEFAULT_MAX_MESSAGE_SIZE, max_depth: int = DEFAULT_MAX_DEPTH
+        self,
+        *,
+        max_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        max_batch: int = DEFAULT_MAX_BATCH,
     ) -> None:
-        if max_size < 2 or max_depth < 1:
-            raise ValueError("max_size must be >= 2 and max_depth >= 1")
+        if max_size < 2 or max_depth < 1 or max_batch < 1:
+            raise ValueError("max_size must be >= 2, max_depth and max_batch >= 1")
         self.max_size = max_size
         self.max_depth = max_depth
+        self.max_batch = max_batch
 
     def __repr__(self) -> str:
-        return f"Limits(max_size={self.max_size}, max_depth={self.max_depth})"
+        return (
+            f"Limits(max_size={self.max_size}, max_depth={self.max_depth}, "
+            f"max_batch={self.max_batch})"
+        )
 
 
 DEFAULT_LIMITS = Limits()

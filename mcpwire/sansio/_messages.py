@@ -11,7 +11,8 @@ Theory of operation
   and never for a broken response, since answering answers breeds loops);
 * ``Batch``: a non-empty JSON array, each element classified in turn. Whether a
   batch is *acceptable* depends on the negotiated protocol version (only
-  2025-03-26 allows them) and is the caller's decision, not the classifier's.
+  2025-03-26 allows them) and is the caller's decision, not the classifier's;
+  one of more than ``Limits.max_batch`` messages (1,000) is ``Invalid`` whole.
 
 The rules (JSON-RPC 2.0 plus MCP's narrowing, spec-notes §9):
 
@@ -330,13 +331,18 @@ def _json_type_name(value: object) -> str:
     return "an object"
 
 
-def classify(value: JSONValue) -> Incoming:
-    """Classify one decoded JSON value (see the module docstring)."""
+def classify(value: JSONValue, max_batch: int = _codec.DEFAULT_MAX_BATCH) -> Incoming:
+    """Classify one decoded JSON value (see the module docstring); a batch of more
+    than ``max_batch`` messages is ``Invalid`` (-32600, id null) as a whole."""
     if type(value) is dict:
         return _classify_object(value)
     if type(value) is list:
         if not value:
             return _invalid("empty batch", None)
+        if len(value) > max_batch:
+            return _invalid(
+                f"a batch of {len(value)} messages exceeds the limit of {max_batch}", None
+            )
         items: list[Message | Invalid] = []
         for element in value:
             if type(element) is dict:
@@ -359,7 +365,7 @@ def parse(
         value = _codec.loads(data, limits)
     except _codec.CodecError as exc:
         return _invalid(str(exc), None, code=exc.error_code)
-    return classify(value)
+    return classify(value, limits.max_batch)
 
 
 def to_json(message: Message) -> JSONObject:

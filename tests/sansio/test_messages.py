@@ -519,6 +519,21 @@ def test_batch_of_valid_items() -> None:
     assert items[6] == Response(3, {})
 
 
+@pytest.mark.parametrize("limit", [1, 3, 1000])
+def test_a_batch_past_the_limit_is_invalid_whole(limit: int) -> None:
+    """A batch is held until its last request is answered: more than
+    ``Limits.max_batch`` messages get one -32600 with id null, none served."""
+    ping = b'{"jsonrpc":"2.0","id":%d,"method":"ping"}'
+    limits = Limits(max_batch=limit)
+    at_limit = parse(b"[" + b",".join(ping % i for i in range(limit)) + b"]", limits)
+    assert type(at_limit) is Batch and len(at_limit.items) == limit
+    over = parse(b"[" + b",".join(ping % i for i in range(limit + 1)) + b"]", limits)
+    assert type(over) is Invalid
+    assert (over.id, over.error.code, over.reply) == (None, -32600, True)
+    assert f"exceeds the limit of {limit}" in over.error.message
+    assert Limits().max_batch == 1000
+
+
 def test_batch_of_notifications_only() -> None:
     frame = json.dumps(
         [
