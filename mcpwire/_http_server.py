@@ -400,6 +400,14 @@ class HTTPServer:
     async def _request(self, http: HTTPExchange, head: RequestHead) -> None:
         opts = self.options
         close = [("connection", "close")]
+        if "transfer-encoding" in head.headers and "content-length" in head.headers:
+            # RFC 9112 section 6.3: a request framed both ways ought to be an error,
+            # and the connection MUST close after any answer (section 6.1): past a
+            # proxy that read it by Content-Length, what follows is smuggled.
+            await http.respond_text(
+                400, "Bad Request: both Transfer-Encoding and Content-Length", close
+            )
+            return
         path = head.path
         sse = opts.legacy_sse and path in (opts.sse_path, opts.message_path)
         if path != opts.path and not sse and not (opts.auth and opts.auth.serves(path)):

@@ -1138,6 +1138,34 @@ async def test_stalled_and_idle_clients_are_dropped(anyio_backend: str) -> None:
                     await raw.stream.receive()
 
 
+async def test_a_request_framed_both_ways_is_400_and_closes(anyio_backend: str) -> None:
+    """RFC 9112 sections 6.1 and 6.3: Transfer-Encoding and Content-Length together
+    are refused and the connection closed, so what a Content-Length proxy takes for
+    this request's body is never served as a request of its own."""
+    hidden = b'{"jsonrpc":"2.0","id":66,"method":"ping"}'
+    smuggled = (
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n"
+        b"accept: application/json, text/event-stream\r\n"
+        b"content-length: %d\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n" % len(hidden)
+    )
+    follow = (
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\ncontent-type: application/json\r\n"
+        b"accept: application/json, text/event-stream\r\ncontent-length: %d\r\n\r\n" % len(hidden)
+    ) + hidden
+    async with running() as http, client(http.port or 0) as raw:
+        await raw.stream.send(smuggled + follow)
+        reply = await raw.head()
+        assert reply.status == 400
+        with anyio.fail_after(5):
+            rest = b""
+            try:
+                while True:
+                    rest += await raw.stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                pass
+        assert b"HTTP/1.1" not in rest  # no second answer: the connection closed
+
+
 async def test_oversized_head_is_431(anyio_backend: str) -> None:
     async with running(max_header_size=2048) as http:
         async with client(http.port or 0) as raw:  # arriving whole
