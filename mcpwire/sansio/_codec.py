@@ -246,6 +246,10 @@ def loads(data: bytes | bytearray | memoryview | str, limits: Limits = DEFAULT_L
     try:
         value: JSONValue = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
+        if str(exc).startswith("depth limit exceeded") and limits.max_depth < 1024:
+            # orjson stops past 1,024 levels: nested far deeper than ours, whatever
+            # follows (a depth error with its -32600, as for 65 levels).
+            raise MessageTooDeep(limits.max_depth) from None
         raise NotJSON(f"invalid JSON: {exc}") from None
     if size > _WALK_FROM and isinstance(value, (dict, list)):
         survey = _survey(value, limits.max_depth)

@@ -697,11 +697,16 @@ def test_default_depth_limit_and_orjson_recursion() -> None:
     assert loads(ok) is not None
     with pytest.raises(MessageTooDeep):
         loads(b"[" * 65 + b"]" * 65)
-    # Deeper than orjson's own recursion limit: still a clean error, no crash.
-    item = parse(b"[" * 5000 + b"]" * 5000)
-    assert type(item) is Invalid
-    assert item.error.code in (PARSE_ERROR, INVALID_REQUEST)
-    assert item.id is None and item.reply
+    # Deeper than orjson's own limit (1,024 levels): the same depth error, -32600,
+    # not a parse error, however deep and whether or not the rest would parse.
+    for frame in (b"[" * 1025 + b"]" * 1025, b"[" * 5000 + b"]" * 5000, b"[" * 100_000):
+        item = parse(frame)
+        assert type(item) is Invalid
+        assert item.error.code == INVALID_REQUEST, item.error
+        assert "deeper than the limit of 64" in item.error.message
+        assert item.id is None and item.reply
+    # A limit at or past orjson's own leaves its error what it is.
+    assert parse(b"[" * 1025 + b"]" * 1025, Limits(max_depth=2000)).error.code == PARSE_ERROR  # type: ignore[union-attr]
 
 
 def test_loads_errors_carry_codes() -> None:
