@@ -56,13 +56,15 @@ def oversized(head: bytes, limit: int, tail: bytes = b"") -> Invalid | ErrorResp
         last, closed = _tail_members(tail)
         for key, value in last.items():
             fields.setdefault(key, value)
+    method = fields.get("method")
     if (
         "id" not in fields
-        and open_key == "params"
-        and closed
-        and isinstance(fields.get("method"), str)
+        and isinstance(method, str)
+        and ((open_key == "params" and closed) or method.startswith("notifications/"))
     ):
-        # Every member but ``params`` was read, and none is an id: a notification.
+        # Every member but ``params`` was read, and none is an id; or no id shows and
+        # the method is a notification's (MCP names no request ``notifications/...``,
+        # and a reply to a notification breaks peers): a notification, unanswered.
         return Invalid(
             ErrorObject(
                 ErrorCode.INVALID_REQUEST,
@@ -75,7 +77,6 @@ def oversized(head: bytes, limit: int, tail: bytes = b"") -> Invalid | ErrorResp
     rid = fields.get("id")
     if not (isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool))):
         rid = None
-    method = fields.get("method")
     if rid is not None and "method" not in fields and ("result" in fields or "error" in fields):
         return ErrorResponse(
             rid,

@@ -16,6 +16,7 @@ import itertools
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import error_responses, json_objects, notifications, requests, responses, split
@@ -205,3 +206,28 @@ def test_an_oversized_notification_is_not_answered(
     check_item(item, big)
     if data.find(b'"params"') < HEAD_BYTES - 20:  # the head reaches the params
         assert isinstance(item, Invalid) and not item.reply
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # The big part is not a final params object: no id shows at either end.
+        b'{"jsonrpc":"2.0","method":"notifications/x","params":{},"extra":"' + b"a" * 5000 + b'"}',
+        b'{"jsonrpc":"2.0","method":"notifications/x","params":"' + b"a" * 5000 + b'"}',
+        b'{"method":"notifications/progress","jsonrpc":"2.0","x":[' + b"1," * 3000 + b"1]}",
+    ],
+)
+def test_an_oversized_line_naming_a_notification_method_is_not_answered(line: bytes) -> None:
+    """MCP names no request ``notifications/...``: with no id in sight, such a line
+    is a notification, and JSON-RPC forbids answering one (the audit found these
+    answered with -32600, id null)."""
+    item = oversized(line[:HEAD_BYTES], 1000, line[-TAIL_BYTES:])
+    assert isinstance(item, Invalid) and not item.reply
+    assert item.method and item.method.startswith("notifications/")
+    assert "notification" in item.error.message
+
+
+def test_an_oversized_request_with_an_id_past_a_notification_method_is_answered() -> None:
+    line = b'{"jsonrpc":"2.0","method":"notifications/x","x":"' + b"a" * 5000 + b'","id":7}'
+    item = oversized(line[:HEAD_BYTES], 1000, line[-TAIL_BYTES:])
+    assert isinstance(item, Invalid) and item.reply and item.id == 7
