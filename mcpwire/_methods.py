@@ -472,6 +472,9 @@ async def _prompts_get(call: Call) -> JSONObject:
     args = call.params.get("arguments") or {}
     if not isinstance(args, dict):
         raise invalid_params("prompts/get: arguments must be an object")
+    wrong = next((k for k, v in args.items() if not isinstance(v, str)), None)
+    if wrong is not None:  # every revision's schema: arguments are {[key: string]: string}
+        raise invalid_params(f"prompts/get: argument {wrong!r} must be a string")
     missing = [a["name"] for a in prompt.arguments if a.get("required") and a["name"] not in args]
     if missing:
         raise invalid_params("Missing required argument(s): " + ", ".join(map(str, missing)))

@@ -862,6 +862,18 @@ async def test_prompts_get_missing_required_argument() -> None:
         assert "name" in err.message
 
 
+@pytest.mark.parametrize("value", [None, 1, True, {"x": [1]}, ["a"]])
+async def test_prompts_get_argument_values_must_be_strings(value: object) -> None:
+    """Every revision types prompt arguments ``{[key: string]: string}``: anything
+    else is -32602, not a handler called with a dict (whose repr leaked out)."""
+    async with serving(build_server()) as (session, _):
+        await initialize(session)
+        arguments = {"name": "Ada", "style": value}
+        err = await error_of(session, "prompts/get", {"name": "greet", "arguments": arguments})
+        assert err.code == -32602
+        assert "'style' must be a string" in err.message
+
+
 async def test_prompts_get_unknown_prompt() -> None:
     async with serving(build_server()) as (session, _):
         await initialize(session)
