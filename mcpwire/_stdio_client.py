@@ -136,14 +136,17 @@ class StderrTail:
 
     def append(self, data: bytes) -> None:
         with self._lock:
-            self._chunks.append(data)
+            chunks = self._chunks
+            chunks.append(data)
             self._size += len(data)
-            while self._size > self._limit and len(self._chunks) > 1:
-                self._size -= len(self._chunks.popleft())
-            if self._size > self._limit:
-                only = self._chunks.pop()[-self._limit :]
-                self._chunks.append(only)
-                self._size = len(only)
+            # Whole chunks go while the rest still fills the limit; then the oldest
+            # left is cut to fit, so the tail is always the last ``limit`` bytes.
+            while self._size - len(chunks[0]) >= self._limit:
+                self._size -= len(chunks.popleft())
+            excess = self._size - self._limit
+            if excess > 0:
+                chunks[0] = chunks[0][excess:]
+                self._size = self._limit
 
     def text(self, max_lines: int = 20) -> str:
         with self._lock:

@@ -1001,3 +1001,31 @@ def test_parsed_messages_waiting_for_the_session_are_bounded_in_bytes(
     if size > _READY_BYTES:
         assert len(framed._ready) == 1  # admitted whole, then reading paused
     reader.close()
+
+
+@given(
+    chunks=st.lists(st.binary(max_size=300), max_size=40),
+    limit=st.integers(min_value=1, max_value=600),
+)
+def test_the_stderr_tail_is_always_the_last_bytes(chunks: list[bytes], limit: int) -> None:
+    """Whatever sizes the reads come in, the tail holds exactly the last ``limit``
+    bytes: a big chunk of logs followed by a short last line keeps the logs' end
+    (whole chunks were dropped once, and with them the traceback before the end)."""
+    from mcpwire._stdio_client import StderrTail
+
+    tail = StderrTail(limit)
+    seen = b""
+    for chunk in chunks:
+        tail.append(chunk)
+        seen += chunk
+        assert b"".join(tail._chunks) == seen[-limit:]
+        assert tail._size == len(seen[-limit:])
+
+
+def test_the_stderr_tail_keeps_a_traceback_before_a_last_short_line() -> None:
+    from mcpwire._stdio_client import StderrTail
+
+    tail = StderrTail()
+    tail.append(b"log line\n" * 2000 + b"Traceback ...\nRuntimeError: boom\n")
+    tail.append(b"exiting\n")
+    assert tail.text().splitlines()[-3:] == ["Traceback ...", "RuntimeError: boom", "exiting"]
