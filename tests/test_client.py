@@ -321,6 +321,56 @@ async def test_a_result_is_not_lost_when_learning_the_output_schema_fails(
             assert (await client.call_tool("echo", {})).text == "the answer"
 
 
+DEEP_ANSWER = textwrap.dedent(
+    """
+    import json
+    import sys
+
+    log = open(sys.argv[2], "w")
+    for line in sys.stdin:
+        log.write(line)
+        log.flush()
+        msg = json.loads(line)
+        if "id" not in msg or "method" not in msg:
+            continue
+        if msg["method"] == "initialize":
+            result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "deep", "version": "1"}}
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}))
+        elif sys.argv[1] == "deep":
+            sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":{"x":%s%s}}'
+                             % (json.dumps(msg["id"]), "[" * 70, "]" * 70))
+        else:
+            sys.stdout.write('{"jsonrpc":"2.0","id":%s,"result":{"n":123456789012345678901234567890}}'
+                             % json.dumps(msg["id"]))
+        sys.stdout.write("\\n")
+        sys.stdout.flush()
+    """
+)
+
+
+@pytest.mark.parametrize(("shape", "code"), [("deep", -32600), ("wide", -32700)])
+async def test_an_answer_past_the_limits_fails_its_call_at_once(
+    tmp_path: Path, shape: str, code: int
+) -> None:
+    """A response nested past the depth limit, or holding an integer past 64 bits,
+    fails the call it answers as it arrives (not after the timeout), and the client
+    sends nothing back for it (answering a response breeds loops)."""
+    script = tmp_path / "deep_answer.py"
+    script.write_text(DEEP_ANSWER)
+    log = tmp_path / "received.log"
+    with anyio.fail_after(WAIT):
+        async with Client.stdio(
+            sys.executable, [str(script), shape, str(log)], mode="legacy", request_timeout=30
+        ) as client:
+            with pytest.raises(JSONRPCError) as info:
+                await client.call_tool("t", {})
+            assert info.value.code == code
+            assert "the response to request" in info.value.message
+    received = [json.loads(line) for line in log.read_text().splitlines()]
+    assert not [m for m in received if "method" not in m], received
+
+
 async def test_legacy_era_is_remembered_per_command(tmp_path: Path) -> None:
     script = tmp_path / "legacy_peer.py"
     script.write_text(LEGACY_PEER)

@@ -67,6 +67,13 @@ class NotJSON(CodecError):
         super().__init__(message, error_code=PARSE_ERROR)
 
 
+class IntegerTooWide(NotJSON):
+    """An integer past 64 bits: JSON, but no peer can be trusted to read it the same."""
+
+    def __init__(self) -> None:
+        super().__init__("invalid JSON: an integer does not fit in 64 bits")
+
+
 class MessageTooLarge(CodecError):
     """The encoded message is larger than the configured limit."""
 
@@ -258,7 +265,7 @@ def loads(data: bytes | bytearray | memoryview | str, limits: Limits = DEFAULT_L
             if deep:
                 raise MessageTooDeep(limits.max_depth)
             if wide and _has_wide_int(data):
-                raise NotJSON("invalid JSON: an integer does not fit in 64 bits")
+                raise IntegerTooWide
             return value
     if type(data) is bytes:  # the usual frame: the two scans below, inline
         # Nesting needs an opening bracket per level: count them (C speed) first.
@@ -269,7 +276,7 @@ def loads(data: bytes | bytearray | memoryview | str, limits: Limits = DEFAULT_L
         ):
             raise MessageTooDeep(limits.max_depth)
         if data.translate(_DIGITS_AS_ZERO).find(_ZERO_RUN) >= 0 and _has_wide_int(data):
-            raise NotJSON("invalid JSON: an integer does not fit in 64 bits")
+            raise IntegerTooWide
         return value
     if (
         isinstance(value, (dict, list))
@@ -278,7 +285,7 @@ def loads(data: bytes | bytearray | memoryview | str, limits: Limits = DEFAULT_L
     ):
         raise MessageTooDeep(limits.max_depth)
     if _has_long_digit_run(data) and _has_wide_int(data):
-        raise NotJSON("invalid JSON: an integer does not fit in 64 bits")
+        raise IntegerTooWide
     return value
 
 

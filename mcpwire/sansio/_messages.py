@@ -363,9 +363,28 @@ def parse(
     """
     try:
         value = _codec.loads(data, limits)
+    except (_codec.MessageTooDeep, _codec.IntegerTooWide) as exc:
+        return _past_limits(data, exc)
     except _codec.CodecError as exc:
         return _invalid(str(exc), None, code=exc.error_code)
     return classify(value, limits.max_batch)
+
+
+def _past_limits(data: bytes | bytearray | memoryview | str, exc: _codec.CodecError) -> Incoming:
+    """JSON past our depth or integer limits, read as an oversized message is: from
+    its first and last bytes, so a response fails its own call, a request gets its
+    id back, and a notification no answer (``_oversized``)."""
+    from ._ndjson import HEAD_BYTES, TAIL_BYTES
+    from ._oversized import oversized
+
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+    if isinstance(exc, _codec.MessageTooDeep):
+        problem = f"nests deeper than the limit of {exc.limit} levels"
+    else:
+        problem = "holds an integer that does not fit in 64 bits"
+    return oversized(
+        raw[:HEAD_BYTES], len(raw), raw[-TAIL_BYTES:], problem=problem, code=exc.error_code
+    )
 
 
 def to_json(message: Message) -> JSONObject:

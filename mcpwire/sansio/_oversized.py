@@ -47,9 +47,19 @@ def names_id(head: bytes) -> bool:
     return "id" in _top_level(head)[0]
 
 
-def oversized(head: bytes, limit: int, tail: bytes = b"") -> Invalid | ErrorResponse:
+def oversized(
+    head: bytes,
+    limit: int,
+    tail: bytes = b"",
+    *,
+    problem: str | None = None,
+    code: int = ErrorCode.INVALID_REQUEST,
+) -> Invalid | ErrorResponse:
     """The incoming item that stands for a discarded line beginning with ``head``
-    and ending with ``tail``."""
+    and ending with ``tail``. ``problem`` says why it was discarded (by default:
+    over the size ``limit``), ``code`` is the error to answer a request with."""
+    if problem is None:
+        problem = f"exceeds the message size limit of {limit} bytes"
     fields, open_key = _top_level(head)
     closed = False
     if "id" not in fields and tail:
@@ -67,9 +77,8 @@ def oversized(head: bytes, limit: int, tail: bytes = b"") -> Invalid | ErrorResp
         # and a reply to a notification breaks peers): a notification, unanswered.
         return Invalid(
             ErrorObject(
-                ErrorCode.INVALID_REQUEST,
-                f"notification {fields['method']!r} exceeds the message size limit of "
-                f"{limit} bytes and was discarded",
+                code,
+                f"notification {fields['method']!r} {problem} and was discarded",
             ),
             reply=False,
             method=fields["method"],  # type: ignore[arg-type]
@@ -81,16 +90,15 @@ def oversized(head: bytes, limit: int, tail: bytes = b"") -> Invalid | ErrorResp
         return ErrorResponse(
             rid,
             ErrorObject(
-                ErrorCode.INVALID_REQUEST,
-                f"the response to request {rid!r} exceeds the message size limit of "
-                f"{limit} bytes and was discarded",
+                code,
+                f"the response to request {rid!r} {problem} and was discarded",
             ),
         )
     what = f"request {method!r}" if isinstance(method, str) else "message"
     return Invalid(
         ErrorObject(
-            ErrorCode.INVALID_REQUEST,
-            f"{what} exceeds the message size limit of {limit} bytes and was discarded",
+            code,
+            f"{what} {problem} and was discarded",
         ),
         id=rid if "method" in fields else None,
         method=method if isinstance(method, str) else None,

@@ -580,8 +580,35 @@ def test_duplicate_keys_last_one_wins() -> None:
 def test_integers_beyond_64_bit_are_a_parse_error(frame: bytes) -> None:
     # Deliberate limit: orjson cannot represent integers beyond 64 bits
     # exactly, so they must be refused (-32700) rather than silently turned
-    # into floats (which would change the value or the id's type).
-    assert_invalid(parse(frame), PARSE_ERROR)
+    # into floats (which would change the value or the id's type). The id is
+    # echoed when it is readable (JSON-RPC section 5), so the call fails at once.
+    wide_id = b'"id":9999' in frame
+    item = assert_invalid(parse(frame), PARSE_ERROR, id=None if wide_id else 1)
+    assert "does not fit in 64 bits" in item.error.message
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        (b'{"jsonrpc":"2.0","id":2,"result":{"n":123456789012345678901234567890}}', PARSE_ERROR),
+        (b'{"jsonrpc":"2.0","id":2,"result":' + b"[" * 70 + b"]" * 70 + b"}", INVALID_REQUEST),
+        (b'{"result":' + b"[" * 70 + b"]" * 70 + b',"jsonrpc":"2.0","id":2}', INVALID_REQUEST),
+    ],
+)
+def test_a_response_past_the_limits_fails_its_own_call(frame: bytes, code: int) -> None:
+    """A response we cannot take becomes a local error for its id, as an oversized
+    one does: the call it answers fails at once instead of waiting out its timeout,
+    and nothing is sent back (answering a response breeds loops)."""
+    item = parse(frame)
+    assert type(item) is ErrorResponse and item.id == 2
+    assert item.error.code == code
+    assert "the response to request 2" in item.error.message
+
+
+def test_a_notification_past_the_limits_gets_no_answer() -> None:
+    deep = b'{"jsonrpc":"2.0","method":"notifications/x","params":' + b"[" * 70 + b"]" * 70 + b"}"
+    for frame in (deep, deep.replace(b"[" * 70 + b"]" * 70, b"[123456789012345678901234567890]")):
+        assert_invalid(parse(frame), parse(frame).error.code, reply=False)  # type: ignore[union-attr]
 
 
 PAD = "y" * 70_000  # over the size from which loads() surveys the parsed value
@@ -600,7 +627,7 @@ def test_wide_integers_are_refused_in_small_and_large_messages(pad: str, where: 
     # Both paths (text scans for small messages, a walk of the parsed value for
     # large ones) refuse them; the decoy float 1e30 alone is fine in both.
     frame = f'{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"pad":"{pad}","x":{where}}}}}'
-    assert_invalid(parse(frame.encode()), PARSE_ERROR)
+    assert_invalid(parse(frame.encode()), PARSE_ERROR, id=1)  # the id echoed: it shows
     decoy = f'{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"pad":"{pad}","f":1e30}}}}'
     assert parse(decoy.encode()) == Request(1, "m", {"pad": pad, "f": 1e30})
 
@@ -675,14 +702,14 @@ def _nested_request(depth: int) -> bytes:
 def test_depth_limit() -> None:
     limits = Limits(max_depth=5)
     assert isinstance(parse(_nested_request(5), limits), Request)
-    item = assert_invalid(parse(_nested_request(6), limits), INVALID_REQUEST)
+    item = assert_invalid(parse(_nested_request(6), limits), INVALID_REQUEST, id=1)
     assert "5" in item.error.message
 
 
 def test_depth_limit_counts_arrays_and_batches() -> None:
     limits = Limits(max_depth=3)
     assert isinstance(parse(req(params={"a": []}), limits), Request)
-    assert_invalid(parse(req(params={"a": [[]]}), limits), INVALID_REQUEST)
+    assert_invalid(parse(req(params={"a": [[]]}), limits), INVALID_REQUEST, id=1)
     # A batch is a level of its own.
     assert isinstance(parse(b'[{"jsonrpc":"2.0","method":"m","params":{}}]', limits), Batch)
     assert_invalid(
