@@ -28,7 +28,7 @@ from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeou
 
 if TYPE_CHECKING:
     from ._client import Client
-    from ._hub_config import OAuthSettings
+    from ._hub_config import ServerConfig
     from .sansio._json import JSONObject
 
 __all__ = ("run",)
@@ -224,13 +224,16 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
     headers = _header_options(args.header)
     transport = args.transport
     oauth = None
-    if url is None and args.config and args.server:
-        # A config entry with a URL ("url", "serverUrl" or "httpUrl"; "type": "sse").
-        url, more, kind = _url_from_config(args.config, args.server)
-        headers = more + headers
-        transport = kind if kind is not None and transport == "auto" else transport
-        if url is not None:
-            oauth = _oauth_from_config(args.config, args.server)
+    entry = None
+    if args.config:
+        if not args.server:
+            raise UsageError("--config needs --server NAME")
+        entry = _config_server(args.config, args.server)
+        if entry.transport != "stdio":
+            url = entry.url
+            headers = list(entry.headers.items()) + headers
+            transport = "sse" if entry.transport == "sse" and transport == "auto" else transport
+            oauth = entry.oauth
     if url is not None:
         try:
             auth = oauth_client(args, url, oauth)
@@ -248,16 +251,36 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
         raise UsageError("--header applies to URL targets only")
     if wants_oauth(args):
         raise UsageError("OAuth options apply to URL targets only")
+    if args.transport != "auto":
+        raise UsageError("--transport applies to URL targets only")
     env: dict[str, str | None] | None = None
     cwd: str | None = None
-    if args.config:
-        if not args.server:
-            raise UsageError("--config needs --server NAME")
-        command, env, cwd = _from_config(args.config, args.server)
+    if entry is not None:
+        assert entry.command is not None  # a stdio entry has one (ServerConfig)
+        command = [entry.command, *entry.args]
+        env, cwd = dict(entry.env) or None, entry.cwd
+        common["inherit_env"] = entry.inherit_env
     try:
         return Client.stdio(command[0], command[1:], env=env, cwd=cwd, **common)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _config_server(path: str, name: str) -> ServerConfig:
+    """``--config FILE --server NAME``, read as ``mcpwire hub`` reads it: every
+    dialect, comments, ``${VAR}`` expansion, ``inheritEnv`` and ``oauth``."""
+    from ._hub_config import load_config
+    from ._hub_errors import ConfigError
+
+    try:
+        loaded = load_config(path)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    entry = loaded.servers.get(name)
+    if entry is None:
+        names = ", ".join(loaded.servers) or "none"
+        raise UsageError(f"{path}: no server named {name!r} (servers: {names})")
+    return entry
 
 
 def _header_options(values: list[str]) -> list[tuple[str, str]]:
@@ -268,58 +291,6 @@ def _header_options(values: list[str]) -> list[tuple[str, str]]:
             raise UsageError(f"--header needs 'NAME: VALUE', not {value!r}")
         headers.append((name.strip(), rest.strip()))
     return headers
-
-
-def _oauth_from_config(path: str, name: str) -> OAuthSettings | None:
-    """A config entry's ``oauth`` (or ``authProviderType``), read as the hub reads it."""
-    from ._hub_dialects import parse_config
-    from ._hub_errors import ConfigError
-
-    entry = _config_entry(path, name)
-    if "oauth" not in entry and "authProviderType" not in entry:
-        return None
-    try:
-        loaded = parse_config({"mcpServers": {name: entry}}, file=path)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    return loaded.servers[name].oauth
-
-
-def _config_entry(path: str, name: str) -> dict[str, Any]:
-    try:
-        with open(path, "rb") as f:
-            data = json.load(f)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
-    servers = data.get("mcpServers") or data.get("servers") or {}
-    entry = servers.get(name) if isinstance(servers, dict) else None
-    if not isinstance(entry, dict):
-        raise UsageError(f"{path}: no server named {name!r}")
-    return entry
-
-
-def _url_from_config(path: str, name: str) -> tuple[str | None, list[tuple[str, str]], str | None]:
-    """A URL server's address, headers and transport kind (``None``: a command server)."""
-    entry = _config_entry(path, name)
-    url = entry.get("url") or entry.get("serverUrl") or entry.get("httpUrl")
-    if not isinstance(url, str):
-        return None, [], None
-    raw = entry.get("headers") or {}
-    if not isinstance(raw, dict):
-        raise UsageError(f"{path}: server {name!r}: headers must be an object")
-    kind = entry.get("type") or entry.get("transport")
-    return url, [(str(k), str(v)) for k, v in raw.items()], "sse" if kind == "sse" else None
-
-
-def _from_config(
-    path: str, name: str
-) -> tuple[list[str], dict[str, str | None] | None, str | None]:
-    entry = _config_entry(path, name)
-    if "command" not in entry:
-        raise UsageError(f"{path}: server {name!r} has neither a command nor a URL")
-    args = entry.get("args") or []
-    env = entry.get("env")
-    return [str(entry["command"]), *map(str, args)], env, entry.get("cwd")
 
 
 async def _client_command(args: argparse.Namespace, command: list[str]) -> int:

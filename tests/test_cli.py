@@ -330,6 +330,50 @@ def test_config_target(tmp_path: Path) -> None:
     assert proc.returncode == 2
 
 
+def test_config_target_reads_configs_as_the_hub_does(tmp_path: Path) -> None:
+    """``--config`` takes every file ``mcpwire hub`` takes: ``${VAR}`` expansion
+    (with defaults), comments and trailing commas (VS Code), and a ``connections``
+    list; and it names the servers there when the one asked for is not."""
+    import os
+
+    vscode = tmp_path / "mcp.json"
+    vscode.write_text(
+        "// comments, as VS Code allows\n"
+        '{"servers": {"ev": {"type": "stdio", "command": "${env:MCPWIRE_TEST_PY}",\n'
+        '  "args": ["-m", "mcpwire.examples.everything"],},},}'
+    )
+    dotted = tmp_path / "servers.json"
+    dotted.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "ev": {
+                        "command": "${MCPWIRE_TEST_PY:-python}",
+                        "args": ["-m", "mcpwire.examples.everything"],
+                        "env": {"FROM_CONFIG": "${MCPWIRE_TEST_VALUE:-unset}"},
+                    }
+                }
+            }
+        )
+    )
+    env = {**os.environ, "MCPWIRE_TEST_PY": sys.executable, "MCPWIRE_TEST_VALUE": "v"}
+    for config in (vscode, dotted):
+        proc = subprocess.run(
+            [sys.executable, "-m", "mcpwire", "call", "--json", "--config", str(config),
+             "--server", "ev", "echo", "--args", '{"message": "via the hub loader"}'],
+            capture_output=True, text=True, timeout=RUN_TIMEOUT, env=env,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.returncode == 0, (config.name, proc.stderr)
+        assert as_json(proc)["content"][0]["text"] == "via the hub loader"
+    proc = mcpwire("inspect", "--config", str(dotted), "--server", "missing")
+    assert proc.returncode == 2
+    assert "no server named 'missing' (servers: ev)" in proc.stderr
+    proc = mcpwire("call", "--transport", "sse", "echo", *EVERYTHING)
+    assert proc.returncode == 2
+    assert "--transport applies to URL targets only" in proc.stderr
+
+
 # -- serve ----------------------------------------------------------------------------------------
 
 APP = textwrap.dedent(
