@@ -314,6 +314,10 @@ async def _client_command(args: argparse.Namespace, command: list[str]) -> int:
         return EXIT_USAGE
     try:
         async with client:
+            if client.discover_error is not None:
+                # Pinned to a modern version, the command line wants the server to
+                # say what it is: a server that could not is an error, not a report.
+                raise client.discover_error
             return await handler(client, args, rest)
     except UsageError as exc:
         say(f"mcpwire: {exc}")

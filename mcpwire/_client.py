@@ -167,6 +167,8 @@ class Client(TaskMethods):
         self.server_capabilities: JSONObject = {}
         self.instructions: str | None = None
         self.supported_versions: list[str] = []
+        #: Pinned to a modern version: why server/discover gave nothing (None: it did).
+        self.discover_error: Exception | None = None
         self._session: Session | None = None
         self._closed_session: Session | None = None
         self._session_entered = False

@@ -173,8 +173,10 @@ async def connect(client: Client) -> None:
     mode = client.mode
     if mode in MODERN_VERSIONS:
         client.era, client.protocol_version = "modern", mode
-        # A pinned version is no probe: a peer that cannot answer server/discover
-        # (which every 2026-07-28 server MUST implement) is no peer to talk to.
+        # A pinned version needs no probe: discover is asked for the capabilities.
+        # An error answer (or no version in common) is kept in ``discover_error``
+        # and the pinned version used, as the reference SDK pins without asking;
+        # no answer at all is no peer, and fails the connection.
         await _discover(client, mode, timeout=client.request_timeout, pinned=True)
         return
     if mode == "auto":
@@ -206,8 +208,8 @@ async def _discover(
     A -32022 naming a modern version we speak is answered by one retry with
     that version (even the one just tried: the client SHOULD retry with a
     version from ``data.supported``); it never leads to ``initialize``.
-    ``pinned``: a failure raises (the error, the timeout, or ``MCPWireError``
-    when no version is shared) instead of returning False.
+    ``pinned``: a timeout raises, and an error answer or no version in common is
+    kept in ``client.discover_error``.
     """
     params: JSONObject = {"_meta": client._envelope(version, with_level=False)}
     try:
@@ -218,7 +220,7 @@ async def _discover(
             again = _discover(client, listed[-1], timeout=timeout, retried=True, pinned=pinned)
             return await again
         if pinned:
-            raise
+            client.discover_error = exc
         return False
     except TimeoutError:
         if pinned:
@@ -229,7 +231,7 @@ async def _discover(
     mutual = _ours(MODERN_VERSIONS, offered)
     if not mutual:
         if pinned:
-            raise MCPWireError(
+            client.discover_error = MCPWireError(
                 f"the server speaks none of our modern versions ({', '.join(MODERN_VERSIONS)}): "
                 f"server/discover offered {offered}"
             )

@@ -253,29 +253,42 @@ async def test_auto_falls_back_to_initialize_on_a_legacy_peer(
 
 
 @pytest.mark.parametrize("behaviour", ["-32601", "silent"])
-async def test_a_pinned_modern_mode_fails_on_a_peer_without_server_discover(
+async def test_a_pinned_modern_mode_and_a_peer_without_server_discover(
     tmp_path: Path, behaviour: str
 ) -> None:
-    """Pinned to 2026-07-28, a client whose server/discover is refused or unanswered
-    fails to connect: it does not carry on as if a modern server had answered."""
+    """Pinned to 2026-07-28: a server/discover answered with an error is kept in
+    ``discover_error`` and the pinned version used (the reference SDK pins without
+    asking); one never answered fails the connection, as no peer answers."""
     script = tmp_path / "legacy_peer.py"
     script.write_text(LEGACY_PEER)
-    expected: type[Exception] = RequestTimeout if behaviour == "silent" else JSONRPCError
-    with anyio.fail_after(WAIT), pytest.raises(expected):
+    with anyio.fail_after(WAIT):
+        if behaviour == "silent":
+            with pytest.raises(RequestTimeout):
+                async with Client.stdio(
+                    sys.executable, [str(script), behaviour], mode=MODERN, request_timeout=0.5
+                ):
+                    pass
+            return
         async with Client.stdio(
             sys.executable, [str(script), behaviour], mode=MODERN, request_timeout=0.5
-        ):
-            pass
+        ) as client:
+            assert isinstance(client.discover_error, JSONRPCError)
+            assert client.discover_error.code == -32601
+            assert client.protocol_version == MODERN
 
 
-async def test_a_pinned_modern_mode_fails_when_no_version_is_shared() -> None:
+async def test_a_pinned_modern_mode_and_no_version_in_common() -> None:
     async def future_only(request: Request, ctx: RequestContext) -> dict[str, Any]:
         return {"resultType": "complete", "supportedVersions": ["2031-01-01"], "capabilities": {}}
 
     client_end, server_end = memory_pair()
-    with anyio.fail_after(WAIT), pytest.raises(MCPWireError, match="none of our modern"):
-        async with Session(server_end, on_request=future_only), Client(client_end, mode=MODERN):
-            pass
+    with anyio.fail_after(WAIT):
+        async with (
+            Session(server_end, on_request=future_only),
+            Client(client_end, mode=MODERN) as client,
+        ):
+            assert isinstance(client.discover_error, MCPWireError)
+            assert "none of our modern versions" in str(client.discover_error)
 
 
 ANSWER_THEN_FAIL_TO_LIST = textwrap.dedent(
