@@ -29,6 +29,7 @@ import asyncio
 import collections
 import ipaddress
 import logging
+import select
 import socket
 import sys
 from collections.abc import Callable, Coroutine, Mapping
@@ -177,7 +178,18 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
     def looks_dead(self) -> bool:
         """True if an idle connection got anything: the peer's FIN (or garbage)."""
         transport = self.transport
-        return bool(self._chunks) or self._eof or transport is None or transport.is_closing()
+        if self._chunks or self._eof or transport is None or transport.is_closing():
+            return True
+        # What the loop has not delivered yet (it has not run since): a FIN, or bytes,
+        # waiting in the kernel. A request that must not be sent twice relies on it.
+        sock = transport.get_extra_info("socket")
+        if sock is None:
+            return False
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
 
     # -- writing ------------------------------------------------------------------
 

@@ -68,6 +68,7 @@ import anyio
 from ._errors import ConnectionClosed
 from ._http_client_base import (
     ERROR_BODY_EXCERPT,
+    REPEATABLE,
     http_error,
     jsonrpc_error,
     make_options,
@@ -340,7 +341,12 @@ class HTTPClientTransport(EventStreams):
         or why the server could not be reached."""
         try:
             response = await self.http.request(
-                "POST", self.url, headers, m.serialize(request), timeout=None
+                "POST",
+                self.url,
+                headers,
+                m.serialize(request),
+                timeout=None,
+                retry=request.method in REPEATABLE,
             )
         except (RedirectRefused, InvalidRequest) as exc:
             await self._final(stream, http_error(request.id, ErrorCode.INVALID_REQUEST, str(exc)))
@@ -456,7 +462,7 @@ class HTTPClientTransport(EventStreams):
         with self._exchange(), anyio.move_on_after(timeout) as scope:
             try:
                 response = await self.http.request(
-                    "POST", self.url, self._headers(None), body, timeout=timeout
+                    "POST", self.url, self._headers(None), body, timeout=timeout, retry=True
                 )
             except (RedirectRefused, ReadTimeout, InvalidRequest, ConnectionFailed) as exc:
                 logger.warning("%s: %s was not delivered: %s", self.url, what, exc)

@@ -78,13 +78,20 @@ class AuthorizedHTTPClient(HTTPClient):
         *,
         timeout: float | None = None,
         follow_redirects: bool = True,
+        retry: bool | None = None,
     ) -> HTTPResponse:
         origin = self._origin
         if origin is None:
             origin = self._origin = url.origin
         if url.origin != origin:
             return await super().request(
-                method, url, headers, body, timeout=timeout, follow_redirects=follow_redirects
+                method,
+                url,
+                headers,
+                body,
+                timeout=timeout,
+                follow_redirects=follow_redirects,
+                retry=retry,
             )
         auth = self.auth
         dpop = auth.dpop
@@ -104,7 +111,13 @@ class AuthorizedHTTPClient(HTTPClient):
             else:
                 sent = [*headers, ("Authorization", f"Bearer {token}")]
             response = await super().request(
-                method, url, sent, body, timeout=timeout, follow_redirects=follow_redirects
+                method,
+                url,
+                sent,
+                body,
+                timeout=timeout,
+                follow_redirects=follow_redirects,
+                retry=retry,
             )
             status = response.status
             fresh_nonce = dpop is not None and dpop.note(url.raw, response.headers)

@@ -70,6 +70,7 @@ __all__ = (
     "ERROR_BODY_EXCERPT",
     "MAX_REPLIES_IN_FLIGHT",
     "OPTION_NAMES",
+    "REPEATABLE",
     "HTTPClientOptions",
     "HTTPTransportBase",
     "backoff_delay",
@@ -94,6 +95,26 @@ MAX_REPLIES_IN_FLIGHT = 16
 MAX_ORIGINS = 256
 #: Ceiling for the exponential reconnection backoff, in seconds.
 MAX_BACKOFF = 30.0
+#: Requests that change nothing at the server (or set what they set again): sent
+#: once more when a kept-alive socket broke before any answer (_http_client_conn).
+REPEATABLE = frozenset(
+    {
+        "ping",
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "prompts/get",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "completion/complete",
+        "logging/setLevel",
+        "tasks/get",
+        "tasks/list",
+    }
+)
 
 
 def excerpt(body: bytes, limit: int = 300) -> str:

@@ -10,46 +10,42 @@ carries one ``h11.Connection``: h11 does the framing (Content-Length, chunked,
 read-until-close) and tells us whether the socket is reusable afterwards.
 
 Keep-alive
-    A response that was read to its end on a socket both sides left open goes
-    back to a small idle pool keyed by origin (scheme, host, port), bounded per
-    origin (``max_keepalive``) and by age (``keepalive_expiry``, below the 5 s
-    idle timeout common servers such as uvicorn use). Before reuse a socket is
-    polled without blocking: anything readable on an idle HTTP/1.1 socket is
-    the peer's FIN (or garbage), so it is discarded. The race that remains (the
-    server closes just as we send) shows up as end-of-file before the first
-    response byte; only then, and only on a reused socket, the request is sent
-    once more on a fresh one (the server cannot have acted on a request it never
-    answered on a socket it had already decided to close). A response that is
-    abandoned before its end closes its socket: an HTTP/1.1 socket cannot be
-    reused mid-body, and closing a response stream is how MCP cancels.
+    A response read to its end on a socket both sides left open goes back to an
+    idle pool per origin, bounded in number (``max_keepalive``) and age
+    (``keepalive_expiry``, below uvicorn's 5 s idle timeout). Before reuse a
+    socket is polled: anything readable on an idle socket is the peer's FIN (or
+    garbage), so it is dropped. The race left (the server closes as we send)
+    shows as end-of-file before any response byte on a reused socket; then a
+    request is sent once more on a fresh socket only if sending it twice is
+    harmless (RFC 9110 section 9.2.2: an idempotent method, or ``retry=True``
+    for MCP's read-only requests, notifications and responses), since a server
+    that read it and crashed looks the same: a ``tools/call`` is delivered at
+    most once. A response abandoned before its end closes its socket: HTTP/1.1
+    cannot reuse it mid-body, and closing a response stream is how MCP cancels.
 
 Bounds
-    ``max_connections`` sockets at most are open at once (waiters queue, bounded
-    by their callers' deadlines); the response head may not exceed
-    ``max_header_size``; bodies read with ``read_body`` are capped by the caller.
-    Every wait can carry a timeout: connecting (``connect_timeout``) and each
-    read (the ``timeout`` given per request; ``None`` leaves the caller's own
-    deadline in charge, which is what long-lived event streams need).
+    At most ``max_connections`` sockets are open (waiters queue, bounded by their
+    callers' deadlines); a response head is at most ``max_header_size``; bodies
+    read with ``read_body`` are capped by the caller. Connecting waits up to
+    ``connect_timeout``, each read up to the request's ``timeout`` (``None``: the
+    caller's own deadline rules, as long-lived event streams need).
 
 Aborting
-    ``abort()`` breaks every exchange in progress from any task, for a
-    transport that has failed or closed: waits for a slot or a connection are
-    cancelled, and sockets in use are closed where that needs no wait (plain
-    TCP on asyncio, ``abortable``), so their reads and writes fail at once.
-    An aborted exchange fails with ``ConnectionFailed`` and is never retried.
+    ``abort()`` breaks every exchange in progress from any task, for a failed or
+    closed transport: waits for a slot or a connection are cancelled, and sockets
+    in use are closed where that needs no wait (plain TCP on asyncio), so their
+    reads and writes fail at once. An aborted exchange is never retried.
 
 Redirects
     Only 307 and 308 are followed (they keep the method and body, RFC 9110
-    §15.4.8-9), only to the same origin (credentials in our headers must never
-    travel to another host), and at most ``max_redirects`` times. Any other 3xx
-    raises ``RedirectRefused`` with the location, so the caller can say which
-    URL to use instead.
+    §15.4.8-9), only to the same origin (our credentials must never travel to
+    another host), at most ``max_redirects`` times; any other 3xx raises
+    ``RedirectRefused`` with the location.
 
 TLS
-    ``https`` URLs use the standard ``ssl`` module: a default context (system
-    trust store, certificate and host name verification, SNI set to the host),
-    ALPN ``http/1.1``. ``verify=False`` turns verification off; an
-    ``ssl.SSLContext`` is used as given.
+    ``https`` URLs use a default ``ssl`` context (system trust store, host name
+    verification, SNI, ALPN ``http/1.1``); ``verify=False`` turns verification
+    off; an ``ssl.SSLContext`` is used as given.
 """
 
 from __future__ import annotations
@@ -78,6 +74,7 @@ from ._http_client_sock import (
     RedirectRefused,
     StreamSocket,
     aborted,
+    redirect_target,
 )
 
 if TYPE_CHECKING:
@@ -110,6 +107,8 @@ DEFAULT_MAX_HEADER_SIZE = 64 * 1024
 #: Request heads kept ready to send (h11 validates a head when it is built).
 _REQUEST_CACHE_SIZE = 64
 _END = h11.EndOfMessage()
+#: Methods a request may be repeated with (RFC 9110 section 9.2.2).
+IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 
 _Socket = StreamSocket
 Headers = Sequence[tuple[str, str]]
@@ -361,12 +360,15 @@ class HTTPClient:
         *,
         timeout: float | None = None,
         follow_redirects: bool = True,
+        retry: bool | None = None,
     ) -> HTTPResponse:
         """Send a request and return once the response head is in.
 
         ``timeout`` bounds each wait for data (for the head now, and for every
         body chunk later); ``None`` waits as long as the caller lets it.
         ``follow_redirects=False`` returns a redirect as it is, its ``Location`` unfollowed.
+        ``retry``: whether the request may be sent twice after a kept-alive socket
+        broke before any answer (``None``: if ``method`` is idempotent).
 
         Raises:
             ConnectionFailed: connecting failed or the connection broke.
@@ -375,35 +377,23 @@ class HTTPClient:
             InvalidRequest: a header value cannot be sent.
         """
         for _ in range(self.max_redirects + 1):
-            response = await self._send(method, url, headers, body, timeout)
+            response = await self._send(method, url, headers, body, timeout, retry)
             if not follow_redirects or not 300 <= response.status < 400 or response.status == 304:
                 return response
             location = response.header("location")
             status = response.status
             await response.aclose()
-            if not location:
-                raise RedirectRefused(f"HTTP {status} from {url} without a Location header")
-            try:
-                target = url.join(location)
-            except ValueError as exc:
-                raise RedirectRefused(
-                    f"HTTP {status} from {url} to an invalid location: {exc}"
-                ) from None
-            if status not in (307, 308):
-                raise RedirectRefused(
-                    f"HTTP {status} redirect from {url} to {target} not followed (only 307 and "
-                    "308 keep the method and body); use that URL if it is the intended endpoint"
-                )
-            if target.origin != url.origin:
-                raise RedirectRefused(
-                    f"HTTP {status} redirect from {url} to another origin ({target}) refused; "
-                    "use that URL directly if it is the intended endpoint"
-                )
-            url = target
+            url = redirect_target(url, status, location)
         raise RedirectRefused(f"more than {self.max_redirects} redirects from {url}")
 
     async def _send(
-        self, method: str, url: URL, headers: Headers, body: bytes | None, timeout: float | None
+        self,
+        method: str,
+        url: URL,
+        headers: Headers,
+        body: bytes | None,
+        timeout: float | None,
+        retry: bool | None = None,
     ) -> HTTPResponse:
         size = -1 if body is None else len(body)
         key = (method, url.raw, *headers, size)
@@ -449,7 +439,8 @@ class HTTPClient:
                 await self._drop(sock)
                 if aborts != self._aborts:
                     raise aborted() from exc
-                if reused and attempt == 0 and not sock.bytes_in:
+                repeatable = method in IDEMPOTENT if retry is None else retry
+                if reused and attempt == 0 and not sock.bytes_in and repeatable:
                     # A kept-alive socket the server had closed: one more try on a fresh
                     # socket (module docstring). The other idle ones are as old: dropped.
                     for stale in self._idle.pop(url.origin, ()):

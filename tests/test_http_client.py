@@ -1195,7 +1195,51 @@ async def test_keepalive_reuse_and_stale_sockets() -> None:
             await c.call_tool("t", {})
         assert server.connections == 1
         for _ in range(5):  # the server drops every socket after answering on it
+            # Once its FIN is in, the idle check sees it and a fresh socket is used (a
+            # tools/call is never sent twice, so the check is what keeps it whole).
+            await anyio.sleep(0.02)
             assert (await c.call_tool("stale", {})).text == "done"
+
+
+async def test_a_tool_call_is_not_sent_twice_when_its_kept_alive_socket_breaks() -> None:
+    """A server that reads a request on a kept-alive socket and then drops it
+    without an answer looks, from here, like one that closed the idle socket as
+    we sent: a read-only request is sent once more, but a ``tools/call`` is
+    delivered at most once and fails (RFC 9110 section 9.2.2)."""
+    dropped: set[str] = set()
+
+    async def handler(seen: Seen) -> Reply:
+        name = seen.headers.get("mcp-name") or seen.rpc_method or ""
+        if name.startswith("drop") and name not in dropped:
+            dropped.add(name)
+            return Reply(drop=True)  # read whole, then the socket closes unanswered
+        if seen.rpc_method == "tools/list":
+            return Reply.json(result(rid(seen), {"tools": [], "resultType": "complete"}))
+        return Reply.json(result(rid(seen), TOOL_RESULT))
+
+    async with (
+        raw_server(handler) as server,
+        Client.http(server.url, mode=MODERN, validate_output=False) as c,
+    ):
+        await c.call_tool("warm", {})  # a socket to keep alive
+        with anyio.fail_after(5), pytest.raises(ConnectionClosed):
+            await c.call_tool("drop-call", {})
+        calls = [s for s in server.seen if s.headers.get("mcp-name") == "drop-call"]
+        assert len(calls) == 1
+        # The same break under a read-only request: sent again on a fresh socket.
+        await c.call_tool("warm", {})
+        server.seen.clear()
+        dropped.discard("tools/list")
+
+        async def drop_list_once(seen: Seen) -> Reply:
+            if seen.rpc_method == "tools/list" and "tools/list" not in dropped:
+                dropped.add("tools/list")
+                return Reply(drop=True)
+            return await handler(seen)
+
+        server.handler = drop_list_once
+        assert await c.list_tools(cache=False) == []
+        assert [s.rpc_method for s in server.seen].count("tools/list") == 2
 
 
 @pytest.mark.parametrize(
@@ -1635,15 +1679,22 @@ async def test_auto_mode_falls_back_to_initialize(refusal: Reply) -> None:
         assert probe.headers["mcp-method"] == "server/discover"
 
 
-async def test_stale_socket_is_retried_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Even when the idle check misses a closed socket, the request goes out again, once."""
+async def test_a_stale_socket_is_retried_once_only_for_what_may_be_repeated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Even when the idle check misses a closed socket, a read-only request goes out
+    again, once; a ``tools/call`` is not sent again (from here a server that read it
+    and then closed looks the same) and fails, and the next call goes out fresh."""
     from mcpwire import _http_client_sock
 
     for cls in (_http_client_sock.StreamSocket, _http_client_sock.ProtocolSocket):
         monkeypatch.setattr(cls, "looks_dead", lambda self: False)
 
     async def handler(seen: Seen) -> Reply:
-        reply = Reply.json(result(rid(seen), TOOL_RESULT))
+        answer = {"tools": [], "resultType": "complete"}
+        reply = Reply.json(
+            result(rid(seen), answer if seen.rpc_method == "tools/list" else TOOL_RESULT)
+        )
         reply.close_after = True
         return reply
 
@@ -1653,9 +1704,14 @@ async def test_stale_socket_is_retried_once(monkeypatch: pytest.MonkeyPatch) -> 
     ):
         for _ in range(3):
             await anyio.sleep(0.02)  # let the FIN arrive before the socket is reused
-            assert (await c.call_tool("t", {})).text == "done"
-        assert server.connections == 4  # discover + 3 calls, each on a fresh socket
-        assert len([s for s in server.seen if s.rpc_method == "tools/call"]) == 3
+            assert await c.list_tools(cache=False) == []
+        assert server.connections == 4  # discover + 3 listings, each on a fresh socket
+        assert [s.rpc_method for s in server.seen].count("tools/list") == 3
+        await anyio.sleep(0.02)
+        with pytest.raises(ConnectionClosed, match="the peer closed the connection"):
+            await c.call_tool("t", {})
+        assert (await c.call_tool("t", {})).text == "done"  # a fresh socket
+        assert [s.rpc_method for s in server.seen].count("tools/call") == 1
 
 
 @pytest.fixture(scope="module")
