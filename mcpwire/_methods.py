@@ -155,10 +155,10 @@ async def _dispatch_legacy(
     method = request.method
     if method == "initialize":
         return await _initialize(server, conn, params)
+    handler = _find(LEGACY_METHODS, server, method)  # unknown: -32601 at any stage
     lifecycle = conn.lifecycle
     if not lifecycle.allows(method):
         raise JSONRPCError(ErrorCode.INVALID_REQUEST, lifecycle.refusal(method))
-    handler = _find(LEGACY_METHODS, server, method)
     call = Call(
         server,
         conn,
