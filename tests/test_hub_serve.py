@@ -349,6 +349,8 @@ async def test_hub_cli_serve_usage_errors(tmp_path: Path) -> None:
         ["--serve", "http", "--port", "-1"],
         ["--responses", "stream"],
         ["--serve", "stdio", "--allowed-origin", "https://app.example"],
+        ["--port", "1234"],  # without --serve http: nothing would listen
+        ["--serve", "stdio", "--host", "0.0.0.0"],
     ):
         proc = subprocess.run(
             [sys.executable, *hub_argv(config, *extra)],
@@ -357,6 +359,8 @@ async def test_hub_cli_serve_usage_errors(tmp_path: Path) -> None:
         assert proc.returncode == 2, (extra, proc.stderr)
         if "--serve" in extra and "--allowed-origin" in extra:
             assert "--allowed-origin goes with --serve http" in proc.stderr
+        if len(extra) > 1 and extra[-2] in ("--port", "--host") and "http" not in extra:
+            assert f"{extra[-2]} goes with --serve http" in proc.stderr
 
 
 async def test_a_server_that_comes_up_later_is_announced(tmp_path: Path) -> None:
