@@ -33,6 +33,12 @@ if TYPE_CHECKING:
 
 __all__ = ("run",)
 
+TARGETS = (
+    "TARGET is a URL (Streamable HTTP, era detected, falling back to HTTP+SSE), "
+    "'--config FILE --server NAME', or '-- COMMAND [ARGS...]' (a child process over "
+    "stdio; always last)."
+)
+
 EXIT_OK, EXIT_SERVER_ERROR, EXIT_USAGE, EXIT_CONNECT = 0, 1, 2, 3
 
 
@@ -72,19 +78,32 @@ def _parser() -> argparse.ArgumentParser:
         )
         add_oauth_arguments(p)
 
-    p = sub.add_parser("inspect", help="show a server's info, tools, resources and prompts")
-    p.add_argument("url", nargs="?")
+    def client_parser(name: str, what: str, thing: str | None) -> argparse.ArgumentParser:
+        """A client command: ``mcpwire NAME [options] [URL] THING [-- COMMAND ...]``."""
+        rest = f" {thing}" if thing else ""
+        p = sub.add_parser(
+            name,
+            help=what,
+            description=f"{what[0].upper()}{what[1:]}. {TARGETS}",
+            usage=f"mcpwire {name} [options] URL{rest}\n"
+            f"       mcpwire {name} [options]{rest} --config FILE --server NAME\n"
+            f"       mcpwire {name} [options]{rest} -- COMMAND [ARGS...]",
+        )
+        if thing:
+            p.add_argument("positional", nargs="+", metavar=f"[URL] {thing}")
+        else:
+            p.add_argument("url", nargs="?", metavar="URL")
+        return p
+
+    p = client_parser("inspect", "show a server's info, tools, resources and prompts", None)
     common(p)
-    p = sub.add_parser("call", help="call a tool")
-    p.add_argument("positional", nargs="+", metavar="[URL] TOOL")
+    p = client_parser("call", "call a tool", "TOOL")
     p.add_argument("--args", default="{}", help="tool arguments as a JSON object")
     common(p)
-    p = sub.add_parser("read", help="read a resource")
-    p.add_argument("positional", nargs="+", metavar="[URL] URI")
+    p = client_parser("read", "read a resource", "URI")
     common(p)
-    p = sub.add_parser("prompt", help="get a prompt")
-    p.add_argument("positional", nargs="+", metavar="[URL] NAME")
-    p.add_argument("--args", default="{}", help="prompt arguments as a JSON object")
+    p = client_parser("prompt", "get a prompt", "NAME")
+    p.add_argument("--args", default="{}", help="prompt arguments as a JSON object (strings)")
     common(p)
     p = sub.add_parser(
         "serve",

@@ -240,6 +240,26 @@ def test_help_exits_0() -> None:
         assert command in proc.stdout
 
 
+@pytest.mark.parametrize(("command", "thing"), [("inspect", ""), ("call", " TOOL"),
+                                                ("read", " URI"), ("prompt", " NAME")])  # fmt: skip
+def test_each_client_commands_help_shows_every_target_form(command: str, thing: str) -> None:
+    proc = mcpwire(command, "--help")
+    assert proc.returncode == 0, proc.stderr
+    usage = proc.stdout
+    assert f"mcpwire {command} [options] URL{thing}\n" in usage
+    assert f"mcpwire {command} [options]{thing} --config FILE --server NAME" in usage
+    assert f"mcpwire {command} [options]{thing} -- COMMAND [ARGS...]" in usage
+
+
+def test_serve_help_says_what_app_and_the_options_are() -> None:
+    proc = mcpwire("serve", "--help")
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    assert "module:attr or path/to/file.py:attr (attr defaults to 'server')" in text
+    assert "the address to bind (default: 127.0.0.1)" in text
+    assert "the TCP port (default: 8000)" in text
+
+
 def test_nonexistent_command_exits_3() -> None:
     proc = mcpwire("call", "echo", "--", "mcpwire-nonexistent-command-xyz")
     assert proc.returncode == 3
