@@ -45,6 +45,7 @@ __all__ = (
     "READ_SIZE",
     "AsyncioStream",
     "open_tcp_listener",
+    "readable_now",
     "running_asyncio_loop",
     "serve_listener",
 )
@@ -182,14 +183,7 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
             return True
         # What the loop has not delivered yet (it has not run since): a FIN, or bytes,
         # waiting in the kernel. A request that must not be sent twice relies on it.
-        sock = transport.get_extra_info("socket")
-        if sock is None:
-            return False
-        try:
-            readable, _, _ = select.select([sock], [], [], 0)
-        except (OSError, ValueError):
-            return True
-        return bool(readable)
+        return readable_now(transport.get_extra_info("socket"))
 
     # -- writing ------------------------------------------------------------------
 
@@ -372,3 +366,15 @@ async def _accept_loop(
 def _expire(waiter: asyncio.Future[Any]) -> None:
     if not waiter.done():
         waiter.set_result(_EXPIRED)
+
+
+def readable_now(sock: Any) -> bool:
+    """Whether an idle socket has anything to read (its peer's FIN, or bytes) this
+    instant; a socket that cannot be polled counts as dead, a missing one as not."""
+    if sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)

@@ -17,14 +17,13 @@ what h11 buffers stays bounded by its ``max_incomplete_event_size``.
 
 from __future__ import annotations
 
-import select
 from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
 import h11
 
-from ._aio_stream import AsyncioStream
+from ._aio_stream import AsyncioStream, readable_now
 from ._errors import MCPWireError
 
 if TYPE_CHECKING:
@@ -189,14 +188,7 @@ class StreamSocket:
 
     def looks_dead(self) -> bool:
         """True if an idle socket is readable: the peer closed it (or sent garbage)."""
-        raw = self.raw
-        if raw is None:
-            return False
-        try:
-            readable, _, _ = select.select([raw], [], [], 0)
-        except (OSError, ValueError):
-            return True
-        return bool(readable)
+        return readable_now(self.raw)
 
     def abort(self) -> None:
         """Close at once from any task, if that needs no wait (here it does: no-op)."""
