@@ -19,6 +19,7 @@ import anyio
 from ._cli_oauth import add_oauth_arguments, oauth_client, wants_oauth
 from ._cli_output import (
     add_http_serving_arguments,
+    http_bind,
     http_serving_given,
     http_serving_options,
     say,
@@ -123,9 +124,7 @@ def _parser() -> argparse.ArgumentParser:
         help="stdio (the default); http: Streamable HTTP at /mcp, both eras; "
         "sse: also the deprecated HTTP+SSE endpoints /sse and /messages",
     )
-    p.add_argument("--host", help="http, sse: the address to bind (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, help="http, sse: the TCP port (default: 8000)")
-    add_http_serving_arguments(p, when="http")
+    add_http_serving_arguments(p, when="http, sse")
     auth = p.add_argument_group(
         "OAuth 2.1 (http, sse): serve as a protected resource, tokens checked by RFC 7662 "
         "introspection at the authorization server"
@@ -487,13 +486,14 @@ def _serve(args: argparse.Namespace) -> int:
     if args.transport in ("http", "sse"):
         from ._http_run import run_main
 
-        port = 8000 if args.port is None else args.port
-        if not 0 <= port <= 65535:
-            raise UsageError(f"--port must be a TCP port (0-65535), not {port}")
+        try:
+            host, port = http_bind(args)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         # sse: the deprecated HTTP+SSE endpoints (/sse, /messages) beside /mcp.
         return run_main(
             server,
-            "127.0.0.1" if args.host is None else args.host,
+            host,
             port,
             legacy_sse=args.transport == "sse",
             **(http_serving_options(args) or {}),
@@ -502,8 +502,6 @@ def _serve(args: argparse.Namespace) -> int:
     if args.auth_server or args.introspect or args.dpop or args.dpop_nonce:
         raise UsageError("OAuth options apply to --transport http or sse")
     given = http_serving_given(args)
-    if args.host is not None or args.port is not None:
-        given = "--host" if args.host is not None else "--port"
     if given is not None:
         raise UsageError(f"{given} applies to --transport http or sse")
     server.run()

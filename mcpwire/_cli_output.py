@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = (
     "ProgressLine",
     "add_http_serving_arguments",
+    "http_bind",
     "http_serving_given",
     "http_serving_options",
     "inspect_report",
@@ -285,8 +286,10 @@ def load_app(spec: str) -> Server:
 
 
 def add_http_serving_arguments(p: argparse.ArgumentParser, *, when: str) -> None:
-    """``--allowed-host``, ``--allowed-origin`` and ``--responses``; ``when`` names
-    the option they go with, for the help."""
+    """``--host``, ``--port``, ``--allowed-host``, ``--allowed-origin`` and
+    ``--responses``; ``when`` names the option they go with, for the help."""
+    p.add_argument("--host", help=f"{when}: the address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, help=f"{when}: the TCP port (default: 8000)")
     p.add_argument(
         "--allowed-host",
         action="append",
@@ -312,6 +315,10 @@ def add_http_serving_arguments(p: argparse.ArgumentParser, *, when: str) -> None
 def http_serving_given(args: argparse.Namespace) -> str | None:
     """The first of those options given on the command line, if any (for the
     usage error of a command that serves no HTTP)."""
+    if args.host is not None:
+        return "--host"
+    if args.port is not None:
+        return "--port"
     if args.allowed_host is not None:
         return "--allowed-host"
     if args.allowed_origin is not None:
@@ -319,9 +326,18 @@ def http_serving_given(args: argparse.Namespace) -> str | None:
     return "--responses" if args.responses != "auto" else None
 
 
+def http_bind(args: argparse.Namespace) -> tuple[str, int]:
+    """The address and port to serve HTTP on. Raises ValueError for a bad port."""
+    port = 8000 if args.port is None else args.port
+    if not 0 <= port <= 65535:
+        raise ValueError(f"--port must be a TCP port (0-65535), not {port}")
+    return ("127.0.0.1" if args.host is None else args.host), port
+
+
 def http_serving_options(args: argparse.Namespace) -> dict[str, Any] | None:
-    """The ``serve_http`` keywords those options give; None when none was given."""
-    if http_serving_given(args) is None:
+    """The ``serve_http`` keywords the header and response options give; None when
+    none of them was given."""
+    if args.allowed_host is None and args.allowed_origin is None and args.responses == "auto":
         return None
     return {
         "allowed_hosts": "auto" if args.allowed_host is None else args.allowed_host,

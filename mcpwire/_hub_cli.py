@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 from ._cli_output import (
     add_http_serving_arguments,
+    http_bind,
     http_serving_given,
     http_serving_options,
     say,
@@ -115,8 +116,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="--serve: offer a use_profile tool, so the client can switch profiles itself",
     )
-    p.add_argument("--host", help="--serve http: the address (127.0.0.1)")
-    p.add_argument("--port", type=int, help="--serve http: the port (8000)")
     add_http_serving_arguments(p, when="--serve http")
     p.add_argument(
         "--login-path",
@@ -153,14 +152,12 @@ def main(args: argparse.Namespace, command: list[str]) -> int:
         if args.serve and (args.json or args.watch):
             raise _Usage("--serve speaks MCP on its transport: no --json or --watch")
         given = http_serving_given(args)
-        if args.host is not None or args.port is not None:
-            given = "--host" if args.host is not None else "--port"
         if args.serve != "http" and given is not None:
             raise _Usage(f"{given} goes with --serve http")
-        args.host = "127.0.0.1" if args.host is None else args.host
-        args.port = 8000 if args.port is None else args.port
-        if not 0 <= args.port <= 65535:
-            raise _Usage("--port must be a TCP port")
+        try:
+            args.host, args.port = http_bind(args)
+        except ValueError as exc:
+            raise _Usage(str(exc)) from None
         if not args.timeout > 0:
             raise _Usage("--timeout must be a positive number of seconds")
         configs = list(args.config) or [p for p in PROJECT_CONFIGS if os.path.isfile(p)]
