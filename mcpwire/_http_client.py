@@ -68,10 +68,10 @@ import anyio
 from ._errors import ConnectionClosed
 from ._http_client_base import (
     ERROR_BODY_EXCERPT,
-    REPEATABLE,
     http_error,
     jsonrpc_error,
     make_options,
+    repeatable,
     status_error,
 )
 from ._http_client_conn import (
@@ -346,7 +346,7 @@ class HTTPClientTransport(EventStreams):
                 headers,
                 m.serialize(request),
                 timeout=None,
-                retry=request.method in REPEATABLE,
+                retry=repeatable(request),
             )
         except (RedirectRefused, InvalidRequest) as exc:
             await self._final(stream, http_error(request.id, ErrorCode.INVALID_REQUEST, str(exc)))

@@ -65,12 +65,12 @@ from .sansio._sse import DEFAULT_MAX_EVENT_SIZE, SSEDecoder, SSEEvent
 
 if TYPE_CHECKING:
     from ._oauth import OAuthClient
+    from ._transport import Outbound
 
 __all__ = (
     "ERROR_BODY_EXCERPT",
     "MAX_REPLIES_IN_FLIGHT",
     "OPTION_NAMES",
-    "REPEATABLE",
     "HTTPClientOptions",
     "HTTPTransportBase",
     "backoff_delay",
@@ -80,6 +80,7 @@ __all__ = (
     "jsonrpc_error",
     "make_options",
     "next_events",
+    "repeatable",
     "status_error",
 )
 
@@ -97,7 +98,7 @@ MAX_ORIGINS = 256
 MAX_BACKOFF = 30.0
 #: Requests that change nothing at the server (or set what they set again): sent
 #: once more when a kept-alive socket broke before any answer (_http_client_conn).
-REPEATABLE = frozenset(
+_REPEATABLE = frozenset(
     {
         "ping",
         "server/discover",
@@ -115,6 +116,13 @@ REPEATABLE = frozenset(
         "tasks/list",
     }
 )
+
+
+def repeatable(message: Outbound) -> bool:
+    """Whether POSTing ``message`` twice is harmless (``HTTPClient.request(retry=...)``):
+    notifications and responses are, and requests that act on nothing."""
+    items = message if isinstance(message, list) else (message,)
+    return all(type(one) is not m.Request or one.method in _REPEATABLE for one in items)
 
 
 def excerpt(body: bytes, limit: int = 300) -> str:

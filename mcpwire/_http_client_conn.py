@@ -60,7 +60,7 @@ import h11
 
 from ._aio_stream import AsyncioStream, running_asyncio_loop
 from ._http_client_headers import raw_media_type
-from ._http_client_net import URL, Verify
+from ._http_client_net import URL, Verify, redirect_target
 from ._http_client_net import describe as _describe
 from ._http_client_net import ssl_context as _ssl_context
 from ._http_client_sock import (
@@ -74,7 +74,6 @@ from ._http_client_sock import (
     RedirectRefused,
     StreamSocket,
     aborted,
-    redirect_target,
 )
 
 if TYPE_CHECKING:

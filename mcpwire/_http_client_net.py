@@ -21,10 +21,12 @@ from urllib.parse import urljoin, urlsplit
 
 from anyio import EndOfStream
 
+from ._http_client_sock import RedirectRefused
+
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ("URL", "Verify", "describe", "ssl_context")
+__all__ = ("URL", "Verify", "describe", "redirect_target", "ssl_context")
 
 Verify = Union[bool, "ssl.SSLContext"]
 
@@ -137,3 +139,24 @@ class URL:
 
     def __str__(self) -> str:
         return self.raw
+
+
+def redirect_target(url: URL, status: int, location: str | None) -> URL:
+    """Where a 3xx from ``url`` leads, if it is followed (see ``_http_client_conn``)."""
+    if not location:
+        raise RedirectRefused(f"HTTP {status} from {url} without a Location header")
+    try:
+        target = url.join(location)
+    except ValueError as exc:
+        raise RedirectRefused(f"HTTP {status} from {url} to an invalid location: {exc}") from None
+    if status not in (307, 308):
+        raise RedirectRefused(
+            f"HTTP {status} redirect from {url} to {target} not followed (only 307 and "
+            "308 keep the method and body); use that URL if it is the intended endpoint"
+        )
+    if target.origin != url.origin:
+        raise RedirectRefused(
+            f"HTTP {status} redirect from {url} to another origin ({target}) refused; "
+            "use that URL directly if it is the intended endpoint"
+        )
+    return target

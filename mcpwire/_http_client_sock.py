@@ -17,17 +17,12 @@ what h11 buffers stays bounded by its ``max_incomplete_event_size``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import anyio
 import anyio.abc
 import h11
 
 from ._aio_stream import AsyncioStream, readable_now
 from ._errors import MCPWireError
-
-if TYPE_CHECKING:
-    from ._http_client_net import URL
 
 __all__ = (
     "NETWORK_ERRORS",
@@ -40,7 +35,6 @@ __all__ = (
     "RedirectRefused",
     "StreamSocket",
     "aborted",
-    "redirect_target",
 )
 
 _RECEIVE_SIZE = 65536
@@ -255,24 +249,3 @@ class ProtocolSocket(StreamSocket):
 
     async def close(self) -> None:
         self.stream.abort()
-
-
-def redirect_target(url: URL, status: int, location: str | None) -> URL:
-    """Where a 3xx from ``url`` leads, if it is followed (see ``_http_client_conn``)."""
-    if not location:
-        raise RedirectRefused(f"HTTP {status} from {url} without a Location header")
-    try:
-        target = url.join(location)
-    except ValueError as exc:
-        raise RedirectRefused(f"HTTP {status} from {url} to an invalid location: {exc}") from None
-    if status not in (307, 308):
-        raise RedirectRefused(
-            f"HTTP {status} redirect from {url} to {target} not followed (only 307 and "
-            "308 keep the method and body); use that URL if it is the intended endpoint"
-        )
-    if target.origin != url.origin:
-        raise RedirectRefused(
-            f"HTTP {status} redirect from {url} to another origin ({target}) refused; "
-            "use that URL directly if it is the intended endpoint"
-        )
-    return target

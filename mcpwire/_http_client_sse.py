@@ -45,13 +45,13 @@ import anyio
 from ._http_client_base import (
     ERROR_BODY_EXCERPT,
     INBOX_SIZE,
-    REPEATABLE,
     HTTPClientOptions,
     HTTPTransportBase,
     excerpt,
     http_error,
     make_options,
     next_events,
+    repeatable,
 )
 from ._http_client_conn import (
     URL,
@@ -236,11 +236,6 @@ class SSEConnection:
     async def _post(self, message: Outbound) -> None:
         assert self.endpoint is not None
         body = m.serialize_batch(message) if isinstance(message, list) else m.serialize(message)
-        # Sent twice only if harmless (``_http_client_conn``): no request that acts.
-        repeat = all(
-            type(one) is not m.Request or one.method in REPEATABLE
-            for one in (message if isinstance(message, list) else (message,))
-        )
         headers = [("Content-Type", "application/json"), *self.options.headers]
         timeout = self.options.timeout
         failure: HTTPError | None = None
@@ -256,7 +251,12 @@ class SSEConnection:
             with anyio.CancelScope(deadline=deadline) as scope:
                 try:
                     response = await self.http.request(
-                        "POST", self.endpoint, headers, body, timeout=timeout, retry=repeat
+                        "POST",
+                        self.endpoint,
+                        headers,
+                        body,
+                        timeout=timeout,
+                        retry=repeatable(message),
                     )
                 except (RedirectRefused, ReadTimeout, InvalidRequest) as exc:
                     problem = str(exc)
