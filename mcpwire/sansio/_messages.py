@@ -375,16 +375,14 @@ def _past_limits(data: bytes | bytearray | memoryview | str, exc: _codec.CodecEr
     its first and last bytes, so a response fails its own call, a request gets its
     id back, and a notification no answer (``_oversized``)."""
     from ._ndjson import HEAD_BYTES, TAIL_BYTES
-    from ._oversized import oversized
+    from ._oversized import unreadable
 
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
     if isinstance(exc, _codec.MessageTooDeep):
         problem = f"nests deeper than the limit of {exc.limit} levels"
     else:
         problem = "holds an integer that does not fit in 64 bits"
-    return oversized(
-        raw[:HEAD_BYTES], len(raw), raw[-TAIL_BYTES:], problem=problem, code=exc.error_code
-    )
+    return unreadable(raw[:HEAD_BYTES], raw[-TAIL_BYTES:], problem, exc.error_code)
 
 
 def to_json(message: Message) -> JSONObject:

@@ -34,7 +34,7 @@ import orjson
 
 from ._messages import ErrorCode, ErrorObject, ErrorResponse, Invalid
 
-__all__ = ("names_id", "oversized")
+__all__ = ("names_id", "oversized", "unreadable")
 
 _SPACE = frozenset(b" \t\r\n")
 _SCALAR_END = frozenset(b",}] \t\r\n")
@@ -47,19 +47,17 @@ def names_id(head: bytes) -> bool:
     return "id" in _top_level(head)[0]
 
 
-def oversized(
-    head: bytes,
-    limit: int,
-    tail: bytes = b"",
-    *,
-    problem: str | None = None,
-    code: int = ErrorCode.INVALID_REQUEST,
-) -> Invalid | ErrorResponse:
-    """The incoming item that stands for a discarded line beginning with ``head``
-    and ending with ``tail``. ``problem`` says why it was discarded (by default:
-    over the size ``limit``), ``code`` is the error to answer a request with."""
-    if problem is None:
-        problem = f"exceeds the message size limit of {limit} bytes"
+def oversized(head: bytes, limit: int, tail: bytes = b"") -> Invalid | ErrorResponse:
+    """The incoming item that stands for a line over the size ``limit``, discarded,
+    beginning with ``head`` and ending with ``tail``."""
+    return unreadable(
+        head, tail, f"exceeds the message size limit of {limit} bytes", ErrorCode.INVALID_REQUEST
+    )
+
+
+def unreadable(head: bytes, tail: bytes, problem: str, code: int) -> Invalid | ErrorResponse:
+    """The incoming item for a message that cannot be taken (``problem`` says why),
+    from what its first and last bytes show; ``code`` answers a request."""
     fields, open_key = _top_level(head)
     closed = False
     if "id" not in fields and tail:
