@@ -826,6 +826,19 @@ BAD_INPUT: list[tuple[str, bytes, ErrorResponse | None]] = [
         b'{"jsonrpc":"2.0","id":"4","method":"nope"}',
         ErrorResponse("4", ErrorObject(-32601, "")),
     ),
+    # Both a request and a response: never run ("echo" would answer), -32600 with the id.
+    (
+        "method-and-result",
+        b'{"jsonrpc":"2.0","id":5,"method":"echo","result":{}}',
+        ErrorResponse(5, ErrorObject(-32600, "")),
+    ),
+    (
+        "method-and-error",
+        b'{"jsonrpc":"2.0","id":"e","method":"echo","error":{"code":1,"message":"x"}}',
+        ErrorResponse("e", ErrorObject(-32600, "")),
+    ),
+    ("method-and-result-no-id", b'{"jsonrpc":"2.0","method":"echo","result":{}}', None),
+    ("method-and-result-null-id", b'{"jsonrpc":"2.0","id":null,"method":"echo","result":{}}', None),
     ("notification-unknown", b'{"jsonrpc":"2.0","method":"nope"}', None),
     ("notification-bad-params", b'{"jsonrpc":"2.0","method":"n","params":[1]}', None),
     ("notification-bad-version", b'{"jsonrpc":"1.0","method":"n"}', None),
