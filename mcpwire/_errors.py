@@ -138,7 +138,8 @@ class ConnectionClosed(MCPWireError):
 
 
 class RequestTimeout(MCPWireError, TimeoutError):
-    """A request got no response before its deadline; it was cancelled at the peer."""
+    """A request got no response before its deadline (raised at the deadline; the
+    peer is sent ``notifications/cancelled`` for it as soon as it can take it)."""
 
     def __init__(self, method: str, seconds: float) -> None:
         super().__init__(f"request {method!r} timed out after {seconds:.3g} s")
