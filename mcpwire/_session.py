@@ -63,7 +63,7 @@ from ._errors import (
 )
 from ._inflow import Inflow
 from ._loops import running_asyncio_loop
-from ._pending import Pending, Sweep
+from ._pending import Pending, Sweep, log_stray
 from ._replies import Gathered, refuse_batch, serve_batch, writable
 from ._request_context import RequestContext
 from .sansio._json import JSONObject
@@ -473,11 +473,11 @@ class Session:
 
     def _resolve(self, message: Response | ErrorResponse) -> None:
         if self.rpc.response_received(message) is None:
-            if self._late:
-                method = self._late.pop(message.id, None)  # type: ignore[arg-type]
-                hook = self.on_late_response
-                if method is not None and hook is not None and type(message) is Response:
-                    hook(method, message)
+            method = self._late.pop(message.id, None) if self._late else None  # type: ignore[arg-type]
+            hook = self.on_late_response
+            if method is not None and hook is not None and type(message) is Response:
+                hook(method, message)
+            log_stray(message, self.rpc.was_abandoned(message.id), self.rpc.counters)
             return
         pending = self._pending.get(message.id)  # type: ignore[arg-type]
         if pending is not None:
