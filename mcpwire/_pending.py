@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ._errors import ConnectionClosed, JSONRPCError, RemoteProtocolError
+from ._errors import ConnectionClosed, JSONRPCError, RemoteProtocolError, RequestTimeout
 from .sansio._json import JSONObject
 from .sansio._messages import ErrorResponse, Response
 from .sansio._rpc import Counters
@@ -60,8 +60,9 @@ if TYPE_CHECKING:
     import asyncio
 
     from ._session import ProgressCallback
+    from ._transport import Transport
 
-__all__ = ("MAX_STRAY_WARNINGS", "Pending", "Sweep", "deadline_held", "log_stray")
+__all__ = ("MAX_STRAY_WARNINGS", "Pending", "Sweep", "deadline_held", "log_stray", "timed_out")
 
 logger = logging.getLogger("mcpwire")
 
@@ -278,3 +279,11 @@ def log_stray(message: Response | ErrorResponse, late: bool, counters: Counters)
         logger.log(
             level, "ignored a response to request id %r, which is not one in flight", message.id
         )
+
+
+def timed_out(transport: Transport, method: str, seconds: float) -> RequestTimeout:
+    """The error for a request unanswered after ``seconds``, with what the transport
+    knows of why: a stdio line over the size limit still being dropped
+    (``discarding``) may hold the answer."""
+    discarding = getattr(transport, "discarding", None)
+    return RequestTimeout(method, seconds, discarding() if discarding is not None else None)

@@ -59,11 +59,10 @@ from ._errors import (
     JSONRPCError,
     MCPWireError,
     RemoteProtocolError,
-    RequestTimeout,
 )
 from ._inflow import Inflow
 from ._loops import running_asyncio_loop
-from ._pending import Pending, Sweep, log_stray
+from ._pending import Pending, Sweep, log_stray, timed_out
 from ._replies import Gathered, refuse_batch, serve_batch, writable
 from ._request_context import RequestContext
 from .sansio._json import JSONObject
@@ -354,7 +353,7 @@ class Session:
                 # not hang it. A direct transport may answer during the send.
                 await pending.send_and_wait(rest, started + limit)
             if pending.value is None:
-                raise RequestTimeout(method, limit)
+                raise timed_out(self.transport, method, limit)
         except ConnectionClosed:
             self.rpc.abandon(request.id)  # it could not be sent: nothing to cancel
             raise
