@@ -1043,6 +1043,29 @@ async def test_a_timeout_does_not_wait_for_the_server_to_take_the_cancel_notice(
         assert methods[-2:] == ["notifications/cancelled", "DELETE"]
 
 
+async def test_a_cancel_notice_the_server_never_takes_does_not_hold_the_close() -> None:
+    # Closing gives queued notices a bounded time to go out, then stops trying.
+    async def tools_call(seen: Seen) -> Reply:
+        return Reply.sse(hold=anyio.Event())
+
+    base = legacy({"tools/call": tools_call})
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.rpc_method == "notifications/cancelled":
+            await anyio.sleep(60)  # never takes it
+        reply: Reply = await base(seen)
+        return reply
+
+    async with raw_server(handler) as server:
+        client = legacy_client(server.url, timeout=30)
+        async with client as c:
+            with pytest.raises(RequestTimeout):
+                await c.call_tool("slow", {}, timeout=0.2)
+            start = time.monotonic()
+        assert time.monotonic() - start < 2.0 + 2.5
+        assert "notifications/cancelled" in server.methods()
+
+
 @pytest.mark.parametrize(
     ("option", "value", "error"),
     [
