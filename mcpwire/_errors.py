@@ -138,12 +138,16 @@ class ConnectionClosed(MCPWireError):
 
 
 class RequestTimeout(MCPWireError, TimeoutError):
-    """A request got no response before its deadline; it was cancelled at the peer."""
+    """A request got no response before its deadline (raised at the deadline; the
+    peer is sent ``notifications/cancelled`` for it as soon as it can take it)."""
 
-    def __init__(self, method: str, seconds: float) -> None:
-        super().__init__(f"request {method!r} timed out after {seconds:.3g} s")
+    def __init__(self, method: str, seconds: float, detail: str | None = None) -> None:
+        message = f"request {method!r} timed out after {seconds:.3g} s"
+        super().__init__(message if detail is None else f"{message}: {detail}")
         self.method = method
         self.seconds = seconds
+        #: What the transport knew of why no answer came (a line being discarded).
+        self.detail = detail
 
 
 class AuthorizationError(MCPWireError):

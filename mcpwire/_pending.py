@@ -25,6 +25,14 @@ Either way an expired deadline leaves ``value`` unset, which the session
 turns into ``RequestTimeout``; progress moves the deadline (never past the
 hard cap); closing the session settles every waiter with its error.
 
+An answer no caller waits for is ignored (the protocol never answers a
+response) but not silently: ``log_stray`` logs it at WARNING on the
+``mcpwire`` logger, naming its id, or for an error with no id (the peer could
+not read something we sent) its code and message; answers to requests given
+up on are expected, and logged at DEBUG only. A session logs at most
+``MAX_STRAY_WARNINGS`` of them at WARNING, the rest at DEBUG, so a peer that
+floods them cannot flood the log; ``RPCState.counters`` counts them all.
+
 Time the transport spends authorizing a request (an OAuth flow, which may
 wait for a person in a browser) is not the request's: the general way marks
 the send as this task's (``_SENDING``), and ``deadline_held()``, entered by
@@ -43,18 +51,23 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ._errors import ConnectionClosed, JSONRPCError, RemoteProtocolError
+from ._errors import ConnectionClosed, JSONRPCError, RemoteProtocolError, RequestTimeout
 from .sansio._json import JSONObject
 from .sansio._messages import ErrorResponse, Response
+from .sansio._rpc import Counters
 
 if TYPE_CHECKING:
     import asyncio
 
     from ._session import ProgressCallback
+    from ._transport import Transport
 
-__all__ = ("Pending", "Sweep", "deadline_held")
+__all__ = ("MAX_STRAY_WARNINGS", "Pending", "Sweep", "deadline_held", "log_stray", "timed_out")
 
 logger = logging.getLogger("mcpwire")
+
+#: Answers to no request of ours a session logs at WARNING (the rest at DEBUG).
+MAX_STRAY_WARNINGS = 20
 
 #: The request whose send this task is running (the general way only).
 _SENDING: contextvars.ContextVar[Pending | None] = contextvars.ContextVar(
@@ -244,3 +257,33 @@ def deadline_held() -> Iterator[None]:
         spent = anyio.current_time() - began
         pending.hard_deadline += spent
         scope.deadline = min(saved + spent, pending.hard_deadline)
+
+
+def log_stray(message: Response | ErrorResponse, late: bool, counters: Counters) -> None:
+    """Log an answer no caller waits for (see the module docstring); ``late``: it
+    answers a request given up on. ``counters`` has counted it already."""
+    if late:
+        logger.debug("an answer to request %r came after it was given up on", message.id)
+        return
+    level = logging.WARNING if counters.unknown_responses <= MAX_STRAY_WARNINGS else logging.DEBUG
+    if message.id is None:
+        err = message.error  # an id-less answer is an ErrorResponse (a Response has one)
+        logger.log(
+            level,
+            "the peer sent an error response with id null (it could not read or "
+            "identify a message of ours): [%d] %s",
+            err.code,
+            err.message,
+        )
+    else:
+        logger.log(
+            level, "ignored a response to request id %r, which is not one in flight", message.id
+        )
+
+
+def timed_out(transport: Transport, method: str, seconds: float) -> RequestTimeout:
+    """The error for a request unanswered after ``seconds``, with what the transport
+    knows of why: a stdio line over the size limit still being dropped
+    (``discarding``) may hold the answer."""
+    discarding = getattr(transport, "discarding", None)
+    return RequestTimeout(method, seconds, discarding() if discarding is not None else None)

@@ -52,17 +52,17 @@ from typing import TYPE_CHECKING, Final
 import anyio
 import anyio.abc
 
+from ._cancel_notices import CancelNotices
 from ._eager import serve_eagerly
 from ._errors import (
     ConnectionClosed,
     JSONRPCError,
     MCPWireError,
     RemoteProtocolError,
-    RequestTimeout,
 )
 from ._inflow import Inflow
 from ._loops import running_asyncio_loop
-from ._pending import Pending, Sweep
+from ._pending import Pending, Sweep, log_stray, timed_out
 from ._replies import Gathered, refuse_batch, serve_batch, writable
 from ._request_context import RequestContext
 from .sansio._json import JSONObject
@@ -107,7 +107,7 @@ DEFAULT_REQUEST_TIMEOUT: Final = 60.0
 #: Progress notifications push the deadline out, but never past this many
 #: seconds after the request was sent.
 DEFAULT_MAX_REQUEST_TIMEOUT: Final = 3600.0
-#: Bound on how long we try to tell the peer about a cancellation.
+#: Seconds the cancellation notices still queued get to go out at close (``_cancel_notices``).
 _CANCEL_NOTICE_TIMEOUT = 2.0
 
 ProgressCallback = Callable[[float, "float | None", "str | None"], Awaitable[None]]
@@ -184,6 +184,7 @@ class Session:
         self._sweep: Sweep | None = None
         self._dispatching = False  # the reader is part-way through a message
         self.inflow = Inflow(transport)
+        self.cancel_notices = CancelNotices(transport)
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -248,6 +249,7 @@ class Session:
             self._shutdown(ConnectionClosed("the session was closed"))
         try:
             with anyio.CancelScope(shield=True):
+                await self.cancel_notices.flush(_CANCEL_NOTICE_TIMEOUT)
                 await self.transport.aclose()
         finally:
             # Only our own tasks stop (the reader here, handlers in _shutdown); the
@@ -318,7 +320,8 @@ class Session:
 
         Raises:
             JSONRPCError: the peer answered with an error.
-            RequestTimeout: no answer in time (``notifications/cancelled`` was sent).
+            RequestTimeout: no answer in time, raised at the deadline (the
+                ``notifications/cancelled`` goes out after it: ``_cancel_notices``).
             ConnectionClosed: the connection ended first.
         """
         if self._closed is not None:
@@ -350,14 +353,14 @@ class Session:
                 # not hang it. A direct transport may answer during the send.
                 await pending.send_and_wait(rest, started + limit)
             if pending.value is None:
-                raise RequestTimeout(method, limit)
+                raise timed_out(self.transport, method, limit)
         except ConnectionClosed:
             self.rpc.abandon(request.id)  # it could not be sent: nothing to cancel
             raise
         finally:
             del self._pending[request.id]
             if pending.value is None:
-                await self._abandon(request.id, method)
+                self._abandon(request.id, method)
         return pending.result()
 
     def _send_now(self, message: Message, related: RequestId | None) -> Awaitable[None] | None:
@@ -383,20 +386,16 @@ class Session:
             self._shutdown(self.transport.close_error())
         return self._closed_error()
 
-    async def _abandon(self, rid: RequestId, method: str) -> None:
+    def _abandon(self, rid: RequestId, method: str) -> None:
         notice = self.rpc.abandon(rid, f"{method} timed out or was cancelled by the caller")
-        if notice is None or self._closed is not None:
+        if notice is None or self._closed is not None or self._tg is None:
             return
         if self.on_late_response is not None:
             late = self._late
             late[rid] = method
             if len(late) > ABANDONED_MEMORY:  # as many as the RPC state remembers
                 del late[next(iter(late))]
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_NOTICE_TIMEOUT):
-            try:
-                await self.transport.send(notice)
-            except (MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                pass
+        self.cancel_notices.post(notice, self._tg)
 
     # -- incoming -------------------------------------------------------------
 
@@ -473,11 +472,11 @@ class Session:
 
     def _resolve(self, message: Response | ErrorResponse) -> None:
         if self.rpc.response_received(message) is None:
-            if self._late:
-                method = self._late.pop(message.id, None)  # type: ignore[arg-type]
-                hook = self.on_late_response
-                if method is not None and hook is not None and type(message) is Response:
-                    hook(method, message)
+            method = self._late.pop(message.id, None) if self._late else None  # type: ignore[arg-type]
+            hook = self.on_late_response
+            if method is not None and hook is not None and type(message) is Response:
+                hook(method, message)
+            log_stray(message, self.rpc.was_abandoned(message.id), self.rpc.counters)
             return
         pending = self._pending.get(message.id)  # type: ignore[arg-type]
         if pending is not None:

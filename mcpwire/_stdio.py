@@ -16,6 +16,7 @@ at the null device. Both are restored by ``aclose()``.
 from __future__ import annotations
 
 import collections
+import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from ._transport import Outbound
 
 __all__ = ("StdioServerTransport",)
+
+logger = logging.getLogger("mcpwire")
 
 #: Parsed messages queued for the session before reading pauses, and the bytes
 #: their lines held: reading also pauses past ``_READY_BYTES`` (one message of
@@ -62,6 +65,12 @@ class _Framed:
     else queues for ``receive()``; when more than ``_READY_LIMIT`` items (or
     ``_READY_BYTES`` of their lines) wait,
     reading pauses (bounded memory, back-pressure on the pipe).
+
+    A line over the size limit is dropped as it arrives (``NDJSONReader``): a
+    WARNING says so once, as soon as it passes the limit, and while its end has
+    not come ``discarding()`` says so to a call that times out meanwhile (its
+    answer may be in that line). What the line's first bytes show is acted on
+    at once (``sansio.oversized``): the call it answers fails then, not at its end.
     """
 
     def __init__(self, reader: FDReader, limits: Limits, *, tolerant: bool) -> None:
@@ -98,11 +107,20 @@ class _Framed:
 
     def _on_data(self, data: bytes) -> bool:
         """Frame and parse ``data``; True if it left items (or the end) for ``receive``."""
+        lines = self._lines
+        caught = lines.oversized_lines
         if data:
-            items = self._lines.feed(data)
+            items = lines.feed(data)
         else:
             self._eof = True
-            items = self._lines.feed_eof()
+            items = lines.feed_eof()
+        if lines.oversized_lines != caught:
+            logger.warning(
+                "discarding a line over the message size limit of %d bytes from the peer "
+                "(%d bytes so far)",
+                lines.max_line,
+                lines.discarded,
+            )
         ready = self._ready
         fast = self.fast_path
         limits = self._limits
@@ -130,6 +148,16 @@ class _Framed:
         if self._push and (len(ready) > _READY_LIMIT or self._ready_bytes > _READY_BYTES):
             self._reader.pause()
         return bool(ready) or self._eof
+
+    def discarding(self) -> str | None:
+        """What is being dropped while a line over the size limit has not ended."""
+        lines = self._lines
+        if not lines.discarding:
+            return None
+        return (
+            f"a line over the message size limit of {lines.max_line} bytes was being "
+            f"discarded ({lines.discarded} bytes so far, its end not yet read)"
+        )
 
 
 class _Sender:
@@ -277,6 +305,10 @@ class _Ends:
 
     async def receive(self) -> m.Incoming:
         return await self._framed.receive()
+
+    def discarding(self) -> str | None:
+        """Why nothing can arrive for now, if a line over the size limit is being dropped."""
+        return self._framed.discarding()
 
 
 class StdioServerTransport(_Ends):

@@ -1017,6 +1017,55 @@ async def test_legacy_headers_cancellation_and_delete() -> None:
         assert server.seen[-1].method == "DELETE"
 
 
+async def test_a_timeout_does_not_wait_for_the_server_to_take_the_cancel_notice() -> None:
+    # The notice is a POST that a slow server may take long to accept: the caller
+    # gets RequestTimeout at its deadline, and the notice is still delivered, before
+    # the DELETE that ends the session.
+    async def tools_call(seen: Seen) -> Reply:
+        return Reply.sse(hold=anyio.Event())
+
+    base = legacy({"tools/call": tools_call})
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.rpc_method == "notifications/cancelled":
+            await anyio.sleep(1.0)  # slow to take the notice
+        reply: Reply = await base(seen)
+        return reply
+
+    async with raw_server(handler) as server:
+        async with legacy_client(server.url) as c:
+            start = time.monotonic()
+            with pytest.raises(RequestTimeout):
+                await c.call_tool("slow", {}, timeout=0.2)
+            elapsed = time.monotonic() - start
+        assert 0.19 <= elapsed < 0.2 + 0.5
+        methods = [s.rpc_method or s.method for s in server.seen]
+        assert methods[-2:] == ["notifications/cancelled", "DELETE"]
+
+
+async def test_a_cancel_notice_the_server_never_takes_does_not_hold_the_close() -> None:
+    # Closing gives queued notices a bounded time to go out, then stops trying.
+    async def tools_call(seen: Seen) -> Reply:
+        return Reply.sse(hold=anyio.Event())
+
+    base = legacy({"tools/call": tools_call})
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.rpc_method == "notifications/cancelled":
+            await anyio.sleep(60)  # never takes it
+        reply: Reply = await base(seen)
+        return reply
+
+    async with raw_server(handler) as server:
+        client = legacy_client(server.url, timeout=30)
+        async with client as c:
+            with pytest.raises(RequestTimeout):
+                await c.call_tool("slow", {}, timeout=0.2)
+            start = time.monotonic()
+        assert time.monotonic() - start < 2.0 + 2.5
+        assert "notifications/cancelled" in server.methods()
+
+
 @pytest.mark.parametrize(
     ("option", "value", "error"),
     [

@@ -539,6 +539,8 @@ async def test_invalid_bodies_get_their_json_rpc_error(anyio_backend: str) -> No
             # A malformed response is not answered in JSON-RPC: the 400 names no id.
             (b'{"jsonrpc":"2.0","id":5,"result":[1]}', -32600, None),
             (b'{"jsonrpc":"1.0","id":6,"result":{}}', -32600, None),
+            # Both a request and a response: not run, -32600 with its id.
+            (b'{"jsonrpc":"2.0","id":4,"method":"tools/list","result":{}}', -32600, 4),
         ]
         for payload, code, rid in cases:
             reply = await raw.request(body=payload, headers=headers)

@@ -8,6 +8,7 @@ wire can be asserted.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import AsyncIterator
@@ -21,6 +22,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 import mcpwire
 from mcpwire import ConnectionClosed, JSONRPCError, RequestContext, RequestTimeout, Session
 from mcpwire._inflow import MAX_HANDLERS, MAX_PARKED
+from mcpwire._pending import MAX_STRAY_WARNINGS
 from mcpwire.sansio import (
     Batch,
     ErrorObject,
@@ -826,6 +828,19 @@ BAD_INPUT: list[tuple[str, bytes, ErrorResponse | None]] = [
         b'{"jsonrpc":"2.0","id":"4","method":"nope"}',
         ErrorResponse("4", ErrorObject(-32601, "")),
     ),
+    # Both a request and a response: never run ("echo" would answer), -32600 with the id.
+    (
+        "method-and-result",
+        b'{"jsonrpc":"2.0","id":5,"method":"echo","result":{}}',
+        ErrorResponse(5, ErrorObject(-32600, "")),
+    ),
+    (
+        "method-and-error",
+        b'{"jsonrpc":"2.0","id":"e","method":"echo","error":{"code":1,"message":"x"}}',
+        ErrorResponse("e", ErrorObject(-32600, "")),
+    ),
+    ("method-and-result-no-id", b'{"jsonrpc":"2.0","method":"echo","result":{}}', None),
+    ("method-and-result-null-id", b'{"jsonrpc":"2.0","id":null,"method":"echo","result":{}}', None),
     ("notification-unknown", b'{"jsonrpc":"2.0","method":"nope"}', None),
     ("notification-bad-params", b'{"jsonrpc":"2.0","method":"n","params":[1]}', None),
     ("notification-bad-version", b'{"jsonrpc":"1.0","method":"n"}', None),
@@ -863,6 +878,61 @@ async def test_bad_input_is_answered_exactly(frame: bytes, expected: ErrorRespon
         # Nothing else was sent before the sentinel's answer.
         assert first == Response("sentinel", {"echo": None})
         await session.close()
+
+
+async def test_answers_to_no_request_of_ours_are_logged_and_counted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Ignored as JSON-RPC asks (a response is never answered), but visible: a
+    # WARNING naming the id, or for an id-less error the code and message (the
+    # peer could not read something we sent). An answer to a request given up on
+    # is expected: DEBUG only.
+    transport = FakeTransport()
+    async with Session(transport, on_request=echo_server) as session:
+        with pytest.raises(RequestTimeout):
+            await session.request("slow", timeout=0.05)
+        abandoned = await transport.sent()
+        assert type(abandoned) is Request
+        with caplog.at_level(logging.DEBUG, logger="mcpwire"):
+            await transport.feed(b'{"jsonrpc":"2.0","id":"never-sent","result":{}}')
+            await transport.feed(b'{"jsonrpc":"2.0","id":4242,"error":{"code":-1,"message":"m"}}')
+            await transport.feed(
+                b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: x"}}'
+            )
+            await transport.feed(b'{"jsonrpc":"2.0","error":{"code":-32600,"message":"no id"}}')
+            await transport.feed(b'{"jsonrpc":"2.0","id":%d,"result":{}}' % abandoned.id)
+            await transport.feed(SENTINEL)
+            while (sent := await transport.sent()) != Response("sentinel", {"echo": None}):
+                assert type(sent) is Notification  # the cancel notice, nothing else
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert all(r.name.startswith("mcpwire") for r in caplog.records)
+        assert len(warnings) == 4, warnings
+        assert "'never-sent'" in warnings[0] and "4242" in warnings[1]
+        assert (
+            "id null" in warnings[2] and "-32700" in warnings[2] and "Parse error: x" in warnings[2]
+        )
+        assert "-32600" in warnings[3] and "no id" in warnings[3]
+        late = [r for r in caplog.records if r.levelno == logging.DEBUG and "given up" in r.msg]
+        assert len(late) == 1
+        counters = session.rpc.counters
+        assert (counters.unknown_responses, counters.null_id_errors) == (4, 2)
+        assert counters.late_responses == 1
+
+
+async def test_a_flood_of_stray_answers_is_logged_at_warning_only_so_often(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    transport = FakeTransport()
+    async with Session(transport, on_request=echo_server) as session:
+        with caplog.at_level(logging.DEBUG, logger="mcpwire"):
+            for n in range(MAX_STRAY_WARNINGS + 30):
+                await transport.feed(b'{"jsonrpc":"2.0","id":%d,"result":{}}' % (10_000 + n))
+            await transport.feed(SENTINEL)
+            assert await transport.sent() == Response("sentinel", {"echo": None})
+        levels = [r.levelno for r in caplog.records if "not one in flight" in r.getMessage()]
+        assert levels.count(logging.WARNING) == MAX_STRAY_WARNINGS
+        assert levels.count(logging.DEBUG) == 30
+        assert session.rpc.counters.unknown_responses == MAX_STRAY_WARNINGS + 30
 
 
 async def test_bad_input_sequence_keeps_serving() -> None:

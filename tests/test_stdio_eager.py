@@ -255,6 +255,33 @@ async def test_an_id_in_use_is_refused_even_for_a_quick_request() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_message_that_is_request_and_response_at_once_is_never_run() -> None:
+    # JSON-RPC 2.0: a request has no result/error, a response no method. With both,
+    # the server neither runs the tool nor takes it as an answer: -32600 with the id,
+    # on the fast path (asyncio) as in the reader (trio).
+    server = echo_server()
+    ran: list[str] = []
+
+    @server.tool()
+    def record(message: str) -> str:
+        """Record the message."""
+        ran.append(message)
+        return message
+
+    async with serving(server) as peer:
+        for rid, extra in ((3, {"result": {}}), ("e", {"error": {"code": 1, "message": "x"}})):
+            await peer.send({**call(rid, "record", message="ran"), **extra})  # type: ignore[arg-type]
+            refused = await peer.read()
+            assert refused["id"] == rid
+            assert refused["error"]["code"] == -32600
+            assert "not both" in refused["error"]["message"]
+        await peer.send({**call(0, "record", message="ran"), "id": None, "result": {}})
+        await peer.send({**call(0, "record", message="ran"), "result": {}, "id": 1.5})
+        await settled(peer)  # nothing was answered before the ping
+        assert ran == []
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the callback path is asyncio's only
 async def test_a_reply_whose_write_fails_is_sent_again_and_the_read_goes_on() -> None:
     """A write failing for a reason other than the pipe or the codec (a bug) must not

@@ -22,7 +22,10 @@ The rules (JSON-RPC 2.0 plus MCP's narrowing, spec-notes §9):
   keeps its JSON type: ``"7"`` and ``7`` are different ids.
 * ``method`` must be a string; ``params``, if present, an object (an array is
   structured but not what MCP allows: -32602 with the id; a scalar: -32600).
-* A response has exactly one of ``result``/``error``. MCP results are objects.
+* A response has exactly one of ``result``/``error``, and no ``method``: a
+  message with both is ``Invalid`` (-32600), answered with its id only when
+  that id is valid (it is neither a request to run nor an answer to take).
+  MCP results are objects.
   An error object has an integer ``code`` and a string ``message``. Error
   responses may carry ``id: null`` or omit it (2025-11-25 made it optional).
 
@@ -240,6 +243,16 @@ def _classify_object(obj: JSONObject) -> Message | Invalid:
     good_id: RequestId | None = raw_id if id_ok else None  # type: ignore[assignment]
 
     if "method" in obj:
+        if "result" in obj or "error" in obj:
+            # Both a request and a response (JSON-RPC 2.0 §4 and §5 give them no
+            # member in common but the id): taken as either, one side would run
+            # what the other meant as an answer. Answered only when its id is valid.
+            return _invalid(
+                'a message has "method" (a request) or "result"/"error" (a response), not both',
+                good_id,
+                reply=id_ok,
+                method=method if isinstance(method, str) else None,
+            )
         # A request or a notification, by the presence of "id".
         # Only something with a string method and no id is recognisably a
         # notification; JSON-RPC's own example answers {"method": 1} with -32600.

@@ -22,7 +22,10 @@ Each line yields one item:
   The report keeps the line's first bytes and, unless those already name the
   envelope's ``id`` (then it is made at once), its last bytes, and is made at
   the line's end: serializers that write ``id`` after ``params`` or
-  ``result`` (the TypeScript SDK does) leave it only there (``_oversized``);
+  ``result`` (the TypeScript SDK does) leave it only there (``_oversized``).
+  While such a line is being dropped, ``discarding`` is true and ``discarded``
+  counts its bytes so far; ``oversized_lines`` counts the lines caught, so a
+  driver can say at once that one is being dropped, and why a call waits;
 * ``NonJSONLine`` (only with ``tolerant=True``): a line whose first
   non-blank byte cannot start a JSON-RPC message (``{`` or ``[``). Clients use
   this for servers that print banners or debug text to stdout; the line is kept
@@ -111,6 +114,7 @@ class NDJSONReader:
     """
 
     __slots__ = (
+        "_discarded",
         "_discarding",
         "_eof",
         "_head_size",
@@ -120,6 +124,7 @@ class NDJSONReader:
         "_tail",
         "_tail_size",
         "max_line",
+        "oversized_lines",
         "tolerant",
     )
 
@@ -138,6 +143,9 @@ class NDJSONReader:
         self._parts: list[bytes] = []
         self._held = 0
         self._discarding = False
+        self._discarded = 0
+        #: Lines caught over ``max_line`` so far (each reported once, as ``LineTooLong``).
+        self.oversized_lines = 0
         #: While discarding: the head, when the report waits for the line's end
         #: (the head does not name the id), and the last bytes seen so far.
         self._report_head: bytes | None = None
@@ -148,6 +156,16 @@ class NDJSONReader:
     def buffered(self) -> int:
         """Bytes held for an incomplete line (never more than ``max_line + 1``)."""
         return self._held
+
+    @property
+    def discarding(self) -> bool:
+        """Whether a line over ``max_line`` is being dropped, its end not yet read."""
+        return self._discarding
+
+    @property
+    def discarded(self) -> int:
+        """Bytes of the last oversized line dropped (so far, while ``discarding``)."""
+        return self._discarded
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[NDJSONItem]:
         """Add bytes; return the items for every line completed by them."""
@@ -165,6 +183,7 @@ class NDJSONReader:
                 return out
             if self._discarding:
                 self._discarding = False
+                self._discarded += end
                 if self._report_head is not None:
                     self._keep_tail(chunk[:end])
                     self._report(out)
@@ -203,6 +222,7 @@ class NDJSONReader:
     def _hold(self, piece: bytes, out: list[NDJSONItem]) -> None:
         """Keep ``piece`` (no line end in it) as part of the incomplete line."""
         if self._discarding:
+            self._discarded += len(piece)
             if self._report_head is not None:
                 self._keep_tail(piece)
             return
@@ -227,6 +247,8 @@ class NDJSONReader:
                 self._tail = b""
                 self._keep_tail(tail)
             self._parts.clear()
+            self._discarded = self._held
+            self.oversized_lines += 1
             self._held = 0
             self._discarding = True
 
@@ -255,6 +277,8 @@ class NDJSONReader:
         if line.endswith(b"\r"):
             line = line[:-1]
         if len(line) > self.max_line:
+            self._discarded = len(line)
+            self.oversized_lines += 1
             head = self._head_of(line[: self._head_size])
             tail = b"" if _names_id(head) else line[-self._tail_size :]
             out.append(LineTooLong(self.max_line, head, tail))

@@ -13,7 +13,9 @@ Outgoing requests (ours, awaiting the peer's answer):
 * ``response_received()`` matches a ``Response``/``ErrorResponse`` to its
   request. Responses for ids we never issued, and late responses for requests
   we already abandoned, are ignored and counted (spec-notes §9 #13): they never
-  raise, because a peer's mistake must not crash our side.
+  raise, because a peer's mistake must not crash our side. An error response
+  with no id (``null`` or absent) is the peer saying it could not read one of
+  our messages: counted on its own as well (``null_id_errors``).
 * ``abandon()`` gives up on a request (timeout, caller cancelled) and returns the
   ``notifications/cancelled`` to send, as the cancellation clause asks.
 
@@ -134,6 +136,7 @@ class Counters(Record, frozen=False):
     unknown_cancels: int
     unknown_progress: int
     duplicate_requests: int
+    null_id_errors: int
 
     def __init__(
         self,
@@ -142,12 +145,15 @@ class Counters(Record, frozen=False):
         unknown_cancels: int = 0,
         unknown_progress: int = 0,
         duplicate_requests: int = 0,
+        null_id_errors: int = 0,
     ) -> None:
         self.unknown_responses = unknown_responses
         self.late_responses = late_responses
         self.unknown_cancels = unknown_cancels
         self.unknown_progress = unknown_progress
         self.duplicate_requests = duplicate_requests
+        #: Error responses with no id (also counted in ``unknown_responses``).
+        self.null_id_errors = null_id_errors
 
     def as_dict(self) -> dict[str, int]:
         return {name: getattr(self, name) for name in self.__match_args__}
@@ -208,10 +214,16 @@ class RPCState:
                 self.counters.late_responses += 1
             else:
                 self.counters.unknown_responses += 1
+                if rid is None:
+                    self.counters.null_id_errors += 1
             return None
         out.state = _OUT[(out.state, _OutInput.RESPONSE)]
         self._forget_token(out)
         return out
+
+    def was_abandoned(self, rid: RequestId | None) -> bool:
+        """Whether ``rid`` is one of ours given up on (among the last ``ABANDONED_MEMORY``)."""
+        return rid is not None and rid in self._abandoned
 
     def malformed_response_received(self, invalid: Invalid) -> Outgoing | None:
         """The pending request that a malformed response names, now ended; else ``None``.

@@ -126,6 +126,140 @@ def test_parse_of_any_json_never_raises(value: Any) -> None:
 
 
 # --------------------------------------------------------------------------
+# which members make which message: every combination of id/method/result/error/params
+
+#: The kinds of ``id``: absent, the two valid types, and values no id may have.
+ID_KINDS = ("absent", "int", "str", "null", "float", "bool")
+MEMBER_TABLE = [
+    (id_kind, method, result, error, params)
+    for id_kind in ID_KINDS
+    for method in (False, True)
+    for result in (False, True)
+    for error in (False, True)
+    for params in (False, True)
+]
+_ID_VALUES = {
+    "int": st.integers(-(2**63), 2**63 - 1),
+    "str": st.text(max_size=8),
+    "null": st.none(),
+    "float": st.floats(allow_nan=False, allow_infinity=False),
+    "bool": st.booleans(),
+}
+
+
+def expected_class(id_kind: str, method: bool, result: bool, error: bool) -> tuple[str, bool]:
+    """The class JSON-RPC 2.0 gives a message with these members (well-formed each),
+    and, for ``"invalid"``, whether it is answered."""
+    valid_id = id_kind in ("int", "str")
+    if method and (result or error):
+        return "invalid", valid_id  # both a request and a response: neither
+    if method:
+        if id_kind == "absent":
+            return "notification", False
+        return ("request", False) if valid_id else ("invalid", True)
+    if result and error:
+        return "invalid", False  # a broken response is never answered
+    if result:
+        return ("response", False) if valid_id else ("invalid", False)
+    if error:
+        ok = valid_id or id_kind in ("absent", "null")
+        return ("error", False) if ok else ("invalid", False)
+    return "invalid", True
+
+
+@given(
+    row=st.sampled_from(MEMBER_TABLE),
+    data=st.data(),
+    name=st.text(min_size=1, max_size=10),
+    result=st.dictionaries(st.text(max_size=4), json_values, max_size=3),
+    params=st.dictionaries(st.text(max_size=4), json_values, max_size=3),
+    code=st.integers(-(2**31), 2**31),
+    message=st.text(max_size=10),
+)
+def test_the_members_present_decide_the_class(
+    row: tuple[str, bool, bool, bool, bool],
+    data: st.DataObject,
+    name: str,
+    result: dict[str, Any],
+    params: dict[str, Any],
+    code: int,
+    message: str,
+) -> None:
+    id_kind, has_method, has_result, has_error, has_params = row
+    obj: dict[str, Any] = {"jsonrpc": "2.0"}
+    if id_kind != "absent":
+        obj["id"] = data.draw(_ID_VALUES[id_kind], label="id")
+    if has_method:
+        obj["method"] = name
+    if has_result:
+        obj["result"] = result
+    if has_error:
+        obj["error"] = {"code": code, "message": message}
+    if has_params:
+        obj["params"] = params
+    # Member order is not a hint: shuffle it.
+    order = data.draw(st.permutations(list(obj)), label="order")
+    frame = dumps({key: obj[key] for key in order})
+    item = parse(frame)
+    kind, answered = expected_class(id_kind, has_method, has_result, has_error)
+    rid = obj.get("id") if id_kind in ("int", "str") else None
+    if kind == "request":
+        assert item == Request(rid, name, params if has_params else None)  # type: ignore[arg-type]
+    elif kind == "notification":
+        assert item == Notification(name, params if has_params else None)
+    elif kind == "response":
+        assert item == Response(rid, result)  # type: ignore[arg-type]
+    elif kind == "error":
+        assert item == ErrorResponse(rid, ErrorObject(code, message))
+    else:
+        assert type(item) is Invalid, item
+        assert item.error.code == INVALID_REQUEST
+        assert item.reply is answered
+        # The id is echoed when JSON-RPC answers and the id is valid.
+        assert item.id == (rid if answered else item.id)
+        if has_method and (has_result or has_error):
+            assert item.id == rid and type(item.id) is type(rid)
+            assert item.method == name
+            assert item.answers is None  # no pending call takes it as its answer
+        if answered:
+            assert item.response().id == rid
+
+
+@pytest.mark.parametrize("row", MEMBER_TABLE, ids=["-".join(map(str, r)) for r in MEMBER_TABLE])
+def test_every_combination_of_members_is_classified(
+    row: tuple[str, bool, bool, bool, bool],
+) -> None:
+    """The same table, each row once with fixed values (hypothesis samples it)."""
+    id_kind, has_method, has_result, has_error, has_params = row
+    ids = {"int": 7, "str": "7", "null": None, "float": 1.5, "bool": True}
+    obj: dict[str, Any] = {"jsonrpc": "2.0"}
+    if id_kind != "absent":
+        obj["id"] = ids[id_kind]
+    for present, key, value in (
+        (has_method, "method", "m"),
+        (has_result, "result", {}),
+        (has_error, "error", {"code": 1, "message": "e"}),
+        (has_params, "params", {}),
+    ):
+        if present:
+            obj[key] = value
+    item = classify(obj)
+    kind, answered = expected_class(id_kind, has_method, has_result, has_error)
+    classes = {
+        "request": Request,
+        "notification": Notification,
+        "response": Response,
+        "error": ErrorResponse,
+        "invalid": Invalid,
+    }
+    assert type(item) is classes[kind], item
+    if type(item) is Invalid:
+        assert item.reply is answered and item.error.code == INVALID_REQUEST
+        if answered:
+            assert item.id == (ids[id_kind] if id_kind in ("int", "str") else None)
+
+
+# --------------------------------------------------------------------------
 # spec-notes §9, one row at a time
 
 # Each case: (frame, expected). ``expected`` is either a message, or a tuple

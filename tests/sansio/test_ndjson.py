@@ -273,6 +273,34 @@ def test_an_oversized_line_whose_head_names_the_id_is_reported_at_once() -> None
 
 
 @given(
+    size=st.integers(min_value=1, max_value=3000),
+    max_line=st.integers(min_value=1, max_value=700),
+    points=st.lists(st.integers(min_value=0, max_value=3000), max_size=8),
+)
+def test_a_line_being_discarded_is_visible_while_it_lasts(
+    size: int, max_line: int, points: list[int]
+) -> None:
+    """``discarding`` holds from the moment a line passes the limit (with room for a
+    trailing CR) until its end, ``discarded`` counts its bytes so far, and
+    ``oversized_lines`` counts each such line once, for any chunking."""
+    line = b"{" + b"x" * size
+    reader = NDJSONReader(max_line=max_line)
+    fed = 0
+    for chunk in split(line, sorted(points)):
+        reader.feed(chunk)
+        fed += len(chunk)
+        assert reader.discarding is (fed > max_line + 1)
+        assert reader.oversized_lines == (1 if fed > max_line + 1 else 0)
+        if reader.discarding:
+            assert reader.discarded == fed
+    reader.feed(b"\n")
+    assert not reader.discarding
+    assert reader.oversized_lines == (1 if len(line) > max_line else 0)
+    if len(line) > max_line:
+        assert reader.discarded == len(line)
+
+
+@given(
     pieces=st.lists(st.binary(min_size=1, max_size=300), min_size=1, max_size=8),
     max_line=st.integers(min_value=2, max_value=700),  # 2: "{}" fits
     points=st.lists(st.integers(min_value=0, max_value=3000), max_size=8),

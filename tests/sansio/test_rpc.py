@@ -252,6 +252,7 @@ def test_response_correlation() -> None:
         "unknown_cancels": 0,
         "unknown_progress": 0,
         "duplicate_requests": 0,
+        "null_id_errors": 0,
     }
 
 
