@@ -24,11 +24,12 @@ error in the body (400/404 with JSON) is delivered as the answer to the
 request that was sent, whatever id the body names (servers use ``null`` when
 they rejected the request before reading its id); any other failure becomes a
 synthesized error naming the status and quoting the body (-32600 for 4xx,
--32603 otherwise). A request that cannot reach the server (refused, reset,
-closed before an answer) fails with ``ConnectionClosed``, and only that
-request: the next one tries again, so a server that restarts does not end the
-client (pain point #9; a legacy session it lost is replaced on its 404). A
-notification or response that cannot reach it is logged.
+-32603 otherwise), raised as ``TransportError`` (``http_error``). A request
+that cannot reach the server (refused, reset, closed before an answer) fails
+with ``ConnectionClosed``, and only that request: the next one tries again,
+so a server that restarts does not end the client (pain point #9; a legacy
+session it lost is replaced on its 404). A notification or response that
+cannot reach it is logged.
 
 Eras are learned from the traffic, not configured:
 

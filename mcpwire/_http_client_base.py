@@ -135,13 +135,14 @@ def excerpt(body: bytes, limit: int = 300) -> str:
 def http_error(
     rid: m.RequestId, code: int, message: str, *, status: int | None = None, body: bytes = b""
 ) -> m.ErrorResponse:
-    """A JSON-RPC error standing in for an answer the server did not give."""
+    """A JSON-RPC error standing in for an answer the server did not give: its
+    error is a ``TransportErrorObject``, raised as ``TransportError``."""
     data: dict[str, JSONValue] = {}
     if status is not None:
         data["httpStatus"] = status
     if body:
         data["body"] = excerpt(body, ERROR_BODY_EXCERPT)
-    return m.error_response(rid, code, message, data or None)
+    return m.ErrorResponse(rid, m.TransportErrorObject(int(code), message, data or None, status))
 
 
 def jsonrpc_error(body: bytes) -> m.ErrorObject | None:

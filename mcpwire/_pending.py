@@ -43,9 +43,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ._errors import ConnectionClosed, JSONRPCError, RemoteProtocolError
+from ._errors import ConnectionClosed, JSONRPCError, RemoteProtocolError, TransportError
 from .sansio._json import JSONObject
-from .sansio._messages import ErrorResponse, Response
+from .sansio._messages import ErrorResponse, Response, TransportErrorObject
 
 if TYPE_CHECKING:
     import asyncio
@@ -103,6 +103,8 @@ class Pending:
             return value.result
         if type(value) is ErrorResponse:
             err = value.error
+            if isinstance(err, TransportErrorObject):  # made up here, not the peer's
+                raise TransportError(err.code, err.message, err.data, status=err.status)
             raise JSONRPCError(err.code, err.message, err.data)
         if isinstance(value, ConnectionClosed):
             raise value.again()
