@@ -23,6 +23,8 @@ from http_client.rawserver import Reply, Seen, event, raw_server, result
 
 import mcpwire
 from mcpwire import Client, JSONRPCError, TransportError
+from mcpwire._http_client_conn import URL, HTTPClient
+from mcpwire._http_client_sock import BodyCut, ConnectionFailed
 from mcpwire.sansio import ErrorObject, ErrorResponse, Limits, TransportErrorObject, to_json
 
 pytestmark = pytest.mark.anyio
@@ -194,3 +196,64 @@ def test_transport_error_is_public_and_a_jsonrpc_error() -> None:
     assert (error.code, error.message, error.data, error.status) == (-32600, "refused", None, 404)
     assert str(error) == "[-32600] refused"
     assert JSONRPCError(1, "x").synthesized is False
+
+
+# -- a body cut short is told from no body at all ----------------------------------------------
+
+
+@pytest.mark.parametrize("sent", [0, 1, 17, 99])
+async def test_a_body_cut_short_of_its_content_length_says_how_much_arrived(sent: int) -> None:
+    body = (b'{"jsonrpc": "2.0", "id": 1, "result": {"content": []}}' + b" " * 100)[:sent]
+    head = [*JSON_HEAD, ("Content-Length", "100")]
+    error = await call_error(Reply(200, head, [body] if body else [], cut=True))
+    assert type(error) is TransportError and error.status == 200
+    assert f"cut short (received {sent} of 100 bytes)" in error.message
+    assert "no response body" not in error.message
+    assert isinstance(error.data, dict)
+    assert error.data.get("body", "") == body.decode().strip()
+
+
+@pytest.mark.parametrize("chunks", [[], [b'{"jsonrpc": "2.0",'], [b"{", b'"id": 1']])
+async def test_a_chunked_body_that_ends_before_its_last_chunk_says_so(
+    chunks: list[bytes],
+) -> None:
+    error = await call_error(Reply(200, JSON_HEAD, chunks, cut=True))
+    received = sum(map(len, chunks))
+    assert type(error) is TransportError and error.status == 200
+    assert f"the chunked body ended before its last chunk, after {received} bytes" in error.message
+    assert "no response body" not in error.message
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(200, [*JSON_HEAD, ("Content-Length", "0")], []),
+        Reply(200, JSON_HEAD, []),  # chunked, and properly ended with no chunk
+        Reply.empty(202),
+    ],
+    ids=["length-0", "chunked-empty", "202"],
+)
+async def test_no_response_body_is_said_only_when_there_was_none(reply: Reply) -> None:
+    error = await call_error(reply)
+    assert type(error) is TransportError
+    assert "no response body" in error.message and "cut short" not in error.message
+
+
+async def test_read_body_raises_body_cut_with_what_arrived() -> None:
+    async def handler(seen: Seen) -> Reply:
+        head = [("Content-Type", "text/plain"), ("Content-Length", "10")]
+        return Reply(200, head, [b"abcd"], cut=True)
+
+    async with raw_server(handler) as server:
+        http = HTTPClient()
+        try:
+            response = await http.request("GET", URL.parse(server.url))
+            async with response:
+                with anyio.fail_after(5), pytest.raises(BodyCut) as info:
+                    await response.read_body(1000)
+        finally:
+            await http.aclose()
+    cut = info.value
+    assert isinstance(cut, ConnectionFailed)
+    assert (cut.received, cut.expected, cut.chunked, cut.partial) == (4, 10, False, b"abcd")
+    assert str(cut).startswith("the response body was cut short (received 4 of 10 bytes): ")
