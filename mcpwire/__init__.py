@@ -18,6 +18,7 @@ from ._errors import MCPWireError as MCPWireError
 from ._errors import ProtocolError as ProtocolError
 from ._errors import RemoteProtocolError as RemoteProtocolError
 from ._errors import RequestTimeout as RequestTimeout
+from ._errors import TransportError as TransportError
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:
@@ -208,6 +209,7 @@ __all__ = (
     "RemoteProtocolError",
     "RequestContext",
     "RequestTimeout",
+    "TransportError",
     "Session",
     "HTTPClientOptions",
     "HTTPClientTransport",

@@ -25,7 +25,7 @@ from ._cli_output import (
     say,
     show,
 )
-from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
+from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout, TransportError
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -330,17 +330,26 @@ async def _client_command(args: argparse.Namespace, command: list[str]) -> int:
     except UsageError as exc:
         say(f"mcpwire: {exc}")
         return EXIT_USAGE
+    connected = False
     try:
         async with client:
             if client.discover_error is not None:
                 # Pinned to a modern version, the command line wants the server to
                 # say what it is: a server that could not is an error, not a report.
                 raise client.discover_error
+            connected = True
             return await handler(client, args, rest)
     except UsageError as exc:
         say(f"mcpwire: {exc}")
         return EXIT_USAGE
     except JSONRPCError as exc:
+        if isinstance(exc, TransportError) and not connected:
+            # No MCP answer to the handshake at all (404, 405, 501, an HTML page):
+            # nothing to connect to. An error the server sent is its answer (1).
+            where = f" at {url}" if url else ""
+            message = f"no MCP server answered{where}: {exc.message}"
+            _fail(args, "could not connect", None, message, exc.data)
+            return EXIT_CONNECT
         _fail(args, "server error", exc.code, exc.message, exc.data)
         return EXIT_SERVER_ERROR
     except (ConnectionClosed, RequestTimeout, TimeoutError) as exc:

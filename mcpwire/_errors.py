@@ -9,6 +9,14 @@ Who broke the rules is kept apart from what the peer said:
 * ``JSONRPCError`` is not a protocol error: the peer answered a well-formed
   request with a well-formed error response. In the sans-IO core that answer is a
   value (``ErrorResponse``); the async layers raise it so callers can ``except``.
+* ``TransportError``, a ``JSONRPCError``, is the error this side made up when no
+  answer could be had from the peer: an HTTP error status without a JSON-RPC
+  error body, a body that is no JSON-RPC answer, a response stream that ended
+  before the answer, an answer too large or too deep to read. It has a code,
+  message and data like any other, so ``except JSONRPCError`` still catches it;
+  ``synthesized`` (True) and ``status`` (the HTTP status, or ``None``) say what
+  it is. In the sans-IO core it is an ``ErrorResponse`` whose ``error`` is a
+  ``TransportErrorObject``.
 * ``ConnectionClosed`` and ``RequestTimeout`` are what a pending call fails with
   when the transport ends or its deadline passes; both say why.
 
@@ -18,7 +26,7 @@ can use it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from .sansio._json import JSONObject, JSONValue
@@ -32,6 +40,7 @@ __all__ = (
     "ProtocolError",
     "RemoteProtocolError",
     "RequestTimeout",
+    "TransportError",
     "error_from_object",
     "error_object",
 )
@@ -75,13 +84,46 @@ class JSONRPCError(MCPWireError):
         code: the integer error code (see ``mcpwire.sansio.ErrorCode``).
         message: the peer's one-line description.
         data: the optional ``data`` member, ``None`` when absent.
+        synthesized: False: the peer sent this error (see ``TransportError``).
     """
+
+    #: Whether this side made the error up (``TransportError``) rather than the peer.
+    synthesized: ClassVar[bool] = False
 
     def __init__(self, code: int, message: str, data: JSONValue = None) -> None:
         super().__init__(f"[{code}] {message}")
         self.code = code
         self.message = message
         self.data = data
+
+
+class TransportError(JSONRPCError):
+    """No answer could be had from the peer, and the client made this error up in
+    its place: the server answered with an HTTP error status and no JSON-RPC
+    error body, or with a body that is no JSON-RPC answer (wrong Content-Type,
+    empty, ``null``), or its response stream or body ended before the answer,
+    or the answer was too large or too deep to read.
+
+    A JSON-RPC error response the peer did send (even on an HTTP 4xx or 5xx) is
+    a plain ``JSONRPCError``, never this.
+
+    Attributes:
+        code: -32600 for an HTTP 4xx or an answer past a limit, -32603 otherwise.
+        message: what went wrong, naming the method and the HTTP status.
+        data: ``{"httpStatus": ..., "body": ...}`` where there was one (the
+            body an excerpt of at most 2048 bytes), else ``None``.
+        status: the HTTP status of the response that stood in for the answer,
+            ``None`` when there was none (stdio, an unreachable answer).
+        synthesized: True.
+    """
+
+    synthesized: ClassVar[bool] = True
+
+    def __init__(
+        self, code: int, message: str, data: JSONValue = None, *, status: int | None = None
+    ) -> None:
+        super().__init__(code, message, data)
+        self.status = status
 
 
 def error_object(exc: JSONRPCError) -> JSONObject:

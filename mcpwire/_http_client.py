@@ -24,11 +24,12 @@ error in the body (400/404 with JSON) is delivered as the answer to the
 request that was sent, whatever id the body names (servers use ``null`` when
 they rejected the request before reading its id); any other failure becomes a
 synthesized error naming the status and quoting the body (-32600 for 4xx,
--32603 otherwise). A request that cannot reach the server (refused, reset,
-closed before an answer) fails with ``ConnectionClosed``, and only that
-request: the next one tries again, so a server that restarts does not end the
-client (pain point #9; a legacy session it lost is replaced on its 404). A
-notification or response that cannot reach it is logged.
+-32603 otherwise), raised as ``TransportError`` (``http_error``). A request
+that cannot reach the server (refused, reset, closed before an answer) fails
+with ``ConnectionClosed``, and only that request: the next one tries again,
+so a server that restarts does not end the client (pain point #9; a legacy
+session it lost is replaced on its 404). A notification or response that
+cannot reach it is logged.
 
 Eras are learned from the traffic, not configured:
 
@@ -73,6 +74,7 @@ from ._http_client_base import (
     make_options,
     repeatable,
     status_error,
+    unanswered,
 )
 from ._http_client_conn import (
     URL,
@@ -385,6 +387,7 @@ class HTTPClientTransport(EventStreams):
                 )
                 return False
             body = b""
+            broken: HTTPError | None = None
             try:
                 body = await response.read_body(self.options.max_body_size)
             except BodyTooLarge as exc:
@@ -393,29 +396,13 @@ class HTTPClientTransport(EventStreams):
                 )
                 return False
             except HTTPError as exc:
-                stream.cause = str(exc)
+                stream.cause, broken = str(exc), exc
                 if self._stopped():
                     return False  # the transport failed or closed meanwhile: nothing to deliver
-            if kind == "application/json" and body.strip() and body.strip() != b"null":
+            if broken is None and kind == "application/json" and body.strip() not in (b"", b"null"):
                 await self._deliver_body(stream, body)
                 return False
-            if body.strip() == b"null":
-                what = "a null body"
-            elif not body.strip():
-                what = "no response body"
-            else:
-                what = f"a {kind} body" if kind else "a body without a Content-Type"
-            await self._final(
-                stream,
-                http_error(
-                    rid,
-                    ErrorCode.INTERNAL_ERROR,
-                    f"the server answered {request.method} with HTTP {status} and {what}, "
-                    "not a JSON-RPC response",
-                    status=status,
-                    body=body,
-                ),
-            )
+            await self._final(stream, unanswered(request, status, kind, body, broken))
             return False
         if status == 404 and any(k == "Mcp-Session-Id" for k, _ in headers):
             return True

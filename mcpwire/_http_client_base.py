@@ -54,10 +54,12 @@ from ._http_client_conn import (
     DEFAULT_MAX_REDIRECTS,
     URL,
     HTTPClient,
+    HTTPError,
     HTTPResponse,
     Verify,
 )
 from ._http_client_headers import header_list
+from ._http_client_sock import BodyCut
 from .sansio import _messages as m
 from .sansio._codec import DEFAULT_LIMITS, DEFAULT_MAX_MESSAGE_SIZE, Limits
 from .sansio._json import JSONValue
@@ -82,6 +84,7 @@ __all__ = (
     "next_events",
     "repeatable",
     "status_error",
+    "unanswered",
 )
 
 logger = logging.getLogger("mcpwire.http")
@@ -135,13 +138,14 @@ def excerpt(body: bytes, limit: int = 300) -> str:
 def http_error(
     rid: m.RequestId, code: int, message: str, *, status: int | None = None, body: bytes = b""
 ) -> m.ErrorResponse:
-    """A JSON-RPC error standing in for an answer the server did not give."""
+    """A JSON-RPC error standing in for an answer the server did not give: its
+    error is a ``TransportErrorObject``, raised as ``TransportError``."""
     data: dict[str, JSONValue] = {}
     if status is not None:
         data["httpStatus"] = status
     if body:
         data["body"] = excerpt(body, ERROR_BODY_EXCERPT)
-    return m.error_response(rid, code, message, data or None)
+    return m.ErrorResponse(rid, m.TransportErrorObject(int(code), message, data or None, status))
 
 
 def jsonrpc_error(body: bytes) -> m.ErrorObject | None:
@@ -165,6 +169,28 @@ def status_error(request: m.Request, response: HTTPResponse, body: bytes) -> m.E
         message += ": " + " ".join(body.decode("utf-8", "replace").split())[:300]
     code = m.ErrorCode.INVALID_REQUEST if 400 <= status < 500 else m.ErrorCode.INTERNAL_ERROR
     return http_error(request.id, code, message, status=status, body=body).error
+
+
+def unanswered(
+    request: m.Request, status: int, kind: str, body: bytes, broken: HTTPError | None
+) -> m.ErrorResponse:
+    """What stands in for a 2xx answer to ``request`` with no JSON-RPC answer in
+    it: a body of media type ``kind`` that is empty, ``null`` or not JSON, or one
+    that ``broken`` cut short (a ``BodyCut`` says how much of it arrived)."""
+    answered = f"the server answered {request.method} with HTTP {status}"
+    if isinstance(broken, BodyCut):
+        message, body = f"{answered}, but {broken}", broken.partial
+    elif broken is not None:
+        message = f"{answered}, but reading the body failed: {broken}"
+    else:
+        if body.strip() == b"null":
+            what = "a null body"
+        elif not body.strip():
+            what = "no response body"
+        else:
+            what = f"a {kind} body" if kind else "a body without a Content-Type"
+        message = f"{answered} and {what}, not a JSON-RPC response"
+    return http_error(request.id, m.ErrorCode.INTERNAL_ERROR, message, status=status, body=body)
 
 
 def backoff_delay(attempt: int, base: float, retry_ms: int | None) -> float:

@@ -74,6 +74,7 @@ from ._http_client_sock import (
     RedirectRefused,
     StreamSocket,
     aborted,
+    body_cut,
 )
 
 if TYPE_CHECKING:
@@ -225,12 +226,17 @@ class HTTPResponse:
         """The whole body, at most ``limit`` bytes.
 
         Raises ``BodyTooLarge`` when it is longer, or with ``truncate`` returns
-        the first ``limit`` bytes (and gives up the socket).
+        the first ``limit`` bytes (and gives up the socket); ``BodyCut`` when
+        the connection ends first.
         """
         parts: list[bytes] = []
         size = 0
         while True:
-            chunk = await self.read_chunk()
+            try:
+                chunk = await self.read_chunk()
+            except ConnectionFailed as exc:
+                length, coding = self.header("content-length"), self.header("transfer-encoding")
+                raise body_cut(length, coding, parts, exc) from exc
             if not chunk:
                 return b"".join(parts)
             size += len(chunk)

@@ -26,6 +26,7 @@ from ._errors import MCPWireError
 
 __all__ = (
     "NETWORK_ERRORS",
+    "BodyCut",
     "BodyTooLarge",
     "ConnectionFailed",
     "HTTPError",
@@ -35,6 +36,7 @@ __all__ = (
     "RedirectRefused",
     "StreamSocket",
     "aborted",
+    "body_cut",
 )
 
 _RECEIVE_SIZE = 65536
@@ -70,6 +72,32 @@ class BodyTooLarge(HTTPError):
         self.limit = limit
 
 
+class BodyCut(ConnectionFailed):
+    """The connection ended before the response body did.
+
+    Attributes:
+        received: bytes of the body that arrived.
+        expected: what ``Content-Length`` announced; ``None`` without one.
+        chunked: the body was chunked (then it ended before its last chunk).
+        partial: the body as far as it arrived.
+    """
+
+    def __init__(
+        self, received: int, expected: int | None, chunked: bool, partial: bytes, why: str
+    ) -> None:
+        if expected is not None:
+            text = f"received {received} of {expected} bytes"
+        elif chunked:
+            text = f"the chunked body ended before its last chunk, after {received} bytes"
+        else:
+            text = f"after {received} bytes"
+        super().__init__(f"the response body was cut short ({text}): {why}")
+        self.received = received
+        self.expected = expected
+        self.chunked = chunked
+        self.partial = partial
+
+
 #: What a broken connection raises underneath (the socket, anyio, or h11 parsing).
 NETWORK_ERRORS = (
     OSError,
@@ -78,6 +106,17 @@ NETWORK_ERRORS = (
     anyio.EndOfStream,
     h11.RemoteProtocolError,
 )
+
+
+def body_cut(
+    length: str | None, coding: str | None, parts: list[bytes], exc: ConnectionFailed
+) -> BodyCut:
+    """What reading a body raises when ``exc`` broke it off after ``parts`` arrived;
+    ``length`` and ``coding`` are the response's ``Content-Length`` and
+    ``Transfer-Encoding`` (h11 has checked them)."""
+    expected = int(length) if length and length.strip().isdigit() else None
+    chunked = coding is not None and "chunked" in coding.lower()
+    return BodyCut(sum(map(len, parts)), expected, chunked, b"".join(parts), str(exc))
 
 
 def aborted() -> ConnectionFailed:

@@ -51,9 +51,15 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ._errors import ConnectionClosed, JSONRPCError, RemoteProtocolError, RequestTimeout
+from ._errors import (
+    ConnectionClosed,
+    JSONRPCError,
+    RemoteProtocolError,
+    RequestTimeout,
+    TransportError,
+)
 from .sansio._json import JSONObject
-from .sansio._messages import ErrorResponse, Response
+from .sansio._messages import ErrorResponse, Response, TransportErrorObject
 from .sansio._rpc import Counters
 
 if TYPE_CHECKING:
@@ -116,6 +122,8 @@ class Pending:
             return value.result
         if type(value) is ErrorResponse:
             err = value.error
+            if isinstance(err, TransportErrorObject):  # made up here, not the peer's
+                raise TransportError(err.code, err.message, err.data, status=err.status)
             raise JSONRPCError(err.code, err.message, err.data)
         if isinstance(value, ConnectionClosed):
             raise value.again()

@@ -64,6 +64,7 @@ _LAZY = {
     "Request": "_messages",
     "RequestId": "_messages",
     "Response": "_messages",
+    "TransportErrorObject": "_messages",
     "classify": "_messages",
     "error_response": "_messages",
     "is_request_id": "_messages",
@@ -151,6 +152,7 @@ if TYPE_CHECKING:
     from ._messages import Request as Request
     from ._messages import RequestId as RequestId
     from ._messages import Response as Response
+    from ._messages import TransportErrorObject as TransportErrorObject
     from ._messages import classify as classify
     from ._messages import error_response as error_response
     from ._messages import is_request_id as is_request_id
@@ -249,6 +251,7 @@ __all__ = (
     "SSEDecoder",
     "SSEEvent",
     "SSEEventTooLarge",
+    "TransportErrorObject",
     "accepts",
     "classify",
     "decode_header_value",

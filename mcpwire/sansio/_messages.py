@@ -54,6 +54,7 @@ __all__ = (
     "Request",
     "RequestId",
     "Response",
+    "TransportErrorObject",
     "classify",
     "error_response",
     "is_request_id",
@@ -135,6 +136,28 @@ class ErrorObject(Record):
         _error_data(self, data)
 
 
+class TransportErrorObject(ErrorObject, hidden=("status",)):
+    """An error object this side made up for a request whose answer could not be
+    had (an HTTP error status, a body that is no JSON-RPC answer, a stream that
+    ended first, an answer too large to read), never one the peer sent.
+
+    ``status`` is the HTTP status that stood in for the answer, ``None`` when
+    there was none. It is local knowledge: it is never written to the wire (the
+    object serializes as a plain error object) and ``==`` ignores it. The async
+    layers raise ``mcpwire.TransportError`` for it instead of ``JSONRPCError``.
+    """
+
+    status: int | None
+
+    def __init__(
+        self, code: int, message: str, data: JSONValue = None, status: int | None = None
+    ) -> None:
+        _error_code(self, code)
+        _error_message(self, message)
+        _error_data(self, data)
+        _transport_error_status(self, status)
+
+
 class ErrorResponse(Record):
     """An error response; ``id`` is ``None`` when the request's id was unknowable."""
 
@@ -201,6 +224,7 @@ _request_id, _request_method, _request_params = setters(Request)
 _notification_method, _notification_params = setters(Notification)
 _response_id, _response_result = setters(Response)
 _error_code, _error_message, _error_data = setters(ErrorObject)
+_transport_error_status = setters(TransportErrorObject)[-1]
 _error_response_id, _error_response_error = setters(ErrorResponse)
 _invalid_error, _invalid_id, _invalid_reply, _invalid_method = setters(Invalid)
 (_batch_items,) = setters(Batch)

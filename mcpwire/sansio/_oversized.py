@@ -13,7 +13,8 @@ they show: the top-level ``id`` and whether the message is a request
   the id is echoed when it can be determined), so the peer's call fails at
   once with a precise message instead of timing out.
 * A response with a readable id becomes a local ``ErrorResponse`` for that
-  id: our own pending call fails at once, saying the answer was too large.
+  id, its error a ``TransportErrorObject`` (made up here, not the peer's): our
+  own pending call fails at once, saying the answer was too large.
 * A notification (a method, and no id on either side of its ``params``) is
   counted and dropped: JSON-RPC never answers one.
 * Anything else (no id found, junk) gets ``-32600`` with ``id: null``.
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import orjson
 
-from ._messages import ErrorCode, ErrorObject, ErrorResponse, Invalid
+from ._messages import ErrorCode, ErrorObject, ErrorResponse, Invalid, TransportErrorObject
 
 __all__ = ("names_id", "oversized", "unreadable")
 
@@ -87,7 +88,7 @@ def unreadable(head: bytes, tail: bytes, problem: str, code: int) -> Invalid | E
     if rid is not None and "method" not in fields and ("result" in fields or "error" in fields):
         return ErrorResponse(
             rid,
-            ErrorObject(
+            TransportErrorObject(
                 code,
                 f"the response to request {rid!r} {problem} and was discarded",
             ),
