@@ -26,6 +26,7 @@ from ._cli_output import (
     show,
 )
 from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
+from ._version import __version__
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -53,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
         description="Inspect, call and serve Model Context Protocol servers.",
         epilog="TARGET is a URL, '--config FILE --server NAME', or '-- COMMAND [ARGS...]' "
         "(always last).",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"mcpwire {__version__}", help="print the version"
     )
     sub = parser.add_subparsers(dest="command", required=True)
 

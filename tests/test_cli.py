@@ -240,6 +240,31 @@ def test_help_exits_0() -> None:
         assert command in proc.stdout
 
 
+def test_version_prints_the_package_version() -> None:
+    """``--version`` prints ``mcpwire.__version__`` (the one place the version is
+    written, which the package metadata is built from), for ``python -m mcpwire``
+    and the console script alike, and exits 0."""
+    import importlib.metadata
+
+    import mcpwire as package
+
+    assert importlib.metadata.version("mcpwire") == package.__version__
+    script = Path(sys.executable).with_name("mcpwire")
+    for argv in ([sys.executable, "-m", "mcpwire"], [str(script)]):
+        proc = subprocess.run(
+            [*argv, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        assert (proc.returncode, proc.stdout, proc.stderr) == (
+            0,
+            f"mcpwire {package.__version__}\n",
+            "",
+        )
+
+
 @pytest.mark.parametrize(("command", "thing"), [("inspect", ""), ("call", " TOOL"),
                                                 ("read", " URI"), ("prompt", " NAME")])  # fmt: skip
 def test_each_client_commands_help_shows_every_target_form(command: str, thing: str) -> None:
