@@ -411,7 +411,7 @@ async def _inspect(client: Client, args: argparse.Namespace, rest: list[str]) ->
 
 
 async def _call(client: Client, args: argparse.Namespace, rest: list[str]) -> int:
-    from ._cli_output import ProgressLine, render_content
+    from ._cli_output import ProgressLine, render_content, show_content
 
     arguments = args.arguments
     progress = ProgressLine(enabled=not args.json and sys.stderr.isatty())
@@ -428,24 +428,18 @@ async def _call(client: Client, args: argparse.Namespace, rest: list[str]) -> in
         if result.is_error:
             say(f"mcpwire: tool {rest[0]!r} reported an error:\n{text}")
         else:
-            show(text)
+            show_content(text)
     return int(args.status)
 
 
 async def _read(client: Client, args: argparse.Namespace, rest: list[str]) -> int:
+    from ._cli_output import show_resource
+
     contents = await client.read_resource(rest[0])
     if args.json:
         print(json.dumps({"contents": [c.raw for c in contents]}, indent=2, ensure_ascii=False))
         return EXIT_OK
-    for item in contents:
-        if item.text is not None:
-            show(item.text)
-        else:
-            size = len(item.blob or "") * 3 // 4
-            show(
-                f"[binary {item.mime_type or 'application/octet-stream'}, ~{size} bytes, "
-                f"{item.uri}]"
-            )
+    show_resource(contents)
     return EXIT_OK
 
 
