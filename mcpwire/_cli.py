@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,10 @@ TARGETS = (
 
 EXIT_OK, EXIT_SERVER_ERROR, EXIT_USAGE, EXIT_CONNECT = 0, 1, 2, 3
 
+#: Seconds for each step of stopping a stdio child after the command's work (stdin
+#: closed, SIGTERM, SIGKILL): with the sweep of its process group, under 2 s.
+CLOSE_STEP = 0.5
+
 
 class UsageError(Exception):
     pass
@@ -65,7 +70,18 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--mode", default="auto", help="auto (default), legacy, or a protocol version to pin"
         )
-        p.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+        p.add_argument(
+            "--timeout",
+            type=float,
+            default=60.0,
+            metavar="SECONDS",
+            help="the most the command takes from starting or reaching the server to its "
+            "last answer: the era probe (at most half of it), the handshake and every "
+            "request together (default: %(default)g); exceeded: exit status 3. Ending the "
+            "connection comes after it: a notice of an unanswered request gets at most "
+            f"2 s; a stdio child gets {CLOSE_STEP:g} s after stdin is closed, as much after "
+            "SIGTERM, then SIGKILL; an HTTP session's DELETE gets at most 2 s",
+        )
         p.add_argument("--config", help="a config file with mcpServers / servers")
         p.add_argument("--server", help="the server's name in --config")
         p.add_argument(
@@ -239,7 +255,8 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
     common: dict[str, Any] = {
         "mode": args.mode,
         "request_timeout": args.timeout,
-        "probe_timeout": min(args.timeout, DEFAULT_PROBE_TIMEOUT),
+        # The probe leaves half of --timeout to the initialize it may fall back to.
+        "probe_timeout": min(args.timeout / 2, DEFAULT_PROBE_TIMEOUT),
         "on_notification": on_note,
         "log_level": "debug",
     }
@@ -283,7 +300,9 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
         env, cwd = dict(entry.env) or None, entry.cwd
         common["inherit_env"] = entry.inherit_env
     try:
-        return Client.stdio(command[0], command[1:], env=env, cwd=cwd, **common)
+        return Client.stdio(
+            command[0], command[1:], env=env, cwd=cwd, shutdown_timeout=CLOSE_STEP, **common
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -335,12 +354,7 @@ async def _client_command(args: argparse.Namespace, command: list[str]) -> int:
         say(f"mcpwire: {exc}")
         return EXIT_USAGE
     try:
-        async with client:
-            if client.discover_error is not None:
-                # Pinned to a modern version, the command line wants the server to
-                # say what it is: a server that could not is an error, not a report.
-                raise client.discover_error
-            return await handler(client, args, rest)
+        return await _within_timeout(client, args, handler, rest)
     except UsageError as exc:
         say(f"mcpwire: {exc}")
         return EXIT_USAGE
@@ -353,6 +367,36 @@ async def _client_command(args: argparse.Namespace, command: list[str]) -> int:
     except MCPWireError as exc:
         _fail(args, "error", None, str(exc), None)
         return EXIT_SERVER_ERROR
+
+
+async def _within_timeout(
+    client: Client,
+    args: argparse.Namespace,
+    handler: Callable[[Client, argparse.Namespace, list[str]], Awaitable[int]],
+    rest: list[str],
+) -> int:
+    """Connect and run ``handler``, the two together within ``--timeout``. Ending
+    the connection is not counted: its steps are bounded on their own (``CLOSE_STEP``).
+
+    Raises:
+        TimeoutError: ``--timeout`` passed first; the message says in which part.
+    """
+    status: int | None = None
+    doing = "while connecting (era probe and handshake)"
+    with anyio.CancelScope(deadline=anyio.current_time() + args.timeout) as scope:
+        async with client:
+            if client.discover_error is not None:
+                # Pinned to a modern version, the command line wants the server to
+                # say what it is: a server that could not is an error, not a report.
+                raise client.discover_error
+            doing = f"while waiting for the server's answers to {args.command}"
+            status = await handler(client, args, rest)
+            scope.deadline = math.inf  # the work is done: what is left is closing
+    if status is None:
+        raise TimeoutError(
+            f"the command did not finish within --timeout {args.timeout:g} s, {doing}"
+        )
+    return status
 
 
 def _fail(

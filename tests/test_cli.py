@@ -594,6 +594,81 @@ def test_legacy_mode_timeout_exits_3(tmp_path: Path) -> None:
     assert "timed out" in proc.stderr
 
 
+STUCK_PEER = textwrap.dedent(
+    """
+    import json
+    import signal
+    import sys
+    import time
+
+    behaviour = sys.argv[1]
+    with open(sys.argv[2], "w") as stamp:
+        stamp.write(repr(time.time()))  # when the child started
+    if behaviour == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+    def send(rid, **answer):
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, **answer}) + "\\n")
+        sys.stdout.flush()
+
+
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "id" not in msg:
+            continue
+        rid, method = msg["id"], msg["method"]
+        if behaviour in ("mute", "stubborn"):
+            continue  # reads every request, answers none
+        if behaviour == "slow-probe" and method == "server/discover":
+            time.sleep(60)  # nothing else is read or answered meanwhile
+        if behaviour == "slow":
+            time.sleep(0.4)  # each answer in time for a per-request bound
+        if method == "initialize":
+            send(rid, result={"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                              "serverInfo": {"name": "stuck", "version": "1"}})
+        elif method == "tools/list":
+            send(rid, result={"tools": [{"name": "t", "inputSchema": {"type": "object"}}]})
+        elif method == "tools/call":
+            send(rid, result={"content": [{"type": "text", "text": "late"}]})
+        else:
+            send(rid, error={"code": -32601, "message": "Method not found"})
+    while behaviour == "stubborn":
+        time.sleep(1)  # stdin closed: still here, and SIGTERM is ignored
+    """
+)
+
+
+@pytest.mark.parametrize("behaviour", ["slow", "slow-probe", "mute", "stubborn"])
+def test_timeout_bounds_the_whole_command_and_closing_is_bounded(
+    tmp_path: Path, behaviour: str
+) -> None:
+    """``--timeout 1`` bounds connecting and the command's requests together: a
+    server whose every answer comes within 1 s but whose answers together take
+    longer, one that answers the era probe late, and one that answers nothing,
+    end the command with status 3 a second after the child started; stopping the
+    child (even one that ignores stdin closing and SIGTERM) takes under 2 s more."""
+    peer = tmp_path / "stuck.py"
+    peer.write_text(STUCK_PEER)
+    stamp = tmp_path / "started"
+    proc = mcpwire(
+        "call", "--timeout", "1", "t", "--", sys.executable, str(peer), behaviour, str(stamp),
+        timeout=20,
+    )  # fmt: skip
+    elapsed = time.time() - float(stamp.read_text())
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    assert "did not finish within --timeout 1 s" in proc.stderr, proc.stderr
+    assert proc.stdout == ""
+    assert 0.9 <= elapsed < 1.0 + 2.0, elapsed  # the deadline starts as the child does
+
+
+def test_timeout_help_says_what_it_bounds() -> None:
+    proc = mcpwire("call", "--help")
+    text = " ".join(proc.stdout.split())
+    assert "the era probe (at most half of it), the handshake and every request together" in text
+    assert "a stdio child gets 0.5 s after stdin is closed, as much after SIGTERM" in text
+
+
 # -- the reference SDK as the server ------------------------------------------------------------
 
 REFERENCE_SERVER = textwrap.dedent(
