@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -18,14 +19,13 @@ import anyio
 
 from ._cli_oauth import add_oauth_arguments, oauth_client, wants_oauth
 from ._cli_output import (
+    UsageError,
     add_http_serving_arguments,
-    http_bind,
-    http_serving_given,
-    http_serving_options,
     say,
     show,
 )
 from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout, TransportError
+from ._version import __version__
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -42,9 +42,9 @@ TARGETS = (
 
 EXIT_OK, EXIT_SERVER_ERROR, EXIT_USAGE, EXIT_CONNECT = 0, 1, 2, 3
 
-
-class UsageError(Exception):
-    pass
+#: Seconds for each step of stopping a stdio child after the command's work (stdin
+#: closed, SIGTERM, SIGKILL): with the sweep of its process group, under 2 s.
+CLOSE_STEP = 0.5
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -54,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
         epilog="TARGET is a URL, '--config FILE --server NAME', or '-- COMMAND [ARGS...]' "
         "(always last).",
     )
+    parser.add_argument(
+        "--version", action="version", version=f"mcpwire {__version__}", help="print the version"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -61,7 +64,18 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--mode", default="auto", help="auto (default), legacy, or a protocol version to pin"
         )
-        p.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+        p.add_argument(
+            "--timeout",
+            type=float,
+            default=60.0,
+            metavar="SECONDS",
+            help="the most the command takes from starting or reaching the server to its "
+            "last answer: the era probe (at most half of it), the handshake and every "
+            "request together (default: %(default)g); exceeded: exit status 3. Ending the "
+            "connection comes after it: a notice of an unanswered request gets at most "
+            f"2 s; a stdio child gets {CLOSE_STEP:g} s after stdin is closed, as much after "
+            "SIGTERM, then SIGKILL; an HTTP session's DELETE gets at most 2 s",
+        )
         p.add_argument("--config", help="a config file with mcpServers / servers")
         p.add_argument("--server", help="the server's name in --config")
         p.add_argument(
@@ -174,7 +188,9 @@ def run(argv: list[str]) -> int:
         return EXIT_USAGE if exc.code not in (0, None) else EXIT_OK
     try:
         if args.command == "serve":
-            return _serve(args)
+            from ._cli_serve import serve
+
+            return serve(args)
         if args.command == "hub":
             return _hub_command(args, command)
         return anyio.run(_client_command, args, command)
@@ -235,7 +251,8 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
     common: dict[str, Any] = {
         "mode": args.mode,
         "request_timeout": args.timeout,
-        "probe_timeout": min(args.timeout, DEFAULT_PROBE_TIMEOUT),
+        # The probe leaves half of --timeout to the initialize it may fall back to.
+        "probe_timeout": min(args.timeout / 2, DEFAULT_PROBE_TIMEOUT),
         "on_notification": on_note,
         "log_level": "debug",
     }
@@ -279,7 +296,9 @@ def _make_client(args: argparse.Namespace, url: str | None, command: list[str]) 
         env, cwd = dict(entry.env) or None, entry.cwd
         common["inherit_env"] = entry.inherit_env
     try:
-        return Client.stdio(command[0], command[1:], env=env, cwd=cwd, **common)
+        return Client.stdio(
+            command[0], command[1:], env=env, cwd=cwd, shutdown_timeout=CLOSE_STEP, **common
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -330,15 +349,9 @@ async def _client_command(args: argparse.Namespace, command: list[str]) -> int:
     except UsageError as exc:
         say(f"mcpwire: {exc}")
         return EXIT_USAGE
-    connected = False
+    connected: list[bool] = []  # one entry once the handshake is done
     try:
-        async with client:
-            if client.discover_error is not None:
-                # Pinned to a modern version, the command line wants the server to
-                # say what it is: a server that could not is an error, not a report.
-                raise client.discover_error
-            connected = True
-            return await handler(client, args, rest)
+        return await _within_timeout(client, args, handler, rest, connected)
     except UsageError as exc:
         say(f"mcpwire: {exc}")
         return EXIT_USAGE
@@ -358,6 +371,40 @@ async def _client_command(args: argparse.Namespace, command: list[str]) -> int:
     except MCPWireError as exc:
         _fail(args, "error", None, str(exc), None)
         return EXIT_SERVER_ERROR
+
+
+async def _within_timeout(
+    client: Client,
+    args: argparse.Namespace,
+    handler: Callable[[Client, argparse.Namespace, list[str]], Awaitable[int]],
+    rest: list[str],
+    connected: list[bool],
+) -> int:
+    """Connect and run ``handler``, the two together within ``--timeout``. Ending
+    the connection is not counted: its steps are bounded on their own (``CLOSE_STEP``).
+    ``connected`` gets an entry once the handshake is done, so the caller can tell
+    an error made up at connect (exit 3) from one during the work.
+
+    Raises:
+        TimeoutError: ``--timeout`` passed first; the message says in which part.
+    """
+    status: int | None = None
+    doing = "while connecting (era probe and handshake)"
+    with anyio.CancelScope(deadline=anyio.current_time() + args.timeout) as scope:
+        async with client:
+            if client.discover_error is not None:
+                # Pinned to a modern version, the command line wants the server to
+                # say what it is: a server that could not is an error, not a report.
+                raise client.discover_error
+            connected.append(True)
+            doing = f"while waiting for the server's answers to {args.command}"
+            status = await handler(client, args, rest)
+            scope.deadline = math.inf  # the work is done: what is left is closing
+    if status is None:
+        raise TimeoutError(
+            f"the command did not finish within --timeout {args.timeout:g} s, {doing}"
+        )
+    return status
 
 
 def _fail(
@@ -416,7 +463,7 @@ async def _inspect(client: Client, args: argparse.Namespace, rest: list[str]) ->
 
 
 async def _call(client: Client, args: argparse.Namespace, rest: list[str]) -> int:
-    from ._cli_output import ProgressLine, render_content
+    from ._cli_output import ProgressLine, render_content, show_content
 
     arguments = args.arguments
     progress = ProgressLine(enabled=not args.json and sys.stderr.isatty())
@@ -433,24 +480,18 @@ async def _call(client: Client, args: argparse.Namespace, rest: list[str]) -> in
         if result.is_error:
             say(f"mcpwire: tool {rest[0]!r} reported an error:\n{text}")
         else:
-            show(text)
+            show_content(text)
     return int(args.status)
 
 
 async def _read(client: Client, args: argparse.Namespace, rest: list[str]) -> int:
+    from ._cli_output import show_resource
+
     contents = await client.read_resource(rest[0])
     if args.json:
         print(json.dumps({"contents": [c.raw for c in contents]}, indent=2, ensure_ascii=False))
         return EXIT_OK
-    for item in contents:
-        if item.text is not None:
-            show(item.text)
-        else:
-            size = len(item.blob or "") * 3 // 4
-            show(
-                f"[binary {item.mime_type or 'application/octet-stream'}, ~{size} bytes, "
-                f"{item.uri}]"
-            )
+    show_resource(contents)
     return EXIT_OK
 
 
@@ -483,88 +524,3 @@ def _hub_command(args: argparse.Namespace, command: list[str]) -> int:
     from ._hub_cli import main
 
     return main(args, command)
-
-
-def _serve(args: argparse.Namespace) -> int:
-    from ._cli_output import load_app
-
-    try:
-        server = load_app(args.app)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if args.transport in ("http", "sse"):
-        from ._http_run import run_main
-
-        try:
-            host, port = http_bind(args)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        # sse: the deprecated HTTP+SSE endpoints (/sse, /messages) beside /mcp.
-        return run_main(
-            server,
-            host,
-            port,
-            legacy_sse=args.transport == "sse",
-            **(http_serving_options(args) or {}),
-            **_serve_auth(args),
-        )
-    if args.auth_server or args.introspect or args.dpop or args.dpop_nonce:
-        raise UsageError("OAuth options apply to --transport http or sse")
-    given = http_serving_given(args)
-    if given is not None:
-        raise UsageError(f"{given} applies to --transport http or sse")
-    server.run()
-    return EXIT_OK
-
-
-def _nonce_key() -> bytes | None:
-    """The DPoP nonce key from ``$MCPWIRE_DPOP_NONCE_KEY`` (never the command line)."""
-    import os
-
-    text = os.environ.get("MCPWIRE_DPOP_NONCE_KEY")
-    if not text:
-        return None
-    if len(text.encode()) < 16:
-        raise UsageError("$MCPWIRE_DPOP_NONCE_KEY must be at least 16 bytes")
-    return text.encode()
-
-
-def _serve_auth(args: argparse.Namespace) -> dict[str, Any]:
-    """``auth=`` for ``serve``'s OAuth options (none given: no authorization)."""
-    if not args.auth_server and not args.introspect:
-        if args.dpop or args.dpop_nonce:
-            raise UsageError("--dpop and --dpop-nonce need --auth-server and --introspect")
-        return {}
-    if not args.auth_server or not args.introspect:
-        raise UsageError("--auth-server and --introspect go together")
-    import os
-
-    from ._auth_introspect import IntrospectionVerifier
-    from ._http_auth import ResourceServerAuth
-
-    secret = None
-    if args.dpop_nonce and args.dpop == "off":
-        raise UsageError("--dpop-nonce needs DPoP (not --dpop off)")
-    if args.introspect_client_id:
-        secret = os.environ.get(args.introspect_secret_env)
-        if not secret:
-            raise UsageError(
-                f"--introspect-client-id needs its secret in ${args.introspect_secret_env}"
-            )
-    try:
-        verifier = IntrospectionVerifier(
-            args.introspect, client_id=args.introspect_client_id, client_secret=secret
-        )
-        auth = ResourceServerAuth(
-            verifier,
-            authorization_servers=args.auth_server,
-            required_scopes=args.required_scope or (),
-            scopes_supported=args.required_scope or (),
-            resource=args.resource,
-            dpop=args.dpop or "allowed",
-            dpop_nonce=args.dpop_nonce,
-            dpop_nonce_key=_nonce_key(),
-        )
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    return {"auth": auth}

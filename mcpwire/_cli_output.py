@@ -12,16 +12,17 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._errors import JSONRPCError
+from ._errors import JSONRPCError, RemoteProtocolError
 
 if TYPE_CHECKING:
     from ._client import Client
     from ._server import Server
-    from ._types import Content
+    from ._types import Content, ResourceContents
     from .sansio._json import JSONObject, JSONValue
 
 __all__ = (
     "ProgressLine",
+    "UsageError",
     "add_http_serving_arguments",
     "http_bind",
     "http_serving_given",
@@ -32,8 +33,15 @@ __all__ = (
     "render_inspect",
     "say",
     "show",
+    "show_content",
+    "show_resource",
     "visible",
 )
+
+
+class UsageError(Exception):
+    """The command line is wrong: exit status 2, the message on stderr."""
+
 
 # Text a server chose reaches a person's terminal here: tool descriptions,
 # instructions, error messages, log data, progress messages. A terminal obeys
@@ -76,6 +84,54 @@ def show(text: str) -> None:
     """Content the user asked for on stdout: as it is, unless stdout is a terminal
     (a file or a pipe gets the server's exact text)."""
     print(visible(text) if sys.stdout.isatty() else text)
+
+
+def show_content(content: str | bytes, *, placeholder: str | None = None) -> None:
+    """Content the user asked for (a resource's text or decoded blob, a tool's
+    text) on stdout. A file or a pipe gets exactly its bytes (text as UTF-8),
+    nothing added, so ``> file`` reproduces it. A terminal gets text made visible,
+    followed by a line feed for the prompt's sake unless it is empty or ends with
+    one; bytes are shown there as ``placeholder`` (a line of its own)."""
+    if sys.stdout.isatty():
+        if isinstance(content, bytes):
+            print(visible(placeholder or f"[{len(content)} bytes]"))
+            return
+        text = visible(content)
+        sys.stdout.write(text if not text or text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+        return
+    data = content.encode() if isinstance(content, str) else content
+    sys.stdout.flush()  # what went out through the text layer goes first
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def show_resource(contents: list[ResourceContents]) -> None:
+    """What ``read`` prints: each item's exact text or decoded blob, one after
+    another (``--json`` keeps items apart), through ``show_content``. Every blob is
+    decoded before anything is written, so a malformed one leaves stdout empty.
+
+    Raises:
+        RemoteProtocolError: a blob is not valid base64.
+    """
+    import base64
+    import binascii
+
+    out: list[tuple[str | bytes, str | None]] = []
+    for item in contents:
+        if item.text is not None:
+            out.append((item.text, None))
+            continue
+        try:
+            data = base64.b64decode(item.blob or "", validate=True)
+        except binascii.Error:
+            raise RemoteProtocolError(
+                f"resources/read: the blob of {item.uri!r} is not valid base64"
+            ) from None
+        kind = item.mime_type or "application/octet-stream"
+        out.append((data, f"[binary {kind}, {len(data)} bytes, {item.uri}]"))
+    for content, placeholder in out:
+        show_content(content, placeholder=placeholder)
 
 
 async def inspect_report(client: Client) -> JSONObject:

@@ -40,8 +40,9 @@ import anyio.abc
 from . import _schema
 from ._asks import answer, origin_of, run_rounds, send_tool_call
 from ._client_cache import ResultCache
+from ._client_learn import SchemaLearning
 from ._client_tasks import TaskMethods, await_task, legacy_task_wanted, legacy_tool_task
-from ._errors import JSONRPCError, MCPWireError, RemoteProtocolError
+from ._errors import MCPWireError, RemoteProtocolError
 from ._handshake import (
     DEFAULT_PROBE_TIMEOUT,
     capabilities,
@@ -174,6 +175,7 @@ class Client(TaskMethods):
         self._session_entered = False
         self._tg: anyio.abc.TaskGroup | None = None
         self._output_schemas: dict[str, _schema.Validator | None] = {}
+        self._learning = SchemaLearning()
         #: 2025-11-25 ``execution.taskSupport`` by tool name, from ``list_tools``; and
         #: the polls that ``notifications/tasks/status`` wakes, by task id.
         self._task_support: dict[str, str] = {}
@@ -442,17 +444,16 @@ class Client(TaskMethods):
                 if raw.get("resultType") == "task":
                     raw = await await_task(self, Task.from_json(raw), timeout=timeout)
         result = CallToolResult.from_json(raw)
-        if self.validate_output and name not in self._output_schemas and not result.is_error:
-            # Learn the tool's outputSchema once, as a validating client must.
-            try:
-                await self.list_tools()
-            except JSONRPCError:
-                self._output_schemas.setdefault(name, None)  # it cannot list: no validation
-            except MCPWireError:
-                # No answer, or the connection ended since the result came: the result
-                # is the caller's all the same, unchecked (learnt again next call).
-                return result
-            self._output_schemas.setdefault(name, None)
+        # Learn the tool's outputSchema once, as a validating client must, with one
+        # listing for all the first calls in flight. No answer: the result is the
+        # caller's all the same, unchecked (learnt again next call).
+        if (
+            self.validate_output
+            and name not in self._output_schemas
+            and not result.is_error
+            and not await self._learning.learn(self, name)
+        ):
+            return result
         validator = self._output_schemas.get(name)
         if self.validate_output and validator is not None and not result.is_error:
             if result.structured is None:

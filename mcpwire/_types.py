@@ -3,13 +3,16 @@
 Every view keeps the wire form in ``raw`` so nothing the server sent is lost,
 and exposes the fields by Python names. ``from_json`` never raises on missing
 optional fields; it is lenient about what it reads and strict only where a
-field is required for the view to mean anything. Views are frozen records
+field is required for the view to mean anything. ``CallToolResult.from_json``
+is strict throughout (``RemoteProtocolError`` naming the member): a tool result
+misread, an ``isError`` of ``"true"`` taken for success, would mislead. Views are frozen records
 (``sansio._record``): ``raw`` is neither shown by ``repr`` nor compared.
 """
 
 from __future__ import annotations
 
-from .sansio._json import JSONObject, JSONValue, dig
+from ._errors import RemoteProtocolError
+from .sansio._json import JSONObject, JSONValue, dig, kind_of
 from .sansio._record import FRESH_DICT, Record, fill, setters
 
 __all__ = (
@@ -163,20 +166,40 @@ class CallToolResult(Record, hidden=("raw",)):
 
     @classmethod
     def from_json(cls, raw: JSONObject) -> CallToolResult:
+        """Read a result as every revision's schema has it: ``content`` an array of
+        content blocks (objects with a string ``type``), ``isError`` a boolean and
+        ``_meta`` an object where present. ``structuredContent`` may be any JSON
+        value (an object up to 2025-11-25; 2026-07-28 allows any).
+
+        Raises:
+            RemoteProtocolError: a member breaks the schema; the message names it.
+        """
         content = raw.get("content")
-        if isinstance(content, list):
-            parse = Content.from_json
-            blocks = [parse(c) for c in content]
-        else:
-            blocks = []
+        if type(content) is not list:
+            raise _malformed("content", "an array of content blocks", content)
+        parse = Content.from_json
+        blocks = []
+        for i, item in enumerate(content):
+            if type(item) is not dict or type(item.get("type")) is not str:
+                raise _malformed(
+                    f"content[{i}]", "a content block (an object with a string type)", item
+                )
+            blocks.append(parse(item))
+        is_error = raw.get("isError", False)
+        if type(is_error) is not bool:
+            raise _malformed("isError", "a boolean", is_error)
         meta = raw.get("_meta")
-        return cls(
-            blocks,
-            raw.get("structuredContent"),
-            raw.get("isError") is True,
-            meta if isinstance(meta, dict) else None,
-            raw,
-        )
+        if type(meta) is not dict:
+            if "_meta" in raw:
+                raise _malformed("_meta", "an object", meta)
+            meta = None
+        return cls(blocks, raw.get("structuredContent"), is_error, meta, raw)
+
+
+def _malformed(member: str, wanted: str, value: object) -> RemoteProtocolError:
+    return RemoteProtocolError(
+        f"malformed CallToolResult: {member!r} must be {wanted}, not {kind_of(value)}"
+    )
 
 
 class Resource(Record, hidden=("raw",)):

@@ -9,6 +9,7 @@ prints one JSON document on stdout; exit status 0 success, 1 server error or
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -119,7 +120,7 @@ def test_call_human_echo_in_legacy_mode() -> None:
         "call", "--mode", "legacy", "echo", "--args", '{"message":"hi there"}', *EVERYTHING
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "hi there\n"
+    assert proc.stdout == "hi there"
 
 
 def test_call_tool_error_exits_1() -> None:
@@ -170,7 +171,7 @@ def test_call_image_and_logs_in_human_output() -> None:
     assert proc.stdout.startswith("[image image/png")
     proc = mcpwire("call", "log_demo", *EVERYTHING)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "logged\n"
+    assert proc.stdout == "logged"
     assert "[warning] a warning message" in proc.stderr
 
 
@@ -240,6 +241,31 @@ def test_help_exits_0() -> None:
         assert command in proc.stdout
 
 
+def test_version_prints_the_package_version() -> None:
+    """``--version`` prints ``mcpwire.__version__`` (the one place the version is
+    written, which the package metadata is built from), for ``python -m mcpwire``
+    and the console script alike, and exits 0."""
+    import importlib.metadata
+
+    import mcpwire as package
+
+    assert importlib.metadata.version("mcpwire") == package.__version__
+    script = Path(sys.executable).with_name("mcpwire")
+    for argv in ([sys.executable, "-m", "mcpwire"], [str(script)]):
+        proc = subprocess.run(
+            [*argv, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        assert (proc.returncode, proc.stdout, proc.stderr) == (
+            0,
+            f"mcpwire {package.__version__}\n",
+            "",
+        )
+
+
 @pytest.mark.parametrize(("command", "thing"), [("inspect", ""), ("call", " TOOL"),
                                                 ("read", " URI"), ("prompt", " NAME")])  # fmt: skip
 def test_each_client_commands_help_shows_every_target_form(command: str, thing: str) -> None:
@@ -290,9 +316,13 @@ def test_read_json_and_binary() -> None:
     (item,) = as_json(proc)["contents"]
     assert item["uri"] == "demo://items/7"
     assert json.loads(item["text"]) == {"id": "7", "name": "item 7"}
-    proc = mcpwire("read", "demo://pixel.png", *EVERYTHING)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("[binary image/png")
+    # A blob goes to a file or a pipe decoded, byte for byte.
+    proc = mcpwire("read", "--json", "demo://pixel.png", *EVERYTHING)
+    (item,) = as_json(proc)["contents"]
+    raw = raw_run("read", "demo://pixel.png", *EVERYTHING)
+    assert raw.returncode == 0, raw.stderr
+    assert raw.stdout == base64.b64decode(item["blob"])
+    assert raw.stdout.startswith(b"\x89PNG")
 
 
 def test_read_unknown_resource_exits_1() -> None:
@@ -444,7 +474,7 @@ def test_serve_file_app(app: Path) -> None:
     assert [t["name"] for t in report["tools"]] == ["shout"]
     proc = mcpwire("read", "tmp://hello", *serve)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "hello from a file\n"
+    assert proc.stdout == "hello from a file"
 
 
 def test_serve_other_attribute_and_module_form(app: Path) -> None:
@@ -452,13 +482,13 @@ def test_serve_other_attribute_and_module_form(app: Path) -> None:
         "call", "ping_back", "--", sys.executable, "-m", "mcpwire", "serve", f"{app}:other"
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "pong\n"
+    assert proc.stdout == "pong"
     proc = mcpwire(
         "call", "echo", "--args", '{"message": "m"}', "--",
         sys.executable, "-m", "mcpwire", "serve", "mcpwire.examples.everything:server",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "m\n"
+    assert proc.stdout == "m"
 
 
 @pytest.mark.parametrize(
@@ -491,7 +521,7 @@ def test_the_console_script_serves_a_module_of_the_current_directory(app: Path) 
         stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "pong\n"
+    assert proc.stdout == "pong"
 
 
 @pytest.mark.parametrize("spec", ["{missing}:server", "{app}:nothing", "{app}:Server"])
@@ -550,7 +580,7 @@ def test_timeout_bounds_the_era_probe(tmp_path: Path) -> None:
         pytest.fail("--timeout 0.5 did not bound the era probe: no answer within 4 s")
     elapsed = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "hello, legacy\n"
+    assert proc.stdout == "hello, legacy"
     assert elapsed < 4.0, elapsed
 
 
@@ -562,6 +592,81 @@ def test_legacy_mode_timeout_exits_3(tmp_path: Path) -> None:
     )
     assert proc.returncode == 3
     assert "timed out" in proc.stderr
+
+
+STUCK_PEER = textwrap.dedent(
+    """
+    import json
+    import signal
+    import sys
+    import time
+
+    behaviour = sys.argv[1]
+    with open(sys.argv[2], "w") as stamp:
+        stamp.write(repr(time.time()))  # when the child started
+    if behaviour == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+    def send(rid, **answer):
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, **answer}) + "\\n")
+        sys.stdout.flush()
+
+
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "id" not in msg:
+            continue
+        rid, method = msg["id"], msg["method"]
+        if behaviour in ("mute", "stubborn"):
+            continue  # reads every request, answers none
+        if behaviour == "slow-probe" and method == "server/discover":
+            time.sleep(60)  # nothing else is read or answered meanwhile
+        if behaviour == "slow":
+            time.sleep(0.4)  # each answer in time for a per-request bound
+        if method == "initialize":
+            send(rid, result={"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                              "serverInfo": {"name": "stuck", "version": "1"}})
+        elif method == "tools/list":
+            send(rid, result={"tools": [{"name": "t", "inputSchema": {"type": "object"}}]})
+        elif method == "tools/call":
+            send(rid, result={"content": [{"type": "text", "text": "late"}]})
+        else:
+            send(rid, error={"code": -32601, "message": "Method not found"})
+    while behaviour == "stubborn":
+        time.sleep(1)  # stdin closed: still here, and SIGTERM is ignored
+    """
+)
+
+
+@pytest.mark.parametrize("behaviour", ["slow", "slow-probe", "mute", "stubborn"])
+def test_timeout_bounds_the_whole_command_and_closing_is_bounded(
+    tmp_path: Path, behaviour: str
+) -> None:
+    """``--timeout 1`` bounds connecting and the command's requests together: a
+    server whose every answer comes within 1 s but whose answers together take
+    longer, one that answers the era probe late, and one that answers nothing,
+    end the command with status 3 a second after the child started; stopping the
+    child (even one that ignores stdin closing and SIGTERM) takes under 2 s more."""
+    peer = tmp_path / "stuck.py"
+    peer.write_text(STUCK_PEER)
+    stamp = tmp_path / "started"
+    proc = mcpwire(
+        "call", "--timeout", "1", "t", "--", sys.executable, str(peer), behaviour, str(stamp),
+        timeout=20,
+    )  # fmt: skip
+    elapsed = time.time() - float(stamp.read_text())
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    assert "did not finish within --timeout 1 s" in proc.stderr, proc.stderr
+    assert proc.stdout == ""
+    assert 0.9 <= elapsed < 1.0 + 2.0, elapsed  # the deadline starts as the child does
+
+
+def test_timeout_help_says_what_it_bounds() -> None:
+    proc = mcpwire("call", "--help")
+    text = " ".join(proc.stdout.split())
+    assert "the era probe (at most half of it), the handshake and every request together" in text
+    assert "a stdio child gets 0.5 s after stdin is closed, as much after SIGTERM" in text
 
 
 # -- the reference SDK as the server ------------------------------------------------------------
@@ -649,7 +754,7 @@ def test_call_reference_server(reference_runs: dict[str, subprocess.CompletedPro
     assert as_json(proc)["content"] == [{"type": "text", "text": "hi ref"}]
     proc = reference_runs["call-legacy"]
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "hi ref\n"
+    assert proc.stdout == "hi ref"
 
 
 # -- what a hostile server cannot do to the terminal ----------------------------------------
@@ -716,7 +821,7 @@ def test_server_text_reaches_the_terminal_as_escapes(hostile: list[str]) -> None
         stdin=subprocess.DEVNULL,
         timeout=RUN_TIMEOUT,
     )
-    assert raw.stdout == b"colour \x1b[31mred\x1b[0m\r\nline\n"
+    assert raw.stdout == b"colour \x1b[31mred\x1b[0m\r\nline"
 
     proc = mcpwire("call", "fail", *hostile)
     assert proc.returncode == 1
@@ -724,15 +829,16 @@ def test_server_text_reaches_the_terminal_as_escapes(hostile: list[str]) -> None
     assert not ACTIVE & set(proc.stderr), repr(proc.stderr)
 
 
-def test_content_on_a_terminal_is_escaped(hostile: list[str]) -> None:
-    """Content goes out as it is to a file or a pipe, but not to a terminal."""
+def on_terminal(*args: str) -> tuple[subprocess.CompletedProcess[bytes], bytes]:
+    """Run ``mcpwire ARGS`` with stdout on a pseudo-terminal: the run and what the
+    terminal received (the terminal driver turns each line feed into CR LF)."""
     import os
     import pty
 
     leader, follower = pty.openpty()
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "mcpwire", "call", "paint", *hostile],
+            [sys.executable, "-m", "mcpwire", *args],
             stdout=follower,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
@@ -753,9 +859,131 @@ def test_content_on_a_terminal_is_escaped(hostile: list[str]) -> None:
         os.close(leader)
         if follower >= 0:
             os.close(follower)
+    return proc, out
+
+
+def test_content_on_a_terminal_is_escaped(hostile: list[str]) -> None:
+    """Content goes out as it is to a file or a pipe, but not to a terminal."""
+    proc, out = on_terminal("call", "paint", *hostile)
     assert proc.returncode == 0, proc.stderr
-    # The terminal driver turns each line feed into CR LF on output.
     assert out.decode().replace("\r\n", "\n") == "colour \\x1b[31mred\\x1b[0m\nline\n"
+
+
+EXACT = textwrap.dedent(
+    """
+    from mcpwire import Server
+
+    server = Server("exact")
+    TEXTS = {"plain": "no newline", "newline": "ends with one\\n", "empty": "",
+             "crlf": "a\\r\\nb ü\\r\\n", "blank": "\\n"}
+    BLOBS = {"bin": bytes(range(256)) + b"\\n", "tail": b"\\x89PNG\\x00 no newline",
+             "none": b""}
+
+
+    @server.tool()
+    def say(key: str) -> str:
+        return TEXTS[key]
+
+
+    @server.resource("exact://text/{key}", mime_type="text/plain")
+    def text(key: str) -> str:
+        return TEXTS[key]
+
+
+    @server.resource("exact://blob/{key}", mime_type="application/x-test")
+    def blob(key: str) -> bytes:
+        return BLOBS[key]
+    """
+)
+EXACT_TEXTS = {"plain": "no newline", "newline": "ends with one\n", "empty": "",
+               "crlf": "a\r\nb ü\r\n", "blank": "\n"}  # fmt: skip
+EXACT_BLOBS = {"bin": bytes(range(256)) + b"\n", "tail": b"\x89PNG\x00 no newline",
+               "none": b""}  # fmt: skip
+
+
+@pytest.fixture
+def exact(tmp_path: Path) -> list[str]:
+    path = tmp_path / "exact.py"
+    path.write_text(EXACT)
+    return ["--", sys.executable, "-m", "mcpwire", "serve", f"{path}:server"]
+
+
+def raw_run(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpwire", *args],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        timeout=RUN_TIMEOUT,
+    )
+
+
+@pytest.mark.parametrize("key", EXACT_TEXTS)
+def test_text_to_a_pipe_is_exactly_the_content(exact: list[str], key: str) -> None:
+    """``read`` of a text resource and ``call`` of a tool with a text result write
+    the content's UTF-8 bytes and nothing more to a file or a pipe (no line feed
+    added, none taken away), so ``> file`` reproduces it."""
+    want = EXACT_TEXTS[key].encode()
+    proc = raw_run("read", f"exact://text/{key}", *exact)
+    assert (proc.returncode, proc.stdout) == (0, want), proc.stderr
+    proc = raw_run("call", "say", "--args", json.dumps({"key": key}), *exact)
+    assert (proc.returncode, proc.stdout) == (0, want), proc.stderr
+    # --json output is a JSON document and its line feed, as before.
+    proc = raw_run("read", "--json", f"exact://text/{key}", *exact)
+    assert proc.returncode == 0 and proc.stdout.endswith(b"}\n"), proc.stderr
+    assert json.loads(proc.stdout)["contents"][0]["text"] == EXACT_TEXTS[key]
+
+
+@pytest.mark.parametrize("key", EXACT_BLOBS)
+def test_a_blob_resource_to_a_pipe_is_its_decoded_bytes(exact: list[str], key: str) -> None:
+    proc = raw_run("read", f"exact://blob/{key}", *exact)
+    assert (proc.returncode, proc.stdout) == (0, EXACT_BLOBS[key]), proc.stderr
+
+
+BAD_BLOB = textwrap.dedent(
+    """
+    import json
+    import sys
+
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if "id" not in msg:
+            continue
+        if msg["method"] == "initialize":
+            result = {"protocolVersion": "2025-11-25", "capabilities": {"resources": {}},
+                      "serverInfo": {"name": "bad-blob", "version": "1"}}
+        else:
+            result = {"contents": [{"uri": "x://a", "text": "first"},
+                                   {"uri": "x://b", "blob": "not base64!"}]}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + "\\n")
+        sys.stdout.flush()
+    """
+)
+
+
+def test_a_blob_that_is_not_base64_is_an_error_and_nothing_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "bad_blob.py"
+    path.write_text(BAD_BLOB)
+    proc = raw_run("read", "--mode", "legacy", "x://a", "--", sys.executable, str(path))
+    assert (proc.returncode, proc.stdout) == (1, b""), proc.stderr
+    assert b"the blob of 'x://b' is not valid base64" in proc.stderr
+
+
+def test_content_on_a_terminal_ends_with_one_line_feed(exact: list[str]) -> None:
+    """On a terminal a line feed follows content that does not end with one (for
+    the prompt), and none is added to content that does, or to no content; a blob
+    is a line about it."""
+    for key, shown in [("plain", "no newline\n"), ("newline", "ends with one\n"),
+                       ("empty", ""), ("blank", "\n"), ("crlf", "a\nb ü\n")]:  # fmt: skip
+        for args in (
+            ["read", f"exact://text/{key}"],
+            ["call", "say", "--args", f'{{"key": "{key}"}}'],
+        ):
+            proc, out = on_terminal(*args, *exact)
+            assert proc.returncode == 0, proc.stderr
+            assert out.decode().replace("\r\n", "\n") == shown, (key, args)
+    proc, out = on_terminal("read", "exact://blob/tail", *exact)
+    assert proc.returncode == 0, proc.stderr
+    assert out == b"[binary application/x-test, 16 bytes, exact://blob/tail]\r\n"
 
 
 def escaped(text: str, kept: set[str]) -> str:
@@ -839,7 +1067,7 @@ def test_inspect_exits_1_when_a_list_is_answered_with_an_error(
 def test_read_takes_an_https_uri_with_a_command_target(faulty: list[str]) -> None:
     proc = mcpwire("read", "https://example.com/doc", *faulty)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "a resource at an https URI\n"
+    assert proc.stdout == "a resource at an https URI"
     # A URL and a command are still two targets.
     proc = mcpwire("read", "http://127.0.0.1:9/mcp", "https://example.com/doc", *faulty)
     assert proc.returncode == 2

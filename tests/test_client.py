@@ -844,6 +844,84 @@ async def test_output_schema_validated_without_listing_first() -> None:
                 await client.call_tool("bad")
 
 
+class ListingServer(CountingServer):
+    """``paged_server``'s tools (three pages), whose ``tools/list`` answers after a
+    moment (so that first calls overlap it), with an error, or never."""
+
+    def __init__(self, listing: str) -> None:
+        super().__init__("listing", "1", page_size=2)
+        self.listing = listing
+        for i in range(5):
+            self.add_tool(_item_tool(i), name=f"tool{i}")
+
+    async def _on_request(self, conn: Any, request: Request, rctx: RequestContext) -> Any:
+        self.seen.append(request.method)
+        if request.method == "tools/list":
+            await anyio.sleep(0.05 if self.listing != "silent" else WAIT)
+            if self.listing == "error":
+                raise JSONRPCError(-32603, "listing broke")
+        return await Server._on_request(self, conn, request, rctx)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("listing", ["answered", "error", "silent"])
+async def test_concurrent_first_calls_share_one_listing(mode: str, listing: str) -> None:
+    """Ten first calls at once learn the tools' output schemas from one listing
+    round (its three pages), all waiting on it; an error answer or none fails no
+    call: each keeps its result. After no answer, the next first call lists again."""
+    server = ListingServer(listing)
+    texts: list[str] = []
+    with anyio.fail_after(WAIT):
+        async with Client(server, mode=mode, request_timeout=0.5) as client:
+
+            async def call(i: int) -> None:
+                texts.append((await client.call_tool(f"tool{i % 5}")).text)
+
+            async with anyio.create_task_group() as tg:
+                for i in range(10):
+                    tg.start_soon(call, i)
+            assert sorted(texts) == sorted(str(i % 5) for i in range(10))
+            assert server.count("tools/list") == (3 if listing == "answered" else 1)
+            await client.call_tool("tool0")
+            relisted = {"answered": 3, "error": 1, "silent": 2}[listing]
+            assert server.count("tools/list") == relisted
+
+
+async def test_first_calls_waiting_on_a_cancelled_listing_keep_their_results() -> None:
+    """The call that runs the listing is cancelled: the calls waiting on it are not
+    left waiting, they return their results unchecked."""
+    server = ListingServer("silent")
+    texts: list[str] = []
+    with anyio.fail_after(WAIT):
+        async with (
+            Client(server, request_timeout=WAIT) as client,
+            anyio.create_task_group() as tg,
+        ):
+            lister = anyio.CancelScope()
+
+            async def first() -> None:
+                with lister:
+                    await client.call_tool("tool0")
+
+            async def waiter(i: int) -> None:
+                texts.append((await client.call_tool(f"tool{i}")).text)
+
+            tg.start_soon(first)
+            while not server.count("tools/list"):
+                await anyio.sleep(0.01)
+            for i in range(1, 4):
+                tg.start_soon(waiter, i)
+            while server.count("tools/call") < 4:
+                await anyio.sleep(0.01)
+            await anyio.sleep(0.05)  # the three wait on the listing
+            with anyio.fail_after(1):  # not the listing's request timeout
+                lister.cancel()
+                while len(texts) < 3:
+                    await anyio.sleep(0.01)
+    assert sorted(texts) == ["1", "2", "3"]
+    assert server.count("tools/list") == 1
+
+
 async def test_output_validation_can_be_disabled() -> None:
     with anyio.fail_after(WAIT):
         async with Client(schema_server(), validate_output=False) as client:

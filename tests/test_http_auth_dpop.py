@@ -1000,7 +1000,8 @@ except CryptographyMissing as exc:
 
 def test_cli_dpop_options() -> None:
     """``mcpwire serve --auth-server ... --introspect ... --dpop MODE --dpop-nonce``."""
-    from mcpwire._cli import UsageError, _parser, _serve_auth
+    from mcpwire._cli import UsageError, _parser
+    from mcpwire._cli_serve import serve_auth as _serve_auth
 
     base = ["serve", "m:s", "--transport", "http", "--auth-server", "https://a.example"]
     base += ["--introspect", "https://a.example/introspect"]
@@ -1026,7 +1027,8 @@ def test_processes_sharing_a_nonce_key_take_each_others_nonces(
 ) -> None:
     """Behind a load balancer: ``dpop_nonce_key`` (``$MCPWIRE_DPOP_NONCE_KEY`` for
     ``serve``) makes a nonce one process issued good at every other."""
-    from mcpwire._cli import UsageError, _parser, _serve_auth
+    from mcpwire._cli import UsageError, _parser
+    from mcpwire._cli_serve import serve_auth as _serve_auth
 
     base = ["serve", "m:s", "--transport", "http", "--auth-server", "https://a.example"]
     base += ["--introspect", "https://a.example/introspect", "--dpop-nonce"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TypeAlias, Union
 
-__all__ = ("JSONArray", "JSONObject", "JSONValue", "dig")
+__all__ = ("JSONArray", "JSONObject", "JSONValue", "dig", "kind_of")
 
 JSONValue: TypeAlias = Union[None, bool, int, float, str, "list[JSONValue]", "dict[str, JSONValue]"]
 JSONObject: TypeAlias = "dict[str, JSONValue]"
@@ -16,3 +16,20 @@ def dig(value: JSONValue, *keys: str) -> JSONValue:
     for key in keys:
         value = value.get(key) if isinstance(value, dict) else None
     return value
+
+
+def kind_of(value: object) -> str:
+    """What JSON ``value`` is, for error messages: "a string", "an array", "null"..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):
+        return "a fractional number"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"

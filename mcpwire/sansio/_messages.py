@@ -39,7 +39,7 @@ import enum
 from typing import Union
 
 from . import _codec
-from ._json import JSONObject, JSONValue
+from ._json import JSONObject, JSONValue, kind_of
 from ._record import Record, setters
 
 __all__ = (
@@ -289,7 +289,7 @@ def _classify_object(obj: JSONObject) -> Message | Invalid:
             )
         if has_id and not id_ok:
             return _invalid(
-                "request id must be a string or an integer, not " + _json_type_name(raw_id),
+                "request id must be a string or an integer, not " + kind_of(raw_id),
                 None,
                 method=method,
             )
@@ -352,22 +352,6 @@ def _classify_object(obj: JSONObject) -> Message | Invalid:
     )
 
 
-def _json_type_name(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, float):
-        return "a fractional number"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
 def classify(value: JSONValue, max_batch: int = _codec.DEFAULT_MAX_BATCH) -> Incoming:
     """Classify one decoded JSON value (see the module docstring); a batch of more
     than ``max_batch`` messages is ``Invalid`` (-32600, id null) as a whole."""
@@ -387,7 +371,7 @@ def classify(value: JSONValue, max_batch: int = _codec.DEFAULT_MAX_BATCH) -> Inc
             else:
                 items.append(_invalid("batch element is not an object", None))
         return Batch(tuple(items))
-    return _invalid(f"a JSON-RPC message is an object, not {_json_type_name(value)}", None)
+    return _invalid(f"a JSON-RPC message is an object, not {kind_of(value)}", None)
 
 
 def parse(
