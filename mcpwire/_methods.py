@@ -18,6 +18,7 @@ from . import _tasks
 from ._compat import shape_legacy_result, shape_server_info
 from ._context import CapabilityMissing, Context, InputRequired, with_input_rounds
 from ._errors import JSONRPCError
+from ._params import check_params
 from ._registry import (
     ToolDef,
     call_handler,
@@ -133,8 +134,8 @@ async def dispatch(
     server: Server, conn: Connection, request: Request, rctx: RequestContext
 ) -> JSONObject:
     params = request.params if request.params is not None else {}
-    meta = params.get("_meta")
     method = request.method
+    meta = check_params(method, params)  # shapes every revision fixes: -32602
     # An initialize that carries the modern envelope is a modern request for a
     # method the modern era does not have (-32601), not a handshake.
     modern = method in _MODERN_ONLY or (
@@ -338,10 +339,8 @@ async def _tools_call(call: Call) -> JSONObject:
         # An unknown tool is a protocol error in both eras (tools.mdx, SEP-1303).
         raise invalid_params(f"Unknown tool: {name}")
     args = call.params.get("arguments")
-    if args is None:
+    if not isinstance(args, dict):  # left out (check_params refused any other value)
         args = {}
-    if not isinstance(args, dict):
-        raise invalid_params("tools/call: arguments must be an object")
     problems = (tool.validator or tool.checker()).validate(args)
     tasked = call.era == "legacy" and (tool.task != "forbidden" or "task" in call.params)
     if tasked and _tasks.legacy_tasks(call.server, call.version):  # 2025-11-25 tasks
@@ -469,9 +468,9 @@ async def _prompts_get(call: Call) -> JSONObject:
     prompt = call.server.prompts.get(name)
     if prompt is None:
         raise invalid_params(f"Unknown prompt: {name}")
-    args = call.params.get("arguments") or {}
-    if not isinstance(args, dict):
-        raise invalid_params("prompts/get: arguments must be an object")
+    args = call.params.get("arguments")
+    if not isinstance(args, dict):  # left out (check_params refused any other value)
+        args = {}
     wrong = next((k for k, v in args.items() if not isinstance(v, str)), None)
     if wrong is not None:  # every revision's schema: arguments are {[key: string]: string}
         raise invalid_params(f"prompts/get: argument {wrong!r} must be a string")
