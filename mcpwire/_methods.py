@@ -405,7 +405,10 @@ async def _resources_read(call: Call) -> JSONObject:
         value = await _run_reader(call, static.fn, kwargs)
         return {"contents": resource_contents(uri, static.mime_type, value)}
     for template in server.templates:
-        variables = template.template.match(uri)
+        try:
+            variables = template.template.match(uri)
+        except ValueError as exc:  # UriEscapeError: the template's shape, but no value
+            raise invalid_params(f"resources/read: {exc}", {"uri": uri}) from None
         if variables is None:
             continue
         kwargs = dict(variables)
