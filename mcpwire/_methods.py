@@ -18,7 +18,7 @@ from . import _tasks
 from ._compat import shape_legacy_result, shape_server_info
 from ._context import CapabilityMissing, Context, InputRequired, with_input_rounds
 from ._errors import JSONRPCError
-from ._params import check_params
+from ._params import check_params, invalid_params
 from ._registry import (
     ToolDef,
     call_handler,
@@ -30,6 +30,7 @@ from ._registry import (
 )
 from ._schema import convert_arguments
 from ._session import RequestContext
+from ._subscriptions import listen, subscribe
 from ._versions import (
     LATEST_LEGACY_VERSION,
     LEGACY_VERSIONS,
@@ -50,7 +51,7 @@ from .sansio._state import LifecycleInput
 if TYPE_CHECKING:
     from ._server import Connection, Server
 
-__all__ = ("META_SUBSCRIPTION_ID", "Call", "dispatch", "invalid_params", "listen_uris")
+__all__ = ("META_SUBSCRIPTION_ID", "Call", "dispatch", "invalid_params")
 
 #: Methods that exist only in the modern era: a request for one is modern
 #: even without an envelope (and then fails the envelope check, as it should).
@@ -69,10 +70,6 @@ _CACHEABLE = frozenset(
 #: Methods whose modern results may be InputRequiredResult (mrtr.mdx).
 _MRTR = frozenset({"tools/call", "prompts/get", "resources/read"})
 _ABSENT = object()
-
-
-def invalid_params(message: str, data: JSONValue = None) -> JSONRPCError:
-    return JSONRPCError(ErrorCode.INVALID_PARAMS, message, data)
 
 
 def _not_found(method: str) -> JSONRPCError:
@@ -430,32 +427,6 @@ async def _run_reader(call: Call, fn: Callable[..., object], kwargs: dict[str, o
         raise JSONRPCError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
 
 
-#: Subscriptions one connection may hold, and the longest URI one may name: a
-#: client cannot make the server keep more than about 8 MiB for it this way.
-MAX_SUBSCRIPTIONS = 1000
-MAX_SUBSCRIBED_URI = 8192
-
-
-async def _subscribe(call: Call) -> JSONObject:
-    uri = call.params.get("uri")
-    if not isinstance(uri, str):
-        raise invalid_params("uri must be a string")
-    subscriptions = call.conn.subscriptions
-    if call.request.method == "resources/subscribe":
-        if uri not in subscriptions:
-            if len(uri) > MAX_SUBSCRIBED_URI:
-                raise invalid_params(f"uri is longer than {MAX_SUBSCRIBED_URI} characters")
-            if len(subscriptions) >= MAX_SUBSCRIPTIONS:
-                raise invalid_params(
-                    f"this connection already holds {MAX_SUBSCRIPTIONS} subscriptions, "
-                    "the most it may: unsubscribe from one first"
-                )
-        subscriptions.add(uri)
-    else:
-        subscriptions.discard(uri)
-    return {}
-
-
 async def _set_level(call: Call) -> JSONObject:
     level = call.params.get("level")
     if level not in LOG_LEVELS:
@@ -499,68 +470,6 @@ async def _complete(call: Call) -> JSONObject:
     return await complete(call)
 
 
-def listen_uris(params: JSONObject) -> list[str] | None:
-    """The resource URIs a ``subscriptions/listen`` names (``None``: no list)."""
-    wanted = params.get("notifications")
-    uris = wanted.get("resourceSubscriptions") if isinstance(wanted, dict) else None
-    return [u for u in uris if isinstance(u, str)] if isinstance(uris, list) else None
-
-
-async def _listen(call: Call) -> JSONObject:
-    from ._server import Listener
-
-    wanted = call.params.get("notifications") or {}
-    if not isinstance(wanted, dict):
-        raise invalid_params("subscriptions/listen: notifications must be an object")
-    caps = call.server.capabilities()
-    honored: JSONObject = {}
-    for flag, cap in (
-        ("toolsListChanged", "tools"),
-        ("promptsListChanged", "prompts"),
-        ("resourcesListChanged", "resources"),
-    ):
-        if wanted.get(flag) is True and cap in caps:
-            honored[flag] = True
-    kept = listen_uris(call.params)
-    if kept is not None and "resources" in caps:
-        if len(kept) > MAX_SUBSCRIPTIONS or any(len(u) > MAX_SUBSCRIBED_URI for u in kept):
-            raise invalid_params(
-                f"resourceSubscriptions: at most {MAX_SUBSCRIPTIONS} URIs, "
-                f"each at most {MAX_SUBSCRIBED_URI} characters"
-            )
-        if kept:
-            honored["resourceSubscriptions"] = list(kept)
-    task_ids = _tasks.listen_task_ids(call, wanted) if call.server.offers_tasks else []
-    if task_ids:
-        honored["taskIds"] = list(task_ids)
-    rid = call.request.id
-    listener = Listener(
-        rid,
-        tools="toolsListChanged" in honored,
-        prompts="promptsListChanged" in honored,
-        resources="resourcesListChanged" in honored,
-        uris=frozenset(
-            u
-            for u in honored.get("resourceSubscriptions", [])  # type: ignore[union-attr]
-            if isinstance(u, str)
-        ),
-        task_ids=frozenset(task_ids),
-    )
-    session = call.rctx.session
-    # The acknowledgement MUST be the first message of the subscription.
-    await session.notify(
-        "notifications/subscriptions/acknowledged",
-        {"_meta": {META_SUBSCRIPTION_ID: rid}, "notifications": honored},
-        related=rid,
-    )
-    call.conn.listeners[rid] = listener
-    try:
-        await call.conn.server_stopping(rid)
-    finally:
-        call.conn.listeners.pop(rid, None)
-    return {"_meta": {META_SUBSCRIPTION_ID: rid}}
-
-
 LEGACY_METHODS: dict[str, Method] = {
     "ping": _ping,
     "tools/list": _tools_list,
@@ -568,8 +477,8 @@ LEGACY_METHODS: dict[str, Method] = {
     "resources/list": _resources_list,
     "resources/templates/list": _templates_list,
     "resources/read": _resources_read,
-    "resources/subscribe": _subscribe,
-    "resources/unsubscribe": _subscribe,
+    "resources/subscribe": subscribe,
+    "resources/unsubscribe": subscribe,
     "prompts/list": _prompts_list,
     "prompts/get": _prompts_get,
     "completion/complete": _complete,
@@ -590,7 +499,7 @@ MODERN_METHODS: dict[str, Method] = {
     "prompts/list": _prompts_list,
     "prompts/get": _prompts_get,
     "completion/complete": _complete,
-    "subscriptions/listen": _listen,
+    "subscriptions/listen": listen,
     "tasks/get": _tasks.tasks_get,
     "tasks/update": _tasks.tasks_update,
     "tasks/cancel": _tasks.tasks_cancel,

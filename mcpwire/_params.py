@@ -25,7 +25,7 @@ from ._errors import JSONRPCError
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import ErrorCode
 
-__all__ = ("check_params", "json_kind")
+__all__ = ("check_params", "invalid_params", "json_kind")
 
 #: Per method, the params the schema types ``name?: { [key: string]: ... }``.
 _OBJECT_PARAMS: dict[str, tuple[str, ...]] = {
@@ -49,8 +49,9 @@ def json_kind(value: object) -> str:
     return "an object" if isinstance(value, dict) else type(value).__name__
 
 
-def _refuse(message: str) -> JSONRPCError:
-    return JSONRPCError(ErrorCode.INVALID_PARAMS, message)
+def invalid_params(message: str, data: JSONValue = None) -> JSONRPCError:
+    """-32602 Invalid params with ``message`` (and ``data``, when given)."""
+    return JSONRPCError(ErrorCode.INVALID_PARAMS, message, data)
 
 
 def check_params(method: str, params: JSONObject) -> JSONValue:
@@ -61,20 +62,20 @@ def check_params(method: str, params: JSONObject) -> JSONValue:
     meta = params.get("_meta")
     if meta is None:
         if "_meta" in params:
-            raise _refuse("params._meta must be an object (or left out), not null")
+            raise invalid_params("params._meta must be an object (or left out), not null")
     elif not isinstance(meta, dict):
-        raise _refuse(f"params._meta must be an object (or left out), not {json_kind(meta)}")
+        raise invalid_params(f"params._meta must be an object (or left out), not {json_kind(meta)}")
     elif "progressToken" in meta:
         token = meta["progressToken"]
         if isinstance(token, bool) or not isinstance(token, (str, int, float)):
-            raise _refuse(
+            raise invalid_params(
                 f"params._meta.progressToken must be a string or a number, not {json_kind(token)}"
             )
     keys = _OBJECT_PARAMS.get(method)
     if keys is not None:
         for key in keys:
             if key in params and not isinstance(params[key], dict):
-                raise _refuse(
+                raise invalid_params(
                     f"{method}: params.{key} must be an object (or left out), "
                     f"not {json_kind(params[key])}"
                 )

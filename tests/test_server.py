@@ -831,7 +831,7 @@ async def test_subscriptions_per_connection_are_bounded() -> None:
     """A client cannot make the server hold subscriptions without end: at most
     ``MAX_SUBSCRIPTIONS`` per connection, each URI at most ``MAX_SUBSCRIBED_URI``
     long; subscribing again to a held URI, or after an unsubscribe, still works."""
-    from mcpwire._methods import MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS
+    from mcpwire._subscriptions import MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS
 
     server = build_server()
     async with serving(server) as (session, _):
