@@ -16,7 +16,13 @@ import anyio
 
 from . import _tasks
 from ._compat import shape_legacy_result, shape_server_info
-from ._context import CapabilityMissing, Context, InputRequired, with_input_rounds
+from ._context import (
+    CapabilityMissing,
+    ClientAnswerError,
+    Context,
+    InputRequired,
+    with_input_rounds,
+)
 from ._errors import JSONRPCError
 from ._params import check_params, invalid_params
 from ._registry import (
@@ -377,6 +383,8 @@ async def _invoke_tool(
         value = await call_handler(tool.fn, kwargs, thread=tool.thread)
         # Shaping the value may fail too (a type with no JSON form): still the tool's error.
         return tool_result(tool, value)
+    except ClientAnswerError as exc:  # an execution problem, not our error for the call
+        return error_result(f"Error executing tool: {exc}")
     except (InputRequired, JSONRPCError):
         raise
     except CapabilityMissing as exc:
@@ -419,12 +427,15 @@ async def _resources_read(call: Call) -> JSONObject:
 
 
 async def _run_reader(call: Call, fn: Callable[..., object], kwargs: dict[str, object]) -> object:
+    """Run a resource or prompt handler (these have no ``isError`` form)."""
     try:
         return await call_handler(fn, kwargs, thread=False)
     except CapabilityMissing as exc:
         if call.era == "modern":
             raise _missing_capability(exc) from None
         raise JSONRPCError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
+    except ClientAnswerError as exc:  # the client's error for our ask: we failed
+        raise JSONRPCError(ErrorCode.INTERNAL_ERROR, f"Internal error: {exc}") from None
 
 
 async def _set_level(call: Call) -> JSONObject:
@@ -455,13 +466,7 @@ async def _prompts_get(call: Call) -> JSONObject:
     kwargs: dict[str, object] = {k: v for k, v in args.items() if k in known}
     if prompt.context_param:
         kwargs[prompt.context_param] = call.context()
-    try:
-        value = await call_handler(prompt.fn, kwargs, thread=False)
-    except CapabilityMissing as exc:
-        if call.era == "modern":
-            raise _missing_capability(exc) from None
-        raise JSONRPCError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
-    return prompt_result(prompt, value)
+    return prompt_result(prompt, await _run_reader(call, prompt.fn, kwargs))
 
 
 async def _complete(call: Call) -> JSONObject:
