@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ._content import Text as Text
     from ._content import ToolError as ToolError
     from ._content import ToolResult as ToolResult
+    from ._context import ClientAnswerError as ClientAnswerError
     from ._context import Context as Context
     from ._context import URLElicitationRequired as URLElicitationRequired
     from ._http_auth import ResourceServerAuth as ResourceServerAuth
@@ -201,6 +202,7 @@ __all__ = (
     "ToolSearch",
     "ToolsChanged",
     "URLElicitationRequired",
+    "ClientAnswerError",
     "JSONRPCError",
     "LocalProtocolError",
     "MCPWireError",
@@ -278,6 +280,7 @@ _LAZY = {
     "Text": "._content",
     "ToolError": "._content",
     "ToolResult": "._content",
+    "ClientAnswerError": "._context",
     "Context": "._context",
     "URLElicitationRequired": "._context",
     "Hub": "._hub",

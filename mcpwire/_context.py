@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "CapabilityMissing",
+    "ClientAnswerError",
     "Context",
     "InputRequired",
     "StateSealer",
@@ -92,6 +93,27 @@ class URLElicitationRequired(JSONRPCError):
         super().__init__(
             ErrorCode.URL_ELICITATION_REQUIRED, message, {"elicitations": elicitations}
         )
+
+
+class ClientAnswerError(JSONRPCError):
+    """The client answered a request a handler made (``ctx.elicit``, ``ctx.sample``,
+    ``ctx.list_roots``, ``ctx.ask_all``; legacy era) with a JSON-RPC error.
+
+    ``code``, ``message`` and ``data`` are the client's; ``method`` names the
+    request it answered. It is the peer's error for the server's own request,
+    not the server's error for the client's request, so the server never
+    relays it as one: raised out of a tool it makes the call's result a tool
+    execution error (``isError: true``, tools.mdx "Error Handling"); out of a
+    prompt or resource handler, -32603 saying what the client answered. A
+    handler may catch it like any ``JSONRPCError``; one that means to answer
+    the client's request with a JSON-RPC error raises a ``JSONRPCError`` of
+    its own.
+    """
+
+    def __init__(self, method: str, answer: JSONRPCError) -> None:
+        super().__init__(answer.code, answer.message, answer.data)
+        self.method = method
+        self.args = (f"the client answered {method} with error {answer.code}: {answer.message}",)
 
 
 class CapabilityMissing(MCPWireError):
@@ -520,15 +542,18 @@ class Context:
     async def _legacy_ask(
         self, method: str, params: JSONObject | None, task: bool = False
     ) -> JSONObject:
-        if self.legacy_task is not None:  # through the task (input_required)
-            return await self.legacy_task.ask(method, params)
-        related = self._rctx.request_id
-        if task and at_least(self.protocol_version, LEGACY_TASKS_VERSION):
-            from ._task_legacy import ask_as_task, client_receives
+        try:
+            if self.legacy_task is not None:  # through the task (input_required)
+                return await self.legacy_task.ask(method, params)
+            related = self._rctx.request_id
+            if task and at_least(self.protocol_version, LEGACY_TASKS_VERSION):
+                from ._task_legacy import ask_as_task, client_receives
 
-            if client_receives(self.client_capabilities, method):
-                return await ask_as_task(self._rctx.session, method, params, related)
-        return await self._rctx.session.request(method, params, related=related)
+                if client_receives(self.client_capabilities, method):
+                    return await ask_as_task(self._rctx.session, method, params, related)
+            return await self._rctx.session.request(method, params, related=related)
+        except JSONRPCError as exc:  # the client's answer: not ours to relay as such
+            raise ClientAnswerError(method, exc) from exc
 
     def _client_has(self, capability: JSONObject, mode: str | None) -> bool:
         if not capability:

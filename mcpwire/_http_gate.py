@@ -41,7 +41,7 @@ from .sansio._http import (
     is_json_media_type,
     origin_allowed,
 )
-from .sansio._messages import Request
+from .sansio._messages import Batch, Request
 
 if TYPE_CHECKING:
     from h11._headers import Headers as H11Headers
@@ -56,6 +56,7 @@ __all__ = (
     "json_content",
     "negotiate",
     "origin_ok",
+    "sessionless_modern",
     "validated_head",
 )
 
@@ -211,6 +212,28 @@ def is_modern(req: Request, head: RequestHead) -> bool:
     if MCP_SESSION_ID in head.headers:
         return False
     return (pv is not None and pv not in LEGACY_VERSIONS) or MCP_METHOD in head.headers
+
+
+def sessionless_modern(item: object, head: RequestHead) -> bool:
+    """Whether a POSTed batch or response that names no session is a modern one.
+
+    As for a request (``is_modern``): no ``Mcp-Session-Id``, and a version
+    header that is not a legacy one, or an ``Mcp-Method`` header, or (for a
+    batch) a request in it that is modern. 2026-07-28 has neither batches nor
+    client responses, so such a message gets that era's answer, not a legacy
+    one about sessions.
+    """
+    headers = head.headers
+    if MCP_SESSION_ID in headers:
+        return False
+    pv = headers.get(MCP_PROTOCOL_VERSION)
+    if pv is not None:
+        return pv not in LEGACY_VERSIONS
+    if MCP_METHOD in headers:
+        return True
+    if isinstance(item, Batch):
+        return any(isinstance(x, Request) and is_modern(x, head) for x in item.items)
+    return False
 
 
 # -- response heads, validated once ----------------------------------------------------

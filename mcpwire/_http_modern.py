@@ -71,6 +71,7 @@ from .sansio._http import (
 )
 from .sansio._json import JSONObject, JSONValue
 from .sansio._messages import (
+    Batch,
     ErrorCode,
     ErrorResponse,
     Message,
@@ -191,6 +192,29 @@ class ModernEndpoint:
             )
             return
         await http.respond(202, JSON_HEADERS)
+
+    async def other(self, http: HTTPExchange, version: str | None, item: object) -> None:
+        """A batch or a response POSTed in the modern era: 400, -32600 (id null).
+
+        2026-07-28 has no JSON-RPC batches (they were 2025-03-26's alone) and no
+        server-to-client requests, so no client response (streamable-http.mdx:
+        a POST body is exactly one request or notification). An unsupported
+        ``MCP-Protocol-Version`` is answered as for any message (-32022).
+        """
+        if version is not None and version not in MODERN_VERSIONS:
+            await self.notification(http, version)  # -32022, as for a notification
+            return
+        if type(item) is Batch:
+            why = (
+                "JSON-RPC batches are not part of protocol version 2026-07-28 "
+                "(only 2025-03-26 had them): send each message in a POST of its own"
+            )
+        else:
+            why = (
+                "a JSON-RPC response has nothing to answer in protocol version 2026-07-28: "
+                "its servers send clients no requests"
+            )
+        await self.app.json_error(http, 400, None, ErrorCode.INVALID_REQUEST, why)
 
     def _problem(self, req: Request, head: RequestHead) -> tuple[int, str, JSONValue] | None:
         """The JSON-RPC error a modern request earns before dispatch, if any.

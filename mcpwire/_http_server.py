@@ -67,7 +67,7 @@ import h11
 
 from ._aio_stream import open_tcp_listener, serve_listener
 from ._http_events import EventStore, MemoryEventStore
-from ._http_gate import host_ok, is_modern, json_content, negotiate, origin_ok
+from ._http_gate import host_ok, is_modern, json_content, negotiate, origin_ok, sessionless_modern
 from ._http_legacy import LegacyEndpoint
 from ._http_options import HostList, HTTPServerOptions, http_options
 from ._http_streams import JSON_HEADERS, PumpResult, ResponseStream, pump
@@ -493,7 +493,10 @@ class HTTPServer:
             else:
                 await self.legacy.notification(http, head, item)  # type: ignore[arg-type]
         elif cls is Response or cls is ErrorResponse or cls is Batch:
-            await self.legacy.other(http, head, item)  # type: ignore[arg-type]
+            if sessionless_modern(item, head):  # 2026-07-28 has neither
+                await self.modern.other(http, headers.get(MCP_PROTOCOL_VERSION), item)
+            else:
+                await self.legacy.other(http, head, item)  # type: ignore[arg-type]
         else:
             invalid: Invalid = item  # type: ignore[assignment]
             if not invalid.reply and MCP_SESSION_ID in headers:

@@ -68,9 +68,9 @@ from ._content import ToolResult
 from ._errors import JSONRPCError, MCPWireError
 from ._hub_errors import HubError
 from ._hub_search import ToolSearch
-from ._methods import listen_uris
 from ._registry import CompletionDef, PromptDef, ResourceDef, TemplateDef, ToolDef
 from ._server import Connection, Server
+from ._subscriptions import listen_uris
 from ._uritemplate import UriTemplate
 from ._version import __version__
 from .sansio._messages import ErrorCode, Request

@@ -16,8 +16,15 @@ import anyio
 
 from . import _tasks
 from ._compat import shape_legacy_result, shape_server_info
-from ._context import CapabilityMissing, Context, InputRequired, with_input_rounds
+from ._context import (
+    CapabilityMissing,
+    ClientAnswerError,
+    Context,
+    InputRequired,
+    with_input_rounds,
+)
 from ._errors import JSONRPCError
+from ._params import check_params, invalid_params
 from ._registry import (
     ToolDef,
     call_handler,
@@ -29,6 +36,7 @@ from ._registry import (
 )
 from ._schema import convert_arguments
 from ._session import RequestContext
+from ._subscriptions import listen, subscribe
 from ._versions import (
     LATEST_LEGACY_VERSION,
     LEGACY_VERSIONS,
@@ -49,7 +57,7 @@ from .sansio._state import LifecycleInput
 if TYPE_CHECKING:
     from ._server import Connection, Server
 
-__all__ = ("META_SUBSCRIPTION_ID", "Call", "dispatch", "invalid_params", "listen_uris")
+__all__ = ("META_SUBSCRIPTION_ID", "Call", "dispatch", "invalid_params")
 
 #: Methods that exist only in the modern era: a request for one is modern
 #: even without an envelope (and then fails the envelope check, as it should).
@@ -68,10 +76,6 @@ _CACHEABLE = frozenset(
 #: Methods whose modern results may be InputRequiredResult (mrtr.mdx).
 _MRTR = frozenset({"tools/call", "prompts/get", "resources/read"})
 _ABSENT = object()
-
-
-def invalid_params(message: str, data: JSONValue = None) -> JSONRPCError:
-    return JSONRPCError(ErrorCode.INVALID_PARAMS, message, data)
 
 
 def _not_found(method: str) -> JSONRPCError:
@@ -133,8 +137,8 @@ async def dispatch(
     server: Server, conn: Connection, request: Request, rctx: RequestContext
 ) -> JSONObject:
     params = request.params if request.params is not None else {}
-    meta = params.get("_meta")
     method = request.method
+    meta = check_params(method, params)  # shapes every revision fixes: -32602
     # An initialize that carries the modern envelope is a modern request for a
     # method the modern era does not have (-32601), not a handshake.
     modern = method in _MODERN_ONLY or (
@@ -338,10 +342,8 @@ async def _tools_call(call: Call) -> JSONObject:
         # An unknown tool is a protocol error in both eras (tools.mdx, SEP-1303).
         raise invalid_params(f"Unknown tool: {name}")
     args = call.params.get("arguments")
-    if args is None:
+    if not isinstance(args, dict):  # left out (check_params refused any other value)
         args = {}
-    if not isinstance(args, dict):
-        raise invalid_params("tools/call: arguments must be an object")
     problems = (tool.validator or tool.checker()).validate(args)
     tasked = call.era == "legacy" and (tool.task != "forbidden" or "task" in call.params)
     if tasked and _tasks.legacy_tasks(call.server, call.version):  # 2025-11-25 tasks
@@ -381,6 +383,8 @@ async def _invoke_tool(
         value = await call_handler(tool.fn, kwargs, thread=tool.thread)
         # Shaping the value may fail too (a type with no JSON form): still the tool's error.
         return tool_result(tool, value)
+    except ClientAnswerError as exc:  # an execution problem, not our error for the call
+        return error_result(f"Error executing tool: {exc}")
     except (InputRequired, JSONRPCError):
         raise
     except CapabilityMissing as exc:
@@ -406,7 +410,10 @@ async def _resources_read(call: Call) -> JSONObject:
         value = await _run_reader(call, static.fn, kwargs)
         return {"contents": resource_contents(uri, static.mime_type, value)}
     for template in server.templates:
-        variables = template.template.match(uri)
+        try:
+            variables = template.template.match(uri)
+        except ValueError as exc:  # UriEscapeError: the template's shape, but no value
+            raise invalid_params(f"resources/read: {exc}", {"uri": uri}) from None
         if variables is None:
             continue
         kwargs = dict(variables)
@@ -420,38 +427,15 @@ async def _resources_read(call: Call) -> JSONObject:
 
 
 async def _run_reader(call: Call, fn: Callable[..., object], kwargs: dict[str, object]) -> object:
+    """Run a resource or prompt handler (these have no ``isError`` form)."""
     try:
         return await call_handler(fn, kwargs, thread=False)
     except CapabilityMissing as exc:
         if call.era == "modern":
             raise _missing_capability(exc) from None
         raise JSONRPCError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
-
-
-#: Subscriptions one connection may hold, and the longest URI one may name: a
-#: client cannot make the server keep more than about 8 MiB for it this way.
-MAX_SUBSCRIPTIONS = 1000
-MAX_SUBSCRIBED_URI = 8192
-
-
-async def _subscribe(call: Call) -> JSONObject:
-    uri = call.params.get("uri")
-    if not isinstance(uri, str):
-        raise invalid_params("uri must be a string")
-    subscriptions = call.conn.subscriptions
-    if call.request.method == "resources/subscribe":
-        if uri not in subscriptions:
-            if len(uri) > MAX_SUBSCRIBED_URI:
-                raise invalid_params(f"uri is longer than {MAX_SUBSCRIBED_URI} characters")
-            if len(subscriptions) >= MAX_SUBSCRIPTIONS:
-                raise invalid_params(
-                    f"this connection already holds {MAX_SUBSCRIPTIONS} subscriptions, "
-                    "the most it may: unsubscribe from one first"
-                )
-        subscriptions.add(uri)
-    else:
-        subscriptions.discard(uri)
-    return {}
+    except ClientAnswerError as exc:  # the client's error for our ask: we failed
+        raise JSONRPCError(ErrorCode.INTERNAL_ERROR, f"Internal error: {exc}") from None
 
 
 async def _set_level(call: Call) -> JSONObject:
@@ -469,9 +453,9 @@ async def _prompts_get(call: Call) -> JSONObject:
     prompt = call.server.prompts.get(name)
     if prompt is None:
         raise invalid_params(f"Unknown prompt: {name}")
-    args = call.params.get("arguments") or {}
-    if not isinstance(args, dict):
-        raise invalid_params("prompts/get: arguments must be an object")
+    args = call.params.get("arguments")
+    if not isinstance(args, dict):  # left out (check_params refused any other value)
+        args = {}
     wrong = next((k for k, v in args.items() if not isinstance(v, str)), None)
     if wrong is not None:  # every revision's schema: arguments are {[key: string]: string}
         raise invalid_params(f"prompts/get: argument {wrong!r} must be a string")
@@ -482,81 +466,13 @@ async def _prompts_get(call: Call) -> JSONObject:
     kwargs: dict[str, object] = {k: v for k, v in args.items() if k in known}
     if prompt.context_param:
         kwargs[prompt.context_param] = call.context()
-    try:
-        value = await call_handler(prompt.fn, kwargs, thread=False)
-    except CapabilityMissing as exc:
-        if call.era == "modern":
-            raise _missing_capability(exc) from None
-        raise JSONRPCError(ErrorCode.INTERNAL_ERROR, str(exc)) from None
-    return prompt_result(prompt, value)
+    return prompt_result(prompt, await _run_reader(call, prompt.fn, kwargs))
 
 
 async def _complete(call: Call) -> JSONObject:
     from ._completion import complete
 
     return await complete(call)
-
-
-def listen_uris(params: JSONObject) -> list[str] | None:
-    """The resource URIs a ``subscriptions/listen`` names (``None``: no list)."""
-    wanted = params.get("notifications")
-    uris = wanted.get("resourceSubscriptions") if isinstance(wanted, dict) else None
-    return [u for u in uris if isinstance(u, str)] if isinstance(uris, list) else None
-
-
-async def _listen(call: Call) -> JSONObject:
-    from ._server import Listener
-
-    wanted = call.params.get("notifications") or {}
-    if not isinstance(wanted, dict):
-        raise invalid_params("subscriptions/listen: notifications must be an object")
-    caps = call.server.capabilities()
-    honored: JSONObject = {}
-    for flag, cap in (
-        ("toolsListChanged", "tools"),
-        ("promptsListChanged", "prompts"),
-        ("resourcesListChanged", "resources"),
-    ):
-        if wanted.get(flag) is True and cap in caps:
-            honored[flag] = True
-    kept = listen_uris(call.params)
-    if kept is not None and "resources" in caps:
-        if len(kept) > MAX_SUBSCRIPTIONS or any(len(u) > MAX_SUBSCRIBED_URI for u in kept):
-            raise invalid_params(
-                f"resourceSubscriptions: at most {MAX_SUBSCRIPTIONS} URIs, "
-                f"each at most {MAX_SUBSCRIBED_URI} characters"
-            )
-        if kept:
-            honored["resourceSubscriptions"] = list(kept)
-    task_ids = _tasks.listen_task_ids(call, wanted) if call.server.offers_tasks else []
-    if task_ids:
-        honored["taskIds"] = list(task_ids)
-    rid = call.request.id
-    listener = Listener(
-        rid,
-        tools="toolsListChanged" in honored,
-        prompts="promptsListChanged" in honored,
-        resources="resourcesListChanged" in honored,
-        uris=frozenset(
-            u
-            for u in honored.get("resourceSubscriptions", [])  # type: ignore[union-attr]
-            if isinstance(u, str)
-        ),
-        task_ids=frozenset(task_ids),
-    )
-    session = call.rctx.session
-    # The acknowledgement MUST be the first message of the subscription.
-    await session.notify(
-        "notifications/subscriptions/acknowledged",
-        {"_meta": {META_SUBSCRIPTION_ID: rid}, "notifications": honored},
-        related=rid,
-    )
-    call.conn.listeners[rid] = listener
-    try:
-        await call.conn.server_stopping(rid)
-    finally:
-        call.conn.listeners.pop(rid, None)
-    return {"_meta": {META_SUBSCRIPTION_ID: rid}}
 
 
 LEGACY_METHODS: dict[str, Method] = {
@@ -566,8 +482,8 @@ LEGACY_METHODS: dict[str, Method] = {
     "resources/list": _resources_list,
     "resources/templates/list": _templates_list,
     "resources/read": _resources_read,
-    "resources/subscribe": _subscribe,
-    "resources/unsubscribe": _subscribe,
+    "resources/subscribe": subscribe,
+    "resources/unsubscribe": subscribe,
     "prompts/list": _prompts_list,
     "prompts/get": _prompts_get,
     "completion/complete": _complete,
@@ -588,7 +504,7 @@ MODERN_METHODS: dict[str, Method] = {
     "prompts/list": _prompts_list,
     "prompts/get": _prompts_get,
     "completion/complete": _complete,
-    "subscriptions/listen": _listen,
+    "subscriptions/listen": listen,
     "tasks/get": _tasks.tasks_get,
     "tasks/update": _tasks.tasks_update,
     "tasks/cancel": _tasks.tasks_cancel,

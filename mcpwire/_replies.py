@@ -90,6 +90,15 @@ async def serve_batch(session: Session, batch: Batch) -> None:
     await gathered.done(session)
 
 
+#: Why a batch is refused. A connection has no era of its own (stdio serves
+#: both, chosen per request), so the reason holds for either: a legacy one that
+#: negotiated another version, a 2026-07-28 one, one not yet initialized.
+BATCH_REFUSAL = (
+    "JSON-RPC batches are only allowed once an initialize has negotiated protocol "
+    "version 2025-03-26 (later revisions, 2026-07-28 included, have none)"
+)
+
+
 async def refuse_batch(session: Session, batch: Batch) -> None:
     """Answer a batch the negotiated version does not allow: one -32600, id null.
 
@@ -103,8 +112,7 @@ async def refuse_batch(session: Session, batch: Batch) -> None:
         error_response(
             None,
             ErrorCode.INVALID_REQUEST,
-            "JSON-RPC batches are not supported by the negotiated protocol version "
-            "(only 2025-03-26 allows them)",
+            BATCH_REFUSAL,
         )
     )
     for item in batch.items:

@@ -35,11 +35,14 @@ class RequestContext:
         return self._scope.cancel_called
 
     @property
-    def progress_token(self) -> str | int | None:
+    def progress_token(self) -> str | int | float | None:
+        """The requester's ``ProgressToken`` (``string | number``), as it came."""
         params = self.request.params
         meta = params.get("_meta") if params else None
         token = meta.get("progressToken") if isinstance(meta, dict) else None
-        return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
+        if isinstance(token, bool) or not isinstance(token, (str, int, float)):
+            return None
+        return token
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -106,7 +106,9 @@ def _with_related(params: JSONObject | None, task_id: str) -> JSONObject:
 class LegacyTaskRun:
     """One task-augmented ``tools/call``: its task, and the handler's ways to the client."""
 
-    def __init__(self, task: Task, conn: Connection, progress_token: str | int | None) -> None:
+    def __init__(
+        self, task: Task, conn: Connection, progress_token: str | int | float | None
+    ) -> None:
         self.task = task
         self.conn = conn
         self.progress_token = progress_token

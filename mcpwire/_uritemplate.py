@@ -36,15 +36,17 @@ from typing import Union
 from urllib.parse import quote
 
 from ._uritemplate_match import (
+    UriEscapeError,
+    _add_query,
     _HeadCompiler,
-    _match_query,
+    _query_shape,
     _read_slot,
     _Results,
     _split_query,
 )
-from ._uritemplate_syntax import _EXPRESSION, _OPS, _RESERVED, _Expr, _parse, _Part
+from ._uritemplate_syntax import _EXPRESSION, _OPS, _RESERVED, _Expr, _parse, _Part, _VarSpec
 
-__all__ = ("UriTemplate", "is_template")
+__all__ = ("UriEscapeError", "UriTemplate", "is_template")
 
 
 _PCT_TRIPLET = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -207,19 +209,32 @@ class UriTemplate:
     def match(self, uri: str) -> dict[str, str | list[str]] | None:
         """Extract the variables that ``uri`` was expanded from, or ``None``.
 
-        Never raises for a ``str`` argument and runs in time linear in ``len(uri)``.
-        See the ``_uritemplate_match`` docstring for the shapes supported and the rules.
+        Values come back percent-decoded as UTF-8, the reverse of expansion (RFC
+        6570 section 3.2.1 encodes a value's UTF-8 octets). A ``uri`` of the
+        template's shape (its literals and delimiters in place, every query key
+        known) whose value holds a ``%`` not followed by two hex digits, or
+        escapes whose octets are not UTF-8, raises ``UriEscapeError`` naming the
+        variable and the escape: expansion never produces either, so such a URI
+        names no value. Otherwise never raises for a ``str`` argument, and runs
+        in time linear in ``len(uri)``. See the ``_uritemplate_match`` docstring
+        for the shapes supported and the rules.
         """
-        result = _Results()
         head = uri
+        pairs: list[tuple[_VarSpec, str]] = []
         if self._query is not None:
             head, mark, query = uri.partition("?")
-            if mark and not _match_query(self._query, query, result):
-                return None
-            if not mark and self._query.fixed:
+            if mark:
+                shaped = _query_shape(self._query, query)
+                if shaped is None:
+                    return None
+                pairs = shaped
+            elif self._query.fixed:
                 return None
         m = self._head.fullmatch(head)
         if m is None:
+            return None
+        result = _Results()
+        if pairs and not _add_query(pairs, result):
             return None
         for slot in self._slots:
             raw = m.group(slot.group)

@@ -34,8 +34,17 @@ values of the unreserved-encoding operators also exclude the first character of
 the following literal when that character is reserved (expansion would have
 pct-encoded it in a value, so it can only be the delimiter). Exploded variables
 come back as ``list[str]``, split at the operator's separator (for ``;``, ``?``
-and ``&`` the name must repeat: ``;list=a;list=b``); everything else as ``str``,
-percent-decoded (UTF-8; invalid UTF-8 means no match). A prefix-modified variable
+and ``&`` the name must repeat: ``;list=a;list=b``); everything else as ``str``.
+
+Percent-decoding. Every value (and list member) is percent-decoded as UTF-8,
+the reverse of expansion, which encodes a value's UTF-8 octets. Expansion never
+writes a ``%`` that is not followed by two hex digits (a ``%`` in a value
+becomes ``%25``), nor escapes whose octets are not UTF-8, so a value holding
+either names nothing a template could have been expanded with: once the URI
+has the template's shape (head regex matched, every query key known), such a
+value raises ``UriEscapeError`` naming the variable and the escape (``%ZZ``,
+``%``, ``%E2%82``), both kinds alike. A query *key* that does not decode is no
+known key: no match. A prefix-modified variable
 longer than its prefix means no match. When an empty value and an undefined
 variable expand alike (``{var}``, ``{+var}``) the variable comes back as ``""``;
 optional variables of one expression are filled left to right. A variable used
@@ -76,7 +85,8 @@ holds whenever the expansion is unambiguous, in particular for:
 * labels and other slots delimited by an unreserved character (``{name}.{ext}``,
   ``X{.a,b}``) when no value but the first contains that character.
 
-Not supported by ``match`` (it returns ``None`` or a best effort, never raises):
+Not supported by ``match`` (it returns ``None`` or a best effort, raising only
+``UriEscapeError``):
 exploded associative arrays (``{?keys*}``), values ``expand`` would render
 differently from how they are spelled (``%41`` versus ``A`` in literals), a query
 whose ``{?...}`` variables are all undefined so that it starts with ``&``, and
@@ -94,7 +104,15 @@ from urllib.parse import unquote
 
 from ._uritemplate_syntax import _OPS, _RESERVED, _Expr, _Part, _VarSpec
 
-__all__ = ("_HeadCompiler", "_Results", "_match_query", "_read_slot", "_split_query")
+__all__ = (
+    "UriEscapeError",
+    "_HeadCompiler",
+    "_Results",
+    "_add_query",
+    "_query_shape",
+    "_read_slot",
+    "_split_query",
+)
 
 # Characters a matched value may never contain, per operator (see the module docstring).
 _BASE_EXCLUDED: dict[str, str] = {
@@ -340,7 +358,7 @@ def _split_query(parts: list[_Part]) -> tuple[list[_Part], _QuerySpec | None]:
                 variables[spec.name] = spec
         previous = part
     for spec in list(variables.values()):
-        decoded = _decode(spec.name)
+        decoded = _decode_name(spec.name)
         if decoded is not None and decoded != spec.name:
             variables.setdefault(decoded, spec)
     return head, _QuerySpec(variables, fixed)
@@ -349,7 +367,30 @@ def _split_query(parts: list[_Part]) -> tuple[list[_Part], _QuerySpec | None]:
 # --- matching: evaluation ----------------------------------------------------------
 
 
-def _decode(s: str) -> str | None:
+_ESCAPE_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+_BAD_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+class UriEscapeError(ValueError):
+    """A matched value whose percent-escapes are malformed or not UTF-8.
+
+    ``escape`` is the offending text as it stands in the URI (``%ZZ``, a lone
+    ``%``, or escapes such as ``%FF`` or ``%E2%82``), ``variable`` the template
+    variable whose value holds it.
+    """
+
+    def __init__(self, variable: str, escape: str, *, utf8: bool) -> None:
+        self.variable = variable
+        self.escape = escape
+        if utf8:
+            why = f"the percent-escape(s) {escape!r}, which do not decode as UTF-8"
+        else:
+            why = f"{escape!r}, which is not a percent-escape ('%' and two hex digits)"
+        super().__init__(f"the value of URI template variable {variable!r} holds {why}")
+
+
+def _decode_name(s: str) -> str | None:
+    """``s`` percent-decoded as UTF-8, or ``None`` (query keys, variable names)."""
     if "%" not in s:
         return s
     try:
@@ -358,24 +399,43 @@ def _decode(s: str) -> str | None:
         return None
 
 
-def _named_value(item: str, name: str) -> str | None:
+def _decode(s: str, name: str) -> str:
+    """A value of variable ``name`` percent-decoded as UTF-8 (raises ``UriEscapeError``)."""
+    if "%" not in s:
+        return s
+    bad = _BAD_PERCENT.search(s)
+    if bad is not None:
+        raise UriEscapeError(name, s[bad.start() : bad.start() + 3], utf8=False)
+    out: list[str] = []
+    last = 0
+    for m in _ESCAPE_RUN.finditer(s):
+        run = m.group()
+        try:
+            text = bytes.fromhex(run.replace("%", "")).decode("utf-8")
+        except UnicodeDecodeError as exc:  # three characters of the run per byte
+            raise UriEscapeError(name, run[3 * exc.start : 3 * exc.end], utf8=True) from None
+        out.append(s[last : m.start()])
+        out.append(text)
+        last = m.end()
+    out.append(s[last:])
+    return "".join(out)
+
+
+def _named_value(item: str, name: str) -> str:
     rest = item[len(name) :]
-    return _decode(rest[1:]) if rest else ""
+    return _decode(rest[1:], name) if rest else ""
 
 
 def _read_slot(slot: _Slot, raw: str) -> _MatchValue | None:
     name = slot.spec.name
     if slot.kind == _SPLIT:
-        items = [_decode(x) for x in raw.split(slot.sep)]
-    elif slot.kind == _NAMED_LIST:
-        items = [_named_value(x, name) for x in raw.split(slot.sep)]
-    else:
-        value = _decode(raw) if slot.kind == _PLAIN else _named_value(raw, name)
-        if value is None or (slot.spec.prefix is not None and len(value) > slot.spec.prefix):
-            return None
-        return value
-    members = [x for x in items if x is not None]
-    return members if len(members) == len(items) else None
+        return [_decode(x, name) for x in raw.split(slot.sep)]
+    if slot.kind == _NAMED_LIST:
+        return [_named_value(x, name) for x in raw.split(slot.sep)]
+    value = _decode(raw, name) if slot.kind == _PLAIN else _named_value(raw, name)
+    if slot.spec.prefix is not None and len(value) > slot.spec.prefix:
+        return None
+    return value
 
 
 class _Results:
@@ -408,12 +468,18 @@ class _Results:
         return self.values
 
 
-def _match_query(spec: _QuerySpec, query: str, result: _Results) -> bool:
+def _query_shape(spec: _QuerySpec, query: str) -> list[tuple[_VarSpec, str]] | None:
+    """The query's ``(variable, raw value)`` pairs if it has the template's shape, else None.
+
+    The shape: no ``#``, every key a template variable (as spelled or
+    percent-decoded) or a literal pair, non-exploded variables at most once,
+    every literal pair present. Values are decoded by ``_add_query``.
+    """
     if "#" in query:
-        return False
+        return None
     fixed = spec.fixed.copy()
-    scalars: dict[str, str] = {}
-    lists: dict[str, list[str]] = {}
+    pairs: list[tuple[_VarSpec, str]] = []
+    seen: set[str] = set()
     for pair in query.split("&"):
         if not pair:
             continue
@@ -423,18 +489,33 @@ def _match_query(spec: _QuerySpec, query: str, result: _Results) -> bool:
         key, _, raw = pair.partition("=")
         var = spec.variables.get(key)
         if var is None:
-            decoded_key = _decode(key)
+            decoded_key = _decode_name(key)
             var = spec.variables.get(decoded_key) if decoded_key is not None else None
-        value = _decode(raw)
-        if var is None or value is None:
-            return False
+        if var is None:
+            return None
+        if not var.explode:
+            if var.name in seen:
+                return None
+            seen.add(var.name)
+        pairs.append((var, raw))
+    if any(n > 0 for n in fixed.values()):
+        return None
+    return pairs
+
+
+def _add_query(pairs: list[tuple[_VarSpec, str]], result: _Results) -> bool:
+    """Decode the query's values into ``result`` (raises ``UriEscapeError``)."""
+    scalars: dict[str, str] = {}
+    lists: dict[str, list[str]] = {}
+    variables: dict[str, _VarSpec] = {}
+    for var, raw in pairs:
+        value = _decode(raw, var.name)
+        variables[var.name] = var
         if var.explode:
             lists.setdefault(var.name, []).append(value)
-        elif var.name in scalars or (var.prefix is not None and len(value) > var.prefix):
+        elif var.prefix is not None and len(value) > var.prefix:
             return False
         else:
             scalars[var.name] = value
-    if any(n > 0 for n in fixed.values()):
-        return False
     merged: dict[str, _MatchValue] = {**scalars, **lists}
-    return all(result.add(spec.variables[name], value) for name, value in merged.items())
+    return all(result.add(variables[name], value) for name, value in merged.items())

@@ -491,6 +491,20 @@ def _session(h: dict[str, str], world: World) -> RpcError | str:
     return sid
 
 
+def _sessionless_modern(item: object, h: dict[str, str]) -> bool:
+    """A batch or response is modern (the rule of ``_http_gate.sessionless_modern``)
+    when it names no session and a non-legacy version header, an ``Mcp-Method``
+    header or (a batch) a modern request in it says so."""
+    if "mcp-session-id" in h:
+        return False
+    pv = h.get("mcp-protocol-version")
+    if pv is not None:
+        return pv not in LEGACY_VERSIONS
+    if "mcp-method" in h:
+        return True
+    return type(item) is Batch and any(type(x) is Request and _is_modern(x, h) for x in item.items)
+
+
 def _is_modern(req: Request, h: dict[str, str]) -> bool:
     """The era of a request (spec-notes 7.5; the rule of ``_http_gate.is_modern``):
     the ``_meta`` envelope or a modern-only method; else, without a session, a
@@ -653,6 +667,10 @@ def expect(verb: str, path: str, headers: Headers, body: bytes, world: World) ->
         # A message no one can answer with a result; a response or notification
         # refused gets an error "without id" (spec-notes 7.2).
         return [RpcError(400, item.error.code, item.id if item.reply else None)]
+    if type(item) is not Invalid and _sessionless_modern(item, h):
+        # 2026-07-28 has no batches and no client responses (no session to name).
+        pv = h.get("mcp-protocol-version")
+        return [RpcError(400, -32022 if pv is not None and pv != MODERN else -32600, None)]
     sid = _session(h, world)  # responses, batches, malformed responses: the session's
     if isinstance(sid, RpcError):
         return [sid]

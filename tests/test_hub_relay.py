@@ -28,7 +28,7 @@ from mcp import StdioServerParameters
 from mcp import types as sdk_types
 from test_hub_support import LEGACY, MODERN, PY, WAIT, era_pairs, ready
 
-from mcpwire import AskRelay, Client, Context, Hub, HubServer, JSONRPCError, Server, ServerConfig
+from mcpwire import AskRelay, Client, Context, Hub, HubServer, Server, ServerConfig
 
 pytestmark = pytest.mark.anyio
 
@@ -248,16 +248,21 @@ async def test_without_an_upstream_answer_the_hubs_own_callback_answers(tmp_path
 async def test_an_ask_nobody_can_answer_fails_as_method_not_found(
     tmp_path: Path, upstream: str
 ) -> None:
-    """As from a client without the callback: the server's tool fails with -32601,
-    and the hub passes its JSON-RPC error on as it came."""
+    """As from a client without the callback: the hub answers the server's ask with
+    -32601, which makes the server's tool fail (an ``isError`` result: the client's
+    error for the server's own request is no protocol error of the call), and the
+    hub passes that result on as it came."""
     async with (
         relayed(tmp_path, LEGACY) as (_, server, _runs),
         Client(server, mode=upstream) as client,
     ):
-        with anyio.fail_after(WAIT), pytest.raises(JSONRPCError) as caught:
-            await client.call_tool("d__ask", {"topic": "fog"})
-        assert caught.value.code == -32601
-        assert "sampling/createMessage" in caught.value.message
+        with anyio.fail_after(WAIT):
+            result = await client.call_tool("d__ask", {"topic": "fog"})
+        assert result.is_error
+        assert result.text == (
+            "Error executing tool: the client answered sampling/createMessage with error "
+            "-32601: Method not found: sampling/createMessage"
+        )
 
 
 async def test_a_legacy_servers_ask_with_two_calls_in_flight_is_not_guessed(

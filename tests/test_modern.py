@@ -619,7 +619,7 @@ async def listening(
 async def test_listen_resource_subscriptions_are_bounded() -> None:
     """As ``resources/subscribe`` is per connection: at most ``MAX_SUBSCRIPTIONS``
     URIs in one listen, each at most ``MAX_SUBSCRIBED_URI`` long (-32602)."""
-    from mcpwire._methods import MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS
+    from mcpwire._subscriptions import MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS
 
     server = build_server()
     async with serving(server) as (session, _):

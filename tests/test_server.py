@@ -735,6 +735,53 @@ async def test_read_unknown_resource_is_32002_with_uri(uri: str) -> None:
         assert err.data == {"uri": uri}
 
 
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+@pytest.mark.parametrize(
+    ("post", "escape", "why"),
+    [
+        ("%ZZ", "%ZZ", "which is not a percent-escape ('%' and two hex digits)"),
+        ("7%", "%", "which is not a percent-escape ('%' and two hex digits)"),
+        ("%ff", "%ff", "which do not decode as UTF-8"),
+        ("%E2%82", "%E2%82", "which do not decode as UTF-8"),
+    ],
+)
+async def test_read_template_with_a_bad_escape_is_invalid_params(
+    era: str, post: str, escape: str, why: str
+) -> None:
+    """A URI of a template's shape whose value is not percent-encoded UTF-8 names
+    no value: one -32602 naming the escape, malformed or not UTF-8 alike (the
+    handler never sees the raw text), in both eras."""
+    seen: list[str] = []
+    server = build_server()
+
+    @server.resource("mem://raw/{post_id}")
+    def raw(post_id: str) -> str:
+        seen.append(post_id)
+        return post_id
+
+    async with serving(server) as (session, _):
+        params: dict[str, Any] = {"uri": f"mem://raw/{post}"}
+        if era == "legacy":
+            await initialize(session)
+        else:
+            params["_meta"] = envelope()
+        err = await error_of(session, "resources/read", params)
+        assert err.code == -32602
+        assert err.message.startswith(
+            f"resources/read: the value of URI template variable 'post_id' holds {escape!r}"
+            if "UTF-8" not in why
+            else "resources/read: the value of URI template variable 'post_id' holds the "
+            f"percent-escape(s) {escape!r}"
+        )
+        assert err.message.endswith(why)
+        assert err.data == {"uri": f"mem://raw/{post}"}
+        # A well-formed escape reaches the handler decoded.
+        ok = {**params, "uri": "mem://raw/a%20%C3%A9"}
+        result = await session.request("resources/read", ok)
+        assert result["contents"][0]["text"] == "a é"
+    assert seen == ["a é"]
+
+
 async def test_subscribe_and_updated_only_for_subscribed_uri() -> None:
     server = build_server()
     async with serving(server) as (session, inbox):
@@ -784,7 +831,7 @@ async def test_subscriptions_per_connection_are_bounded() -> None:
     """A client cannot make the server hold subscriptions without end: at most
     ``MAX_SUBSCRIPTIONS`` per connection, each URI at most ``MAX_SUBSCRIBED_URI``
     long; subscribing again to a held URI, or after an unsubscribe, still works."""
-    from mcpwire._methods import MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS
+    from mcpwire._subscriptions import MAX_SUBSCRIBED_URI, MAX_SUBSCRIPTIONS
 
     server = build_server()
     async with serving(server) as (session, _):

@@ -6,8 +6,10 @@
 * Parse errors name the offending position.
 * ``match`` is checked on the MCP shapes (path segments, ``{+path}``, query
   parameters in any order, percent-decoding, exploded segments, anchoring), on a
-  round-trip property, on arbitrary input (it never raises) and on hostile input
-  (it stays linear).
+  round-trip property, on arbitrary input (it raises nothing but
+  ``UriEscapeError``) and on hostile input (it stays linear).
+* A value whose percent-escapes are malformed or not UTF-8 raises
+  ``UriEscapeError`` naming the variable and the escape, both kinds alike.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpwire._uritemplate import UriTemplate, is_template
+from mcpwire._uritemplate import UriEscapeError, UriTemplate, is_template
 
 # --- RFC 6570 data -----------------------------------------------------------------
 
@@ -474,8 +476,6 @@ MATCHES: list[tuple[str, str, dict[str, Any] | None]] = [
     ("test://template/{id}/data", "test://template//data", {"id": ""}),
     ("weather://{city}/current", "weather://S%C3%A3o%20Paulo/current", {"city": "São Paulo"}),
     ("weather://{city}/current", "weather://a%2Fb/current", {"city": "a/b"}),
-    ("weather://{city}/current", "weather://%FF/current", None),  # not UTF-8
-    ("weather://{city}/current", "weather://100%/current", {"city": "100%"}),
     ("mail://{user}@{host}", "mail://ada@example.com", {"user": "ada", "host": "example.com"}),
     ("mail://{user}@{host}", "mail://a@b@c", {"user": "a", "host": "b@c"}),
     # reserved expansion spans segments
@@ -580,7 +580,6 @@ QUERY_TEMPLATE = "users://{user}/posts{?limit,offset}"
         ("users://ada/posts?limit=1&limit=2", None),  # not an exploded variable
         ("users://ada/posts?limit=1&page=2", None),  # not a template variable
         ("users://ada/posts?limit=1#top", None),
-        ("users://ada/posts?limit=%FF", None),
         ("users://ada/post?limit=1", None),
         ("users://a/b/posts?limit=1", None),
     ],
@@ -625,6 +624,73 @@ def test_rfc_expansions_match_back(section: str, template: str, expansion: str) 
     result = t.match(expansion)
     assert result is not None
     assert t.match(t.expand(result)) == result
+
+
+# --- percent-escapes ---------------------------------------------------------------
+
+# (template, uri, variable, escape): a URI of the template's shape whose value
+# holds a malformed escape or escapes that are not UTF-8.
+BAD_ESCAPES: list[tuple[str, str, str, str]] = [
+    ("weather://{city}/current", "weather://%ZZ/current", "city", "%ZZ"),
+    ("weather://{city}/current", "weather://100%/current", "city", "%"),
+    ("weather://{city}/current", "weather://a%4/current", "city", "%4"),
+    ("weather://{city}/current", "weather://%FF/current", "city", "%FF"),
+    ("weather://{city}/current", "weather://S%C3%A3o%C3%28/current", "city", "%C3"),
+    ("weather://{city}/current", "weather://%E2%82/current", "city", "%E2%82"),
+    ("weather://{city}/current", "weather://%ED%A0%80/current", "city", "%ED"),
+    ("file:///{+path}", "file:///a/%zz/b", "path", "%zz"),
+    ("file:///{+path}", "file:///a/%80", "path", "%80"),
+    ("s://x{/segments*}", "s://x/ok/%G0", "segments", "%G0"),
+    ("{;list*}", ";list=a;list=%FE", "list", "%FE"),
+    ("{;x,y}", ";x=1;y=%", "y", "%"),
+    (QUERY_TEMPLATE, "users://ada/posts?limit=%FF", "limit", "%FF"),
+    (QUERY_TEMPLATE, "users://ada/posts?offset=1&limit=5%", "limit", "%"),
+    ("q://x{?tags*}", "q://x?tags=a&tags=%C0%AF", "tags", "%C0"),
+]
+
+
+@pytest.mark.parametrize(("template", "uri", "variable", "escape"), BAD_ESCAPES)
+def test_malformed_and_non_utf8_escapes_raise_alike(
+    template: str, uri: str, variable: str, escape: str
+) -> None:
+    with pytest.raises(UriEscapeError) as info:
+        UriTemplate(template).match(uri)
+    assert info.value.variable == variable
+    assert info.value.escape == escape
+    assert isinstance(info.value, ValueError)
+    assert f"URI template variable {variable!r} holds" in str(info.value)
+    assert repr(escape) in str(info.value)
+
+
+def test_escape_error_messages() -> None:
+    with pytest.raises(UriEscapeError) as malformed:
+        UriTemplate("w://{city}").match("w://%ZZ")
+    assert str(malformed.value) == (
+        "the value of URI template variable 'city' holds '%ZZ', which is not a "
+        "percent-escape ('%' and two hex digits)"
+    )
+    with pytest.raises(UriEscapeError) as not_utf8:
+        UriTemplate("w://{city}").match("w://%FF")
+    assert str(not_utf8.value) == (
+        "the value of URI template variable 'city' holds the percent-escape(s) '%FF', "
+        "which do not decode as UTF-8"
+    )
+
+
+@pytest.mark.parametrize(
+    ("template", "uri"),
+    [
+        # Not the template's shape: no match, whatever the escapes.
+        ("weather://{city}/current", "weather://%ZZ/forecast"),
+        ("weather://{city}/current", "other://%FF/current"),
+        (QUERY_TEMPLATE, "users://ada/posts?page=%FF"),  # an unknown key
+        (QUERY_TEMPLATE, "users://ada/posts?%FF=1"),  # a key that does not decode
+        (QUERY_TEMPLATE, "users://ada/posts?limit=1&limit=%FF"),  # a repeated scalar
+        ("?fixed=yes{&x}", "?x=%ZZ"),  # the literal pair is missing
+    ],
+)
+def test_bad_escapes_outside_the_shape_are_no_match(template: str, uri: str) -> None:
+    assert UriTemplate(template).match(uri) is None
 
 
 # --- properties --------------------------------------------------------------------
@@ -695,6 +761,45 @@ def test_round_trip(case: tuple[str, dict[str, Any]]) -> None:
     assert t.match(uri) == expected, uri
 
 
+@given(st.binary(max_size=12), st.sampled_from(["{x}", "{+x}", "{/x}", "{;x}", "{?x}"]))
+def test_escaped_octets_decode_as_utf8_or_raise(octets: bytes, template: str) -> None:
+    """Values are percent-decoded as UTF-8: any octets, escaped, come back as their
+    UTF-8 text, or raise naming escapes that are there; never pass through raw."""
+    t = UriTemplate(template)
+    escaped = "".join(f"%{b:02X}" for b in octets)
+    prefix = {"{x}": "", "{+x}": "", "{/x}": "/", "{;x}": ";x=", "{?x}": "?x="}[template]
+    try:
+        text = octets.decode("utf-8")
+    except UnicodeDecodeError:
+        with pytest.raises(UriEscapeError) as info:
+            t.match(prefix + escaped)
+        assert info.value.variable == "x" and info.value.escape in escaped
+        return
+    assert t.match(prefix + escaped) == {"x": text}
+
+
+@given(shape_and_values(), st.sampled_from(["%", "%Z", "%zz", "%FF", "%C3"]))
+def test_a_bad_escape_in_an_expanded_value_raises(
+    case: tuple[str, dict[str, Any]], bad: str
+) -> None:
+    """Expand, then spoil the first value's encoding: the match names that variable."""
+    template, values = case
+    t = UriTemplate(template)
+    name = next((n for n in t.variables if isinstance(values.get(n), str)), None)
+    if name is None or template.startswith("?") or "{?" in template:
+        return
+    token = "QQ"  # unreserved: expands as itself
+    uri = t.expand({**values, name: token})
+    if uri.count(token) != 1:
+        return
+    spoiled = uri.replace(token, token + bad)
+    result = _match_or_escape_error(t, spoiled)
+    if isinstance(result, UriEscapeError):
+        assert result.variable == name
+    else:  # only when a reserved expansion reads the "%" as part of its own value
+        assert result is None or "%" in str(result)
+
+
 MATCH_TEMPLATES = [
     *ALL_RFC_TEMPLATES,
     *{t for t, _ in ROUND_TRIP_SHAPES},
@@ -708,16 +813,27 @@ MATCH_TEMPLATES = [
 hostile_text = st.text(st.sampled_from("/?#&=;.,%:@*+aZ0é\n\x00\ud800"), max_size=40)
 
 
+def _match_or_escape_error(template: UriTemplate, uri: str) -> object:
+    """What ``match`` gives: values, None, or the ``UriEscapeError`` it raised."""
+    try:
+        return template.match(uri)
+    except UriEscapeError as exc:
+        error = exc
+    assert error.variable in template.variables
+    assert error.escape.startswith("%") and error.escape in uri
+    return error
+
+
 @given(st.sampled_from(MATCH_TEMPLATES), st.text() | hostile_text)
-def test_match_never_raises(template: str, uri: str) -> None:
-    result = UriTemplate(template).match(uri)
-    assert result is None or isinstance(result, dict)
+def test_match_raises_only_escape_errors(template: str, uri: str) -> None:
+    result = _match_or_escape_error(UriTemplate(template), uri)
+    assert result is None or isinstance(result, (dict, UriEscapeError))
 
 
 @given(st.text(st.characters(exclude_categories=())))
-def test_match_never_raises_on_surrogates(uri: str) -> None:
+def test_match_raises_only_escape_errors_on_surrogates(uri: str) -> None:
     for template in ("{x}", "{+x}{?q}", "{/x*}", "?fixed=yes{&q}"):
-        UriTemplate(template).match(uri + "%")
+        _match_or_escape_error(UriTemplate(template), uri + "%")
 
 
 scalar_values = any_text | st.integers() | st.floats(allow_nan=False)
