@@ -71,7 +71,8 @@ def _parser() -> argparse.ArgumentParser:
             metavar="SECONDS",
             help="the most the command takes from starting or reaching the server to its "
             "last answer: the era probe (at most half of it), the handshake and every "
-            "request together (default: %(default)g); exceeded: exit status 3. Ending the "
+            "request together (default: %(default)g), less any time spent waiting for you "
+            "to authorize (OAuth); exceeded: exit status 3. Ending the "
             "connection comes after it: a notice of an unanswered request gets at most "
             f"2 s; a stdio child gets {CLOSE_STEP:g} s after stdin is closed, as much after "
             "SIGTERM, then SIGKILL; an HTTP session's DELETE gets at most 2 s",
@@ -390,7 +391,11 @@ async def _within_timeout(
     """
     status: int | None = None
     doing = "while connecting (era probe and handshake)"
-    with anyio.CancelScope(deadline=anyio.current_time() + args.timeout) as scope:
+    from ._pending import work_deadline
+
+    # Time a person spends authorizing (OAuth) stands still, as for each request.
+    deadline = anyio.current_time() + args.timeout
+    with anyio.CancelScope(deadline=deadline) as scope, work_deadline(scope):
         async with client:
             if client.discover_error is not None:
                 # Pinned to a modern version, the command line wants the server to

@@ -22,31 +22,16 @@ tool's input schema; a prompt's string arguments).
 from __future__ import annotations
 
 from ._errors import JSONRPCError
-from .sansio._json import JSONObject, JSONValue
+from .sansio._json import JSONObject, JSONValue, kind_of
 from .sansio._messages import ErrorCode
 
-__all__ = ("check_params", "invalid_params", "json_kind")
+__all__ = ("check_params", "invalid_params")
 
 #: Per method, the params the schema types ``name?: { [key: string]: ... }``.
 _OBJECT_PARAMS: dict[str, tuple[str, ...]] = {
     "tools/call": ("arguments",),
     "prompts/get": ("arguments",),
 }
-
-
-def json_kind(value: object) -> str:
-    """What a JSON value is, for an error message: "null", "an array", ..."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object" if isinstance(value, dict) else type(value).__name__
 
 
 def invalid_params(message: str, data: JSONValue = None) -> JSONRPCError:
@@ -64,12 +49,12 @@ def check_params(method: str, params: JSONObject) -> JSONValue:
         if "_meta" in params:
             raise invalid_params("params._meta must be an object (or left out), not null")
     elif not isinstance(meta, dict):
-        raise invalid_params(f"params._meta must be an object (or left out), not {json_kind(meta)}")
+        raise invalid_params(f"params._meta must be an object (or left out), not {kind_of(meta)}")
     elif "progressToken" in meta:
         token = meta["progressToken"]
         if isinstance(token, bool) or not isinstance(token, (str, int, float)):
             raise invalid_params(
-                f"params._meta.progressToken must be a string or a number, not {json_kind(token)}"
+                f"params._meta.progressToken must be a string or a number, not {kind_of(token)}"
             )
     keys = _OBJECT_PARAMS.get(method)
     if keys is not None:
@@ -77,6 +62,6 @@ def check_params(method: str, params: JSONObject) -> JSONValue:
             if key in params and not isinstance(params[key], dict):
                 raise invalid_params(
                     f"{method}: params.{key} must be an object (or left out), "
-                    f"not {json_kind(params[key])}"
+                    f"not {kind_of(params[key])}"
                 )
     return meta

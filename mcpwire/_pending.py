@@ -37,7 +37,9 @@ Time the transport spends authorizing a request (an OAuth flow, which may
 wait for a person in a browser) is not the request's: the general way marks
 the send as this task's (``_SENDING``), and ``deadline_held()``, entered by
 the transport around such a flow, stops the deadline and then moves it, and
-the hard cap, on by as long as the flow took.
+the hard cap, on by as long as the flow took. A deadline over a whole piece of
+work that holds requests (the command line's ``--timeout``), registered with
+``work_deadline()``, stands still and moves on with it.
 """
 
 from __future__ import annotations
@@ -68,7 +70,15 @@ if TYPE_CHECKING:
     from ._session import ProgressCallback
     from ._transport import Transport
 
-__all__ = ("MAX_STRAY_WARNINGS", "Pending", "Sweep", "deadline_held", "log_stray", "timed_out")
+__all__ = (
+    "MAX_STRAY_WARNINGS",
+    "Pending",
+    "Sweep",
+    "deadline_held",
+    "log_stray",
+    "timed_out",
+    "work_deadline",
+)
 
 logger = logging.getLogger("mcpwire")
 
@@ -78,6 +88,12 @@ MAX_STRAY_WARNINGS = 20
 #: The request whose send this task is running (the general way only).
 _SENDING: contextvars.ContextVar[Pending | None] = contextvars.ContextVar(
     "mcpwire_sending", default=None
+)
+
+
+#: The deadline over the work this task's requests belong to (``work_deadline``).
+_WORK: contextvars.ContextVar[anyio.CancelScope | None] = contextvars.ContextVar(
+    "mcpwire_work_deadline", default=None
 )
 
 
@@ -248,23 +264,41 @@ class Sweep:
 
 @contextmanager
 def deadline_held() -> Iterator[None]:
-    """Inside, the deadline of the request this task is sending stands still; after,
-    it and the hard cap move on by the time spent (see the module docstring).
-    Outside a request's send it does nothing."""
+    """Inside, the deadline of the request this task is sending stands still, and
+    so does the work's (``work_deadline``); after, each (and the request's hard cap)
+    moves on by the time spent (see the module docstring). Outside a request's send
+    and a work deadline it does nothing."""
     pending = _SENDING.get()
     scope = pending.scope if pending is not None else None
-    if pending is None or scope is None:
-        yield
-        return
+    work = _WORK.get()
     began = anyio.current_time()
-    saved = scope.deadline
-    scope.deadline = math.inf
+    saved = scope.deadline if scope is not None else math.inf
+    saved_work = work.deadline if work is not None else math.inf
+    if scope is not None:
+        scope.deadline = math.inf
+    if work is not None:
+        work.deadline = math.inf
     try:
         yield
     finally:
         spent = anyio.current_time() - began
-        pending.hard_deadline += spent
-        scope.deadline = min(saved + spent, pending.hard_deadline)
+        if pending is not None and scope is not None:
+            pending.hard_deadline += spent
+            scope.deadline = min(saved + spent, pending.hard_deadline)
+        if work is not None:
+            work.deadline = saved_work + spent
+
+
+@contextmanager
+def work_deadline(scope: anyio.CancelScope) -> Iterator[None]:
+    """Inside, ``scope``'s deadline bounds a piece of work made of requests, and
+    ``deadline_held`` holds it too: time a person spends authorizing is not the
+    work's, as it is not a request's."""
+    token = _WORK.set(scope)
+    try:
+        yield
+    finally:
+        _WORK.reset(token)
 
 
 def log_stray(message: Response | ErrorResponse, late: bool, counters: Counters) -> None:

@@ -20,7 +20,8 @@ from inproc import WAIT, serving
 from strategies import json_values
 
 from mcpwire import Context, JSONRPCError, Server, Session
-from mcpwire._params import check_params, json_kind
+from mcpwire._params import check_params
+from mcpwire.sansio._json import kind_of
 
 pytestmark = pytest.mark.anyio
 
@@ -88,7 +89,7 @@ REQUESTS = [
 ]
 
 
-@pytest.mark.parametrize("meta", NOT_OBJECTS, ids=json_kind)
+@pytest.mark.parametrize("meta", NOT_OBJECTS, ids=kind_of)
 @pytest.mark.parametrize(("method", "params"), REQUESTS, ids=[m for m, _ in REQUESTS])
 async def test_meta_that_is_not_an_object_is_invalid_params(
     method: str, params: dict[str, Any], meta: Any
@@ -97,21 +98,21 @@ async def test_meta_that_is_not_an_object_is_invalid_params(
         if method != "initialize":
             await legacy(session)
         message = await refusal(session, method, {**params, "_meta": meta})
-        assert message == f"params._meta must be an object (or left out), not {json_kind(meta)}"
+        assert message == f"params._meta must be an object (or left out), not {kind_of(meta)}"
         # The connection goes on, and the same request with an object _meta is served.
         with anyio.fail_after(WAIT):
             await session.request(method, {**params, "_meta": {}})
 
 
-@pytest.mark.parametrize("meta", NOT_OBJECTS, ids=json_kind)
+@pytest.mark.parametrize("meta", NOT_OBJECTS, ids=kind_of)
 async def test_meta_that_is_not_an_object_on_a_modern_only_method(meta: Any) -> None:
     async with serving(build_server()) as (session, _):
         message = await refusal(session, "server/discover", {"_meta": meta})
-        assert message == f"params._meta must be an object (or left out), not {json_kind(meta)}"
+        assert message == f"params._meta must be an object (or left out), not {kind_of(meta)}"
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
-@pytest.mark.parametrize("token", BAD_TOKENS, ids=json_kind)
+@pytest.mark.parametrize("token", BAD_TOKENS, ids=kind_of)
 async def test_progress_token_of_the_wrong_type_is_invalid_params(era: str, token: Any) -> None:
     async with serving(build_server()) as (session, _):
         if era == "legacy":
@@ -119,7 +120,7 @@ async def test_progress_token_of_the_wrong_type_is_invalid_params(era: str, toke
         params = params_for(era, {"name": "echo", "arguments": {}}, progressToken=token)
         message = await refusal(session, "tools/call", params)
         assert message == (
-            f"params._meta.progressToken must be a string or a number, not {json_kind(token)}"
+            f"params._meta.progressToken must be a string or a number, not {kind_of(token)}"
         )
 
 
@@ -140,7 +141,7 @@ async def test_every_progress_token_the_schema_allows_is_echoed(era: str, token:
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
-@pytest.mark.parametrize("arguments", NOT_OBJECTS, ids=json_kind)
+@pytest.mark.parametrize("arguments", NOT_OBJECTS, ids=kind_of)
 @pytest.mark.parametrize(("method", "name"), [("tools/call", "echo"), ("prompts/get", "greet")])
 async def test_arguments_that_are_not_an_object_are_invalid_params(
     era: str, arguments: Any, method: str, name: str
@@ -150,7 +151,7 @@ async def test_arguments_that_are_not_an_object_are_invalid_params(
             await legacy(session)
         params = params_for(era, {"name": name, "arguments": arguments})
         message = await refusal(session, method, params)
-        kind = json_kind(arguments)
+        kind = kind_of(arguments)
         assert message == f"{method}: params.arguments must be an object (or left out), not {kind}"
         # Left out, arguments are an empty object.
         with anyio.fail_after(WAIT):
@@ -178,8 +179,7 @@ def test_check_params_refuses_exactly_the_non_object_meta(meta: Any, method: str
     verdict = _verdict(method, {"_meta": meta})
     if not isinstance(meta, dict):
         assert (
-            verdict
-            == f"-32602: params._meta must be an object (or left out), not {json_kind(meta)}"
+            verdict == f"-32602: params._meta must be an object (or left out), not {kind_of(meta)}"
         )
     elif "progressToken" in meta and not _token_ok(meta["progressToken"]):
         assert verdict is not None and verdict.startswith(
