@@ -19,9 +19,9 @@ largest servers with a rough token estimate of their definitions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ._hub_errors import HubError, ToolCallRefused
 from ._hub_events import (
@@ -46,6 +46,7 @@ from ._hub_names import (
 if TYPE_CHECKING:
     from ._hub_config import ServerConfig
     from ._hub_status import Discovery
+    from ._types import Prompt, Tool
 
 __all__ = ("Registry", "always_allowed", "call_refusal")
 
@@ -148,7 +149,7 @@ class Registry:
                 enabled=t.name not in config.disabled_tools,
                 always_allow=always_allowed(config, t.name),
             )
-            for t in selected
+            for t in _first_of_each(selected)
             if t.name in exposed
         ]
         prompt_names, prompt_collisions = self._prompt_names.assign(
@@ -156,7 +157,7 @@ class Registry:
         )
         self._prompts[name] = [
             HubPrompt(prompt_names[p.name], name, p)
-            for p in found.prompts
+            for p in _first_of_each(found.prompts)
             if p.name in prompt_names
         ]
         refused = collisions + prompt_collisions
@@ -220,3 +221,18 @@ class Registry:
             self._publish(
                 ToolCountWarning(total=total, threshold=threshold, largest=tuple(largest))
             )
+
+
+_Named = TypeVar("_Named", "Tool", "Prompt")
+
+
+def _first_of_each(listed: Iterable[_Named]) -> list[_Named]:
+    """``listed`` without the entries whose name an earlier one has (a server that
+    lists a name twice: the first stands, as ``NameTable.assign`` keeps it)."""
+    seen: set[str] = set()
+    first: list[_Named] = []
+    for item in listed:
+        if item.name not in seen:
+            seen.add(item.name)
+            first.append(item)
+    return first

@@ -106,3 +106,21 @@ async def test_a_refresh_left_unanswered_does_not_hold_up_a_stop_or_restart(raw:
             await hub.aclose()
         assert time.monotonic() - started < WAIT / 2
         assert await wait_until_dead(second)
+
+
+async def test_a_tool_listed_twice_is_exposed_once(raw: str) -> None:
+    """A listing that names one tool (or prompt) twice exposes it once, as first
+    listed, and the second is refused as a name collision with a warning, so a
+    provider never sees two functions of one name."""
+    async with Hub(servers=[server("r", raw, "--dup")]) as hub:
+        await ready(hub)
+        tools = hub.tools()
+        assert [t.name for t in tools] == ["r__same", "r__other"]
+        assert tools[0].description == "first"
+        assert hub.status("r").tools == 2
+        prompts = hub.prompts()
+        assert [p.name for p in prompts] == ["r__p"]
+        assert prompts[0].prompt.description == "first"
+        warnings = [e.message for e in hub.status("r").error_history if e.level == "warning"]
+        assert any("'same' of server 'r' is not exposed" in w for w in warnings)
+        assert (await hub.call_tool("r__same")).content[0].text == "called same"
