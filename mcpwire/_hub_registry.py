@@ -8,7 +8,10 @@ tools are filtered by its ``includeTools``/``excludeTools`` globs, named by
 the ``NameTable`` (which refuses collisions), and marked disabled
 (``disabledTools``) or pre-approved (``alwaysAllow``, ``trust``). Filtered-out
 tools are remembered under the name they would have had, so a call of one is
-refused with the reason instead of "unknown tool". Each rebuild publishes
+refused with the reason instead of "unknown tool". A server refused a name is
+registered again as soon as that name is free (its holder was removed, or
+lists it no more), so the tool does not wait for its own server's next
+listing. Each rebuild publishes
 what changed: a ``NameCollisionEvent`` per refused name, ``ToolsChanged``
 when the count moved, ``ResourcesChanged`` when the resources or templates
 listed changed, and a ``ToolCountWarning`` when the total crosses a
@@ -90,6 +93,10 @@ class Registry:
         self._hidden: dict[str, tuple[str, str, str]] = {}
         #: The resource URIs and URI templates each server lists (to tell changes).
         self._resources: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        #: Each server's last listing, and the tool and prompt names it was refused:
+        #: it is registered again once another server lets one of those go.
+        self._listed: dict[str, tuple[ServerConfig, Discovery]] = {}
+        self._refused: dict[str, tuple[set[str], set[str]]] = {}
 
     def check_server_name(self, name: str) -> str | None:
         return self._tool_names.check_server_name(name)
@@ -124,7 +131,23 @@ class Registry:
 
     def register(self, config: ServerConfig, found: Discovery) -> list[NameCollision]:
         """Rebuild one server's entries; returns the names it was refused."""
+        refused = self._register(config, found)
+        self._retry_refused()
+        return refused
+
+    def _retry_refused(self) -> None:
+        """Register again each server refused a name that is free now (its holder was
+        forgotten or no longer lists it), so that tool is exposed at once."""
+        for name, (tools, prompts) in list(self._refused.items()):
+            free = any(self._tool_names.lookup(n) is None for n in tools) or any(
+                self._prompt_names.lookup(n) is None for n in prompts
+            )
+            if free and name in self._listed:
+                self._register(*self._listed[name])
+
+    def _register(self, config: ServerConfig, found: Discovery) -> list[NameCollision]:
         name = config.name
+        self._listed[name] = (config, found)
         before_total = self.total()
         before = len(self._tools.get(name, ()))
         self._hidden = {k: v for k, v in self._hidden.items() if v[0] != name}
@@ -161,6 +184,10 @@ class Registry:
             if p.name in prompt_names
         ]
         refused = collisions + prompt_collisions
+        self._refused.pop(name, None)
+        if refused:
+            tools = {c.exposed_name for c in collisions}
+            self._refused[name] = (tools, {c.exposed_name for c in prompt_collisions})
         for clash in refused:
             logger.warning("%s", clash)
             self._publish(
@@ -197,8 +224,11 @@ class Registry:
         self._hidden = {k: v for k, v in self._hidden.items() if v[0] != name}
         self._resources_now(name, None)
         self._resources.pop(name, None)
+        self._listed.pop(name, None)
+        self._refused.pop(name, None)
         if before:
             self._publish(ToolsChanged(server=name, before=before, after=0))
+        self._retry_refused()
 
     def _check_total(self, before: int) -> None:
         total = self.total()
