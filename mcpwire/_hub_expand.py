@@ -12,7 +12,8 @@ column. Duplicate keys in one object are reported (JSON silently keeps the last)
 environment values, URLs and headers (the places people put secrets):
 
 * ``${VAR}`` and ``${env:VAR}``: the variable; unset is an error naming it;
-* ``${VAR:-default}``: the variable when set and non-empty, else ``default``;
+* ``${VAR:-default}``: the variable when set and non-empty, else ``default``
+  (which is literal text: a ``${`` in it is an error, not a nested variable);
 * ``${workspaceFolder}``, ``${userHome}``, ``${pathSeparator}``: the editor
   variables, resolved from the config file's location when not in the environment;
 * ``${input:ID}``: VS Code's prompted inputs need an editor; the server that
@@ -203,6 +204,12 @@ class Expander:
         if sep:
             if not _NAME.match(name):
                 raise KeyError(f"${{{body}}}: {name!r} is not a variable name")
+            if "${" in default:
+                # ``${A:-${B}}`` would read as the default ``${B`` and a stray ``}``.
+                raise KeyError(
+                    f"${{{name}:-...}}: a default cannot hold another ${{...}} "
+                    "(nested variables are not supported)"
+                )
             value = self.environ.get(name)
             return value if value else default
         if _NAME.match(body):

@@ -19,8 +19,9 @@ an exposed name ``{server}{sep}{tool}`` (``github__search``). The scheme must be
   separator and the rule, never on connection order.
 
 A clash that still happens (a tool whose literal name equals another's hashed
-name) is refused loudly: the newcomer is not exposed, and a ``NameCollision``
-names both sides; the name already in use keeps working. The reverse map takes
+name, or a server listing one name twice) is refused loudly: the newcomer is
+not exposed, and a ``NameCollision`` names both sides; the name already in
+use keeps working. The reverse map takes
 an exposed name back to the server and the tool's original name.
 
 Which tools are exposed at all: ``includeTools`` globs form an allowlist (when
@@ -186,9 +187,8 @@ class NameTable:
         mine: dict[str, str] = {}
         refused: list[NameCollision] = []
         for tool in tools:
-            if tool in mine:
-                continue  # a server listing one tool twice: the first stands
             name = expose(server, tool, self.sep, self.rule)
+            # A server listing one tool twice is a clash with itself: the first stands.
             owner = self._owner.get(name)
             if owner is not None:
                 refused.append(NameCollision(name, server, tool, *owner))

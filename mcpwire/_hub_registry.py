@@ -8,7 +8,10 @@ tools are filtered by its ``includeTools``/``excludeTools`` globs, named by
 the ``NameTable`` (which refuses collisions), and marked disabled
 (``disabledTools``) or pre-approved (``alwaysAllow``, ``trust``). Filtered-out
 tools are remembered under the name they would have had, so a call of one is
-refused with the reason instead of "unknown tool". Each rebuild publishes
+refused with the reason instead of "unknown tool". A server refused a name is
+registered again as soon as that name is free (its holder was removed, or
+lists it no more), so the tool does not wait for its own server's next
+listing. Each rebuild publishes
 what changed: a ``NameCollisionEvent`` per refused name, ``ToolsChanged``
 when the count moved, ``ResourcesChanged`` when the resources or templates
 listed changed, and a ``ToolCountWarning`` when the total crosses a
@@ -19,9 +22,9 @@ largest servers with a rough token estimate of their definitions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ._hub_errors import HubError, ToolCallRefused
 from ._hub_events import (
@@ -46,6 +49,7 @@ from ._hub_names import (
 if TYPE_CHECKING:
     from ._hub_config import ServerConfig
     from ._hub_status import Discovery
+    from ._types import Prompt, Tool
 
 __all__ = ("Registry", "always_allowed", "call_refusal")
 
@@ -89,6 +93,10 @@ class Registry:
         self._hidden: dict[str, tuple[str, str, str]] = {}
         #: The resource URIs and URI templates each server lists (to tell changes).
         self._resources: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        #: Each server's last listing, and the tool and prompt names it was refused:
+        #: it is registered again once another server lets one of those go.
+        self._listed: dict[str, tuple[ServerConfig, Discovery]] = {}
+        self._refused: dict[str, tuple[set[str], set[str]]] = {}
 
     def check_server_name(self, name: str) -> str | None:
         return self._tool_names.check_server_name(name)
@@ -123,7 +131,23 @@ class Registry:
 
     def register(self, config: ServerConfig, found: Discovery) -> list[NameCollision]:
         """Rebuild one server's entries; returns the names it was refused."""
+        refused = self._register(config, found)
+        self._retry_refused()
+        return refused
+
+    def _retry_refused(self) -> None:
+        """Register again each server refused a name that is free now (its holder was
+        forgotten or no longer lists it), so that tool is exposed at once."""
+        for name, (tools, prompts) in list(self._refused.items()):
+            free = any(self._tool_names.lookup(n) is None for n in tools) or any(
+                self._prompt_names.lookup(n) is None for n in prompts
+            )
+            if free and name in self._listed:
+                self._register(*self._listed[name])
+
+    def _register(self, config: ServerConfig, found: Discovery) -> list[NameCollision]:
         name = config.name
+        self._listed[name] = (config, found)
         before_total = self.total()
         before = len(self._tools.get(name, ()))
         self._hidden = {k: v for k, v in self._hidden.items() if v[0] != name}
@@ -148,7 +172,7 @@ class Registry:
                 enabled=t.name not in config.disabled_tools,
                 always_allow=always_allowed(config, t.name),
             )
-            for t in selected
+            for t in _first_of_each(selected)
             if t.name in exposed
         ]
         prompt_names, prompt_collisions = self._prompt_names.assign(
@@ -156,10 +180,14 @@ class Registry:
         )
         self._prompts[name] = [
             HubPrompt(prompt_names[p.name], name, p)
-            for p in found.prompts
+            for p in _first_of_each(found.prompts)
             if p.name in prompt_names
         ]
         refused = collisions + prompt_collisions
+        self._refused.pop(name, None)
+        if refused:
+            tools = {c.exposed_name for c in collisions}
+            self._refused[name] = (tools, {c.exposed_name for c in prompt_collisions})
         for clash in refused:
             logger.warning("%s", clash)
             self._publish(
@@ -196,8 +224,11 @@ class Registry:
         self._hidden = {k: v for k, v in self._hidden.items() if v[0] != name}
         self._resources_now(name, None)
         self._resources.pop(name, None)
+        self._listed.pop(name, None)
+        self._refused.pop(name, None)
         if before:
             self._publish(ToolsChanged(server=name, before=before, after=0))
+        self._retry_refused()
 
     def _check_total(self, before: int) -> None:
         total = self.total()
@@ -220,3 +251,18 @@ class Registry:
             self._publish(
                 ToolCountWarning(total=total, threshold=threshold, largest=tuple(largest))
             )
+
+
+_Named = TypeVar("_Named", "Tool", "Prompt")
+
+
+def _first_of_each(listed: Iterable[_Named]) -> list[_Named]:
+    """``listed`` without the entries whose name an earlier one has (a server that
+    lists a name twice: the first stands, as ``NameTable.assign`` keeps it)."""
+    seen: set[str] = set()
+    first: list[_Named] = []
+    for item in listed:
+        if item.name not in seen:
+            seen.add(item.name)
+            first.append(item)
+    return first

@@ -18,6 +18,7 @@ from ._hub_config import ServerConfig
 from ._hub_events import ServerState
 
 if TYPE_CHECKING:
+    from ._hub_supervisor import Supervisor
     from ._types import Prompt, Resource, ResourceTemplate, Tool
     from .sansio._json import JSONObject
 
@@ -111,6 +112,25 @@ class ServerStatus:
     reason: str = ""
     server_info: JSONObject = field(default_factory=dict)
     protocol_version: str = ""
+
+    @classmethod
+    def of(cls, sup: Supervisor, tools: int) -> ServerStatus:
+        """The snapshot of ``sup`` now, with ``tools`` exposed."""
+        d = sup.discovery
+        return cls(
+            name=sup.name,
+            state=sup.state or ServerState.STARTING,
+            transport=sup.config.transport,
+            config=sup.config,
+            tools=tools,
+            last_error=sup.errors[-1].message if sup.errors else None,
+            error_history=tuple(sup.errors),
+            pid=sup.pid,
+            restarts=sup.restarts,
+            reason=sup.reason,
+            server_info=dict(d.server_info) if d else {},
+            protocol_version=d.protocol_version if d else "",
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -138,6 +138,7 @@ class Supervisor:
         self._spawn_error: BaseException | None = None
         self._spawned: Transport | None = None
         self._queue_scope: anyio.CancelScope | None = None
+        self._listing_scope: anyio.CancelScope | None = None
         self._abort = anyio.Event()
         self._wake = anyio.Event()
         self._changed = anyio.Event()
@@ -146,21 +147,7 @@ class Supervisor:
     # -- what others call ------------------------------------------------------------
 
     def status(self, tools: int) -> ServerStatus:
-        d = self.discovery
-        return ServerStatus(
-            name=self.name,
-            state=self.state or ServerState.STARTING,
-            transport=self.config.transport,
-            config=self.config,
-            tools=tools,
-            last_error=self.errors[-1].message if self.errors else None,
-            error_history=tuple(self.errors),
-            pid=self.pid,
-            restarts=self.restarts,
-            reason=self.reason,
-            server_info=dict(d.server_info) if d else {},
-            protocol_version=d.protocol_version if d else "",
-        )
+        return ServerStatus.of(self, tools)
 
     @property
     def exposed(self) -> bool:
@@ -287,10 +274,12 @@ class Supervisor:
         self._interrupt()
 
     def _interrupt(self) -> None:
-        """End what the actor is doing: queueing, starting (closes the session), serving."""
+        """End what the actor is doing: queueing, starting (closes the session), serving
+        (a listing the server leaves unanswered included)."""
         self._abort.set()
-        if self._queue_scope is not None:
-            self._queue_scope.cancel()
+        for scope in (self._queue_scope, self._listing_scope):
+            if scope is not None:
+                scope.cancel()
         self._nudge()
 
     def _nudge(self) -> None:
@@ -530,15 +519,22 @@ class Supervisor:
                 self._poke = anyio.Event()
                 if self._refresh:
                     self._refresh = False
+                    # A restart or stop ends a listing the server leaves unanswered.
+                    scope = self._listing_scope = anyio.CancelScope()
                     try:
-                        self.discovery = await discover(client, self.record)
+                        with scope:
+                            found = await discover(client, self.record)
                     except (ConnectionClosed, JSONRPCError, TimeoutError) as exc:
                         if isinstance(exc, ConnectionClosed):
                             await self._lose(client, exc)  # as ``call`` does
                         if not leaving():
                             self.record(f"refresh failed: {describe(exc)}", level="warning")
                         continue
-                    self.hub._discovered(self)
+                    finally:
+                        self._listing_scope = None
+                    if not scope.cancelled_caught:
+                        self.discovery = found
+                        self.hub._discovered(self)
                     continue
                 if leaving():
                     break

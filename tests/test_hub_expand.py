@@ -183,6 +183,9 @@ def test_bare_references_are_replaced_once_too(case: tuple[str, str, dict[str, s
         ("${}", "not a supported variable"),
         ("x ${OPEN", "is never closed"),
         ("${A}${", "is never closed"),
+        ("${MISSING:-${A}}", "nested variables are not supported"),
+        ("${A:-${MISSING}}", "nested variables are not supported"),
+        ("x${A:-pre${A}post}", "nested variables are not supported"),
     ],
 )
 def test_what_cannot_be_resolved_is_an_error_naming_it(

@@ -151,3 +151,41 @@ def test_thresholds_crossed_upwards_only() -> None:
     assert crossed_thresholds(50, 60, (40, 128)) == []
     assert crossed_thresholds(60, 30, (40, 128)) == []
     assert crossed_thresholds(40, 41, (40,)) == [40]
+
+
+def test_a_name_refused_is_exposed_once_its_holder_lets_it_go() -> None:
+    """A tool (or prompt) refused because another server's holds its name is
+    exposed as soon as that one is gone (removed, disabled, or no longer listing
+    it), without waiting for its own server to list again."""
+    from mcpwire import Prompt, ServerConfig, Tool
+    from mcpwire._hub_events import NameCollisionEvent
+    from mcpwire._hub_registry import Registry
+    from mcpwire._hub_status import Discovery
+
+    hashed = expose("s.x", "echo", "__", NAME_PROFILES["default"])
+    literal = hashed[len("s_x__") :]
+
+    def listing(*names: str) -> Discovery:
+        tools = [Tool.from_json({"name": n, "inputSchema": {"type": "object"}}) for n in names]
+        return Discovery(tools=tools, prompts=[Prompt.from_json({"name": n}) for n in names])
+
+    seen: list[object] = []
+    registry = Registry("__", NAME_PROFILES["default"], (), seen.append)
+    holder, other = ServerConfig(name="s.x", command="x"), ServerConfig(name="s_x", command="x")
+    registry.register(holder, listing("echo"))
+    refused = registry.register(other, listing(literal, "tag"))
+    assert {(c.server, c.tool, c.other_server) for c in refused} == {("s_x", literal, "s.x")}
+    assert [t.name for t in registry.tools_of("s_x")] == ["s_x__tag"]
+    registry.register(holder, listing("echo", "more"))  # still held: nothing moves
+    assert [t.name for t in registry.tools_of("s_x")] == ["s_x__tag"]
+    assert len([e for e in seen if isinstance(e, NameCollisionEvent)]) == 2  # tool, prompt
+    registry.register(holder, listing("more"))  # no longer listed: the name is free
+    assert [t.name for t in registry.tools_of("s_x")] == [hashed, "s_x__tag"]
+    assert [p.name for p in registry.prompts_of("s_x")] == [hashed, "s_x__tag"]
+    assert registry.route_tool(hashed) == ("s_x", literal)
+    registry.register(other, listing("tag"))
+    registry.register(holder, listing("echo"))
+    registry.register(other, listing(literal))
+    assert registry.tools_of("s_x") == []
+    registry.forget("s.x")  # removed or disabled: the name is free
+    assert registry.route_tool(hashed) == ("s_x", literal)
