@@ -16,7 +16,8 @@ between it and the socket, under limits and deadlines:
 
 A response is either whole (``respond``: status, headers, body with its
 ``Content-Length``, in one write) or streamed (``start``, ``write``...,
-``finish``: h11 picks chunked encoding for HTTP/1.1 clients). While a
+``finish``: h11 picks chunked encoding for HTTP/1.1 clients); the answer
+to a ``HEAD`` request is its head alone (``bodiless``). While a
 streamed response is being written, ``watch_disconnect`` reads the socket in
 another task: end of input means the client went away (the caller cancels
 the work it was doing for it); bytes that arrive instead are a pipelined
@@ -170,6 +171,9 @@ class HTTPConnection:
         self.peer_closed = False
         #: A response that must close the connection was sent (``Connection: close``).
         self.closing = False
+        #: The request being answered is a HEAD: its response has a head only
+        #: (RFC 9110 section 9.3.2), whatever body the handler gives.
+        self.bodiless = False
         #: The last response head: its header list, status, length, h11 event.
         self._last_head: tuple[HeaderItems, int, int | None, h11.Response] | None = None
         self.extra_headers: list[tuple[str, str]] = []
@@ -271,6 +275,7 @@ class HTTPConnection:
                     event = self.h11.next_event()
                 if event is not h11.NEED_DATA:
                     if type(event) is h11.Request:
+                        self.bodiless = event.method == b"HEAD"
                         return self._head_of(event)
                     return None  # ConnectionClosed
                 if self.peer_closed:
@@ -460,17 +465,18 @@ class HTTPConnection:
         ``data``, when given, is the body's first piece, sent with the head.
         """
         head = self._head(status, headers)
-        if data:
+        if data and not self.bodiless:
             await self._send(head, h11.Data(data=data))
         else:
             await self._send(head)
 
     async def write(self, data: bytes) -> None:
-        await self._send(h11.Data(data=data))
+        if not self.bodiless:
+            await self._send(h11.Data(data=data))
 
     async def finish(self, data: bytes = b"") -> None:
         """End a streamed response; ``data``, when given, is its last piece."""
-        if data:
+        if data and not self.bodiless:
             await self._send(h11.Data(data=data), _END)
         else:
             await self._send(_END)
@@ -478,7 +484,7 @@ class HTTPConnection:
     async def respond(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
         """Send a whole response with its ``Content-Length``: head and body in one write."""
         head = self._head(status, headers, len(body))
-        if body:
+        if body and not self.bodiless:
             await self._send(head, h11.Data(data=body), _END)
         else:
             await self._send(head, _END)
