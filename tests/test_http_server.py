@@ -840,6 +840,52 @@ async def test_modern_disconnect_cancels_a_plainly_wrapped_coroutine_tool(
     await hang_up_on_block(app, state)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    event_id=st.one_of(
+        st.text(),
+        st.builds(lambda s, n: f"{s}:{n}", st.sampled_from(["0", "1"]), st.text()),
+        st.builds(lambda n: "1:" + "9" * n, st.integers(0, 12_000)),
+    )
+)
+def test_memory_event_store_replays_or_refuses_any_event_id(event_id: str) -> None:
+    """Whatever a client puts in ``Last-Event-ID`` (a header, up to the head
+    limit), the store answers: a replay of what it recorded, or ``None``."""
+    from mcpwire.sansio import Notification
+
+    async def check() -> None:
+        store = MemoryEventStore()
+        given = [await store.store("s", "1", Notification(f"n{i}")) for i in range(3)]
+        replay = await store.replay_after("s", event_id)
+        if event_id in given:
+            assert replay is not None
+        if replay is not None:
+            assert replay[0] == "1" and {i for i, _ in replay[1]} <= set(given)
+
+    anyio.run(check)
+
+
+async def test_a_last_event_id_of_any_length_gets_an_answer(anyio_backend: str) -> None:
+    """A ``Last-Event-ID`` whose sequence number has thousands of digits names no
+    event of the GET stream: it is served as for any id the session never gave."""
+    async with running() as http:
+        port = http.port or 0
+        async with client(port) as raw:
+            sid = await initialize(raw)
+        get = {"mcp-session-id": sid, "accept": "text/event-stream"}
+        (session,) = http.legacy.table
+        for last in [None, "0:" + "9" * 5000, "0:" + "9" * 21]:
+            async with client(port) as raw:
+                with anyio.fail_after(10):
+                    await raw.send("GET", headers={**get, "last-event-id": last})
+                    head = await raw.head()
+                    assert head.status == 200, last
+                    assert (await raw.sse().next()) is not None  # the priming event
+            with anyio.fail_after(10):
+                while session.standalone.attached:
+                    await anyio.sleep(0.01)
+
+
 async def test_last_event_id_replay_is_scoped_to_its_session(anyio_backend: str) -> None:
     app, state = probe_app()
     async with running(app) as http:
