@@ -568,6 +568,26 @@ async def test_targets_route_as_asgi_hosts_route_them(anyio_backend: str) -> Non
                 assert "tools" in reply.json()["result"]
 
 
+async def test_an_absolute_form_target_is_judged_by_its_authority(anyio_backend: str) -> None:
+    """RFC 9112 section 3.2.2: the server MUST ignore ``Host`` for an absolute-form
+    target and use the target's authority, so that is what the allow-list checks:
+    a foreign authority is 421 whatever ``Host`` says, a loopback one is served."""
+    async with running() as http:
+        body, headers = modern(1, "tools/list")
+        local = f"127.0.0.1:{http.port}"
+        for target, host, status in [
+            ("http://rebound.example/mcp", local, 421),
+            (f"http://rebound.example:{http.port}/mcp", local, 421),
+            ("https://user@127.0.0.1/mcp", local, 421),
+            ("http:///mcp", local, 421),
+            (f"HTTP://LOCALHOST:{http.port}/mcp", "rebound.example", 200),
+            (f"http://[::1]:{http.port}/mcp?x=1", local, 200),
+        ]:
+            async with client(http.port or 0) as raw:
+                reply = await raw.request(body=body, headers={**headers, "host": host}, path=target)
+            assert reply.status == status, (target, host, reply.body)
+
+
 async def test_modern_header_rules_32020_32022_and_404(anyio_backend: str) -> None:
     app, _ = probe_app()
     async with running(app) as http, client(http.port or 0) as raw:
