@@ -325,7 +325,7 @@ class HTTPServer:
                 self._idle.pop(scope, None)
                 self._scopes.discard(scope)
                 self.connections -= 1
-                await http.aclose()
+                await http.aclose("shutting down" if scope.cancel_called else None)
 
     async def _serve_connection(self, http: HTTPConnection, scope: anyio.CancelScope) -> None:
         first = True

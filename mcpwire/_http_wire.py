@@ -524,13 +524,17 @@ class HTTPConnection:
     def next_cycle(self) -> None:
         self.h11.start_next_cycle()
 
-    async def aclose(self) -> None:
+    async def aclose(self, unanswered: str | None = None) -> None:
         """Close the connection; after an error response, linger briefly first.
 
         A client still sending (a body we refused with 413, a head too large)
         would otherwise get a TCP reset that can destroy the response before
         it is read: so the write side is shut, and input drained (at most
         ``_LINGER_BYTES`` for ``_LINGER_SECONDS``) before the socket closes.
+
+        ``unanswered``: why a request may have been given up on (a shutdown
+        past its grace period); a request whose response has not begun then
+        gets a 503 saying so, rather than a connection closed without one.
         """
         if self._timer is not None:
             self._timer.cancel()
@@ -541,9 +545,12 @@ class HTTPConnection:
             fast.abort()  # a write cut short: what it left is dropped, as anyio does
         with anyio.CancelScope(shield=True):
             try:
+                if unanswered is not None and self.h11.our_state is h11.SEND_RESPONSE:
+                    headers = [("connection", "close"), ("retry-after", "1")]
+                    await self.respond_text(503, f"Service Unavailable: {unanswered}", headers)
                 if self.closing and not self.peer_closed:
                     await self._linger()
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, PeerGone):
                 pass
             finally:
                 try:

@@ -1180,6 +1180,41 @@ async def test_graceful_shutdown_finishes_requests_in_flight(anyio_backend: str)
     await busy.aclose()
 
 
+async def test_requests_cut_short_by_shutdown_get_503(anyio_backend: str) -> None:
+    """A request still running when ``shutdown_timeout`` has passed is cancelled,
+    and its client is told so (503, ``Connection: close``), in both eras, instead
+    of seeing the connection close without an answer."""
+    app, state = probe_app()
+    http = HTTPServer(app, HTTPServerOptions(shutdown_timeout=0.3))
+    async with anyio.create_task_group() as tg:
+        scope = anyio.CancelScope()
+
+        async def serve(*, task_status: anyio.abc.TaskStatus[int]) -> None:
+            with scope:
+                await http.serve("127.0.0.1", 0, task_status=task_status)
+
+        port = await tg.start(serve)
+        async with client(port) as setup:
+            sid = await initialize(setup)
+        busy = [await Raw.connect(port), await Raw.connect(port)]
+        body, headers = modern(1, "tools/call", {"name": "block", "arguments": {"seconds": 30}})
+        await busy[0].send(body=body, headers=headers)
+        call = rpc(2, "tools/call", {"name": "block", "arguments": {"seconds": 30}})
+        await busy[1].send(body=call, headers={"mcp-session-id": sid})
+        with anyio.fail_after(5):
+            while http.stats()["busy_requests"] < 2:
+                await anyio.sleep(0.01)
+        scope.cancel()
+        for raw in busy:
+            with anyio.fail_after(5):
+                reply = await raw.rest(await raw.head())
+            assert reply.status == 503, reply
+            assert reply.headers["connection"] == "close"
+            await raw.aclose()
+    assert state["finished"] == 0
+    assert http.stats()["connections"] == 0 and http.stats()["tasks"] == 0
+
+
 async def test_stalled_and_idle_clients_are_dropped(anyio_backend: str) -> None:
     async with running(read_timeout=0.3, keep_alive_timeout=0.3) as http:
         stream = await anyio.connect_tcp("127.0.0.1", http.port or 0)
