@@ -38,6 +38,10 @@ from .sansio._messages import Message
 
 __all__ = ("EventStore", "MemoryEventStore", "Replay")
 
+#: The longest sequence number an id of ``MemoryEventStore`` can hold; a
+#: ``Last-Event-ID`` with more digits names no event (and is never given to
+#: ``int``, which refuses numbers of more than 4300 digits).
+_MAX_SEQUENCE_DIGITS = 20
 #: ``(stream id, [(event id, message), ...])``: what ``replay_after`` returns.
 Replay = tuple[str, "list[tuple[str, Message]]"]
 
@@ -107,7 +111,12 @@ class MemoryEventStore:
 
     async def replay_after(self, session: str, event_id: str) -> Replay | None:
         stream, colon, number = event_id.partition(":")
-        if not colon or not number.isascii() or not number.isdigit():
+        if (
+            not colon
+            or len(number) > _MAX_SEQUENCE_DIGITS
+            or not number.isascii()
+            or not number.isdigit()
+        ):
             return None
         logs = self._sessions.get(session)
         log = logs.get(stream) if logs is not None else None

@@ -126,25 +126,38 @@ class RequestHead:
         """The head of an h11 request; ``items``: its ``headers.raw_items()``."""
         target = event.target.decode("latin-1")
         path, _, query = target.partition("?")
+        authority = None
         if path[:1] != "/" or "%" in path:
-            path = _normal_path(path)
+            path, authority = _normal_path(path)
         # The names as received (a list, quicker to walk than h11's view of
         # them); made lower case above, as h11 does.
         if items is None:
             items = event.headers.raw_items()
-        return cls(event.method.decode("ascii", "replace"), path, query, items)
+        head = cls(event.method.decode("ascii", "replace"), path, query, items)
+        if authority is not None:
+            # RFC 9112 section 3.2.2: for an absolute-form target the server
+            # MUST ignore Host and use the target's authority instead, so that
+            # is what the Host allow-list (and everything else) judges.
+            head.headers["host"] = authority
+        return head
 
 
-def _normal_path(path: str) -> str:
+def _normal_path(path: str) -> tuple[str, str | None]:
     """The path of an absolute-form target, which a server MUST accept (RFC 9112
     section 3.2.2), with percent-encoded octets decoded: they compare as what
     they encode (RFC 3986 section 6.2.2.2), and ASGI hosts decode ``path``
-    before the app sees it, so both servers route alike."""
+    before the app sees it, so both servers route alike. Also the target's
+    authority (``host[:port]``, as written; ``""`` when empty), or ``None``
+    for a target that has none."""
     from urllib.parse import unquote, urlsplit  # rare: not loaded by every server
 
+    authority = None
     if path[:1] != "/":
-        path = urlsplit(path).path or "/"
-    return unquote(path) if "%" in path else path
+        parts = urlsplit(path)
+        if parts.scheme and path[len(parts.scheme) : len(parts.scheme) + 3] == "://":
+            authority = parts.netloc
+        path = parts.path or "/"
+    return (unquote(path) if "%" in path else path), authority
 
 
 def _acceptable(accept: str | None) -> tuple[bool, bool]:

@@ -9,10 +9,10 @@ single path (``/mcp``), plus ``/sse`` and ``/messages`` when the deprecated
 HTTP+SSE transport is switched on (``legacy_sse``, see ``_http_sse``), and
 for every request runs the same gate first:
 
-1. the path (404), then ``Host`` against ``allowed_hosts`` (421) and
-   ``Origin``, when present, against ``allowed_origins`` (403): DNS-rebinding
-   protection, on by default when bound to loopback (transports.mdx,
-   "Security Warning"; pain point 25);
+1. the path (404), then ``Host`` (an absolute-form target's authority)
+   against ``allowed_hosts`` (421) and ``Origin``, when present, against
+   ``allowed_origins`` (403): DNS-rebinding protection, on by default when
+   bound to loopback (transports.mdx, "Security Warning"; pain point 25);
 2. the method: POST carries messages, GET opens a legacy session's stream,
    DELETE ends a legacy session; anything else is 405.
 
@@ -325,7 +325,7 @@ class HTTPServer:
                 self._idle.pop(scope, None)
                 self._scopes.discard(scope)
                 self.connections -= 1
-                await http.aclose()
+                await http.aclose("shutting down" if scope.cancel_called else None)
 
     async def _serve_connection(self, http: HTTPConnection, scope: anyio.CancelScope) -> None:
         first = True

@@ -16,7 +16,8 @@ between it and the socket, under limits and deadlines:
 
 A response is either whole (``respond``: status, headers, body with its
 ``Content-Length``, in one write) or streamed (``start``, ``write``...,
-``finish``: h11 picks chunked encoding for HTTP/1.1 clients). While a
+``finish``: h11 picks chunked encoding for HTTP/1.1 clients); the answer
+to a ``HEAD`` request is its head alone (``bodiless``). While a
 streamed response is being written, ``watch_disconnect`` reads the socket in
 another task: end of input means the client went away (the caller cancels
 the work it was doing for it); bytes that arrive instead are a pipelined
@@ -170,6 +171,9 @@ class HTTPConnection:
         self.peer_closed = False
         #: A response that must close the connection was sent (``Connection: close``).
         self.closing = False
+        #: The request being answered is a HEAD: its response has a head only
+        #: (RFC 9110 section 9.3.2), whatever body the handler gives.
+        self.bodiless = False
         #: The last response head: its header list, status, length, h11 event.
         self._last_head: tuple[HeaderItems, int, int | None, h11.Response] | None = None
         self.extra_headers: list[tuple[str, str]] = []
@@ -271,6 +275,7 @@ class HTTPConnection:
                     event = self.h11.next_event()
                 if event is not h11.NEED_DATA:
                     if type(event) is h11.Request:
+                        self.bodiless = event.method == b"HEAD"
                         return self._head_of(event)
                     return None  # ConnectionClosed
                 if self.peer_closed:
@@ -460,17 +465,18 @@ class HTTPConnection:
         ``data``, when given, is the body's first piece, sent with the head.
         """
         head = self._head(status, headers)
-        if data:
+        if data and not self.bodiless:
             await self._send(head, h11.Data(data=data))
         else:
             await self._send(head)
 
     async def write(self, data: bytes) -> None:
-        await self._send(h11.Data(data=data))
+        if not self.bodiless:
+            await self._send(h11.Data(data=data))
 
     async def finish(self, data: bytes = b"") -> None:
         """End a streamed response; ``data``, when given, is its last piece."""
-        if data:
+        if data and not self.bodiless:
             await self._send(h11.Data(data=data), _END)
         else:
             await self._send(_END)
@@ -478,7 +484,7 @@ class HTTPConnection:
     async def respond(self, status: int, headers: list[tuple[str, str]], body: bytes = b"") -> None:
         """Send a whole response with its ``Content-Length``: head and body in one write."""
         head = self._head(status, headers, len(body))
-        if body:
+        if body and not self.bodiless:
             await self._send(head, h11.Data(data=body), _END)
         else:
             await self._send(head, _END)
@@ -518,13 +524,17 @@ class HTTPConnection:
     def next_cycle(self) -> None:
         self.h11.start_next_cycle()
 
-    async def aclose(self) -> None:
+    async def aclose(self, unanswered: str | None = None) -> None:
         """Close the connection; after an error response, linger briefly first.
 
         A client still sending (a body we refused with 413, a head too large)
         would otherwise get a TCP reset that can destroy the response before
         it is read: so the write side is shut, and input drained (at most
         ``_LINGER_BYTES`` for ``_LINGER_SECONDS``) before the socket closes.
+
+        ``unanswered``: why a request may have been given up on (a shutdown
+        past its grace period); a request whose response has not begun then
+        gets a 503 saying so, rather than a connection closed without one.
         """
         if self._timer is not None:
             self._timer.cancel()
@@ -535,9 +545,12 @@ class HTTPConnection:
             fast.abort()  # a write cut short: what it left is dropped, as anyio does
         with anyio.CancelScope(shield=True):
             try:
+                if unanswered is not None and self.h11.our_state is h11.SEND_RESPONSE:
+                    headers = [("connection", "close"), ("retry-after", "1")]
+                    await self.respond_text(503, f"Service Unavailable: {unanswered}", headers)
                 if self.closing and not self.peer_closed:
                     await self._linger()
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError, PeerGone):
                 pass
             finally:
                 try:

@@ -568,6 +568,26 @@ async def test_targets_route_as_asgi_hosts_route_them(anyio_backend: str) -> Non
                 assert "tools" in reply.json()["result"]
 
 
+async def test_an_absolute_form_target_is_judged_by_its_authority(anyio_backend: str) -> None:
+    """RFC 9112 section 3.2.2: the server MUST ignore ``Host`` for an absolute-form
+    target and use the target's authority, so that is what the allow-list checks:
+    a foreign authority is 421 whatever ``Host`` says, a loopback one is served."""
+    async with running() as http:
+        body, headers = modern(1, "tools/list")
+        local = f"127.0.0.1:{http.port}"
+        for target, host, status in [
+            ("http://rebound.example/mcp", local, 421),
+            (f"http://rebound.example:{http.port}/mcp", local, 421),
+            ("https://user@127.0.0.1/mcp", local, 421),
+            ("http:///mcp", local, 421),
+            (f"HTTP://LOCALHOST:{http.port}/mcp", "rebound.example", 200),
+            (f"http://[::1]:{http.port}/mcp?x=1", local, 200),
+        ]:
+            async with client(http.port or 0) as raw:
+                reply = await raw.request(body=body, headers={**headers, "host": host}, path=target)
+            assert reply.status == status, (target, host, reply.body)
+
+
 async def test_modern_header_rules_32020_32022_and_404(anyio_backend: str) -> None:
     app, _ = probe_app()
     async with running(app) as http, client(http.port or 0) as raw:
@@ -838,6 +858,52 @@ async def test_modern_disconnect_cancels_a_plainly_wrapped_coroutine_tool(
 
     app, state = probe_app(wrap=plain)
     await hang_up_on_block(app, state)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    event_id=st.one_of(
+        st.text(),
+        st.builds(lambda s, n: f"{s}:{n}", st.sampled_from(["0", "1"]), st.text()),
+        st.builds(lambda n: "1:" + "9" * n, st.integers(0, 12_000)),
+    )
+)
+def test_memory_event_store_replays_or_refuses_any_event_id(event_id: str) -> None:
+    """Whatever a client puts in ``Last-Event-ID`` (a header, up to the head
+    limit), the store answers: a replay of what it recorded, or ``None``."""
+    from mcpwire.sansio import Notification
+
+    async def check() -> None:
+        store = MemoryEventStore()
+        given = [await store.store("s", "1", Notification(f"n{i}")) for i in range(3)]
+        replay = await store.replay_after("s", event_id)
+        if event_id in given:
+            assert replay is not None
+        if replay is not None:
+            assert replay[0] == "1" and {i for i, _ in replay[1]} <= set(given)
+
+    anyio.run(check)
+
+
+async def test_a_last_event_id_of_any_length_gets_an_answer(anyio_backend: str) -> None:
+    """A ``Last-Event-ID`` whose sequence number has thousands of digits names no
+    event of the GET stream: it is served as for any id the session never gave."""
+    async with running() as http:
+        port = http.port or 0
+        async with client(port) as raw:
+            sid = await initialize(raw)
+        get = {"mcp-session-id": sid, "accept": "text/event-stream"}
+        (session,) = http.legacy.table
+        for last in [None, "0:" + "9" * 5000, "0:" + "9" * 21]:
+            async with client(port) as raw:
+                with anyio.fail_after(10):
+                    await raw.send("GET", headers={**get, "last-event-id": last})
+                    head = await raw.head()
+                    assert head.status == 200, last
+                    assert (await raw.sse().next()) is not None  # the priming event
+            with anyio.fail_after(10):
+                while session.standalone.attached:
+                    await anyio.sleep(0.01)
 
 
 async def test_last_event_id_replay_is_scoped_to_its_session(anyio_backend: str) -> None:
@@ -1112,6 +1178,41 @@ async def test_graceful_shutdown_finishes_requests_in_flight(anyio_backend: str)
         await anyio.connect_tcp("127.0.0.1", port)
     await idle.aclose()
     await busy.aclose()
+
+
+async def test_requests_cut_short_by_shutdown_get_503(anyio_backend: str) -> None:
+    """A request still running when ``shutdown_timeout`` has passed is cancelled,
+    and its client is told so (503, ``Connection: close``), in both eras, instead
+    of seeing the connection close without an answer."""
+    app, state = probe_app()
+    http = HTTPServer(app, HTTPServerOptions(shutdown_timeout=0.3))
+    async with anyio.create_task_group() as tg:
+        scope = anyio.CancelScope()
+
+        async def serve(*, task_status: anyio.abc.TaskStatus[int]) -> None:
+            with scope:
+                await http.serve("127.0.0.1", 0, task_status=task_status)
+
+        port = await tg.start(serve)
+        async with client(port) as setup:
+            sid = await initialize(setup)
+        busy = [await Raw.connect(port), await Raw.connect(port)]
+        body, headers = modern(1, "tools/call", {"name": "block", "arguments": {"seconds": 30}})
+        await busy[0].send(body=body, headers=headers)
+        call = rpc(2, "tools/call", {"name": "block", "arguments": {"seconds": 30}})
+        await busy[1].send(body=call, headers={"mcp-session-id": sid})
+        with anyio.fail_after(5):
+            while http.stats()["busy_requests"] < 2:
+                await anyio.sleep(0.01)
+        scope.cancel()
+        for raw in busy:
+            with anyio.fail_after(5):
+                reply = await raw.rest(await raw.head())
+            assert reply.status == 503, reply
+            assert reply.headers["connection"] == "close"
+            await raw.aclose()
+    assert state["finished"] == 0
+    assert http.stats()["connections"] == 0 and http.stats()["tasks"] == 0
 
 
 async def test_stalled_and_idle_clients_are_dropped(anyio_backend: str) -> None:

@@ -14,7 +14,8 @@ shortcut gives what the plain way would:
    pipelined requests are all answered, in order; a client that keeps a
    connection busy within the keep-alive timeout keeps it, one that idles
    past it is dropped, as is one that trickles a head in past ``read_timeout``
-   or stops reading a response.
+   or stops reading a response; a ``HEAD`` request is answered with a head
+   alone, whatever the status.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import anyio.abc
 import h11
 import orjson
 import pytest
+from http_raw import client as raw_client
 from http_raw import running as http_running
 from hypothesis import given
 from hypothesis import strategies as st
@@ -384,3 +386,30 @@ async def test_a_client_that_stops_reading_is_dropped(anyio_backend: str) -> Non
 def _connect(sock: socket.socket, port: int) -> None:
     sock.setblocking(True)
     sock.connect(("127.0.0.1", port))
+
+
+async def test_a_head_request_gets_its_status_and_no_body(anyio_backend: str) -> None:
+    """RFC 9110 section 9.3.2: the answer to HEAD is the head GET's would have,
+    without content; every refusal reaches the client (405 with ``Allow``,
+    404, 421), not a connection closed without an answer."""
+    async with running() as http:
+        port = http.port or 0
+        cases = [
+            ("/mcp", {}, 405),
+            ("/elsewhere", {}, 404),
+            ("/mcp", {"host": "rebound.example"}, 421),
+        ]
+        for path, headers, status in cases:
+            async with raw_client(port) as raw:
+                with anyio.fail_after(10):
+                    reply = await raw.request("HEAD", headers=headers, path=path)
+            assert reply.status == status, (path, headers)
+            assert reply.body == b""
+            if status == 405:
+                assert reply.headers["allow"] == "GET, POST, DELETE"
+        # The server goes on answering.
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        async with stream:
+            await stream.send(_call(1, "echo", {"message": "after"}))
+            status, answer = await Replies(stream).next()
+        assert status == 200 and answer["result"]["content"][0]["text"] == "after"
