@@ -24,7 +24,7 @@ from ._context import (
     with_input_rounds,
 )
 from ._errors import JSONRPCError
-from ._params import check_params, invalid_params
+from ._params import check_envelope, check_params, invalid_params
 from ._registry import (
     ToolDef,
     call_handler,
@@ -222,15 +222,11 @@ async def _dispatch_modern(
 ) -> JSONObject:
     method = request.method
     if not isinstance(meta, dict):
-        raise invalid_params(
-            f"params._meta must be an object carrying {META_PROTOCOL_VERSION!r} and "
-            f"{META_CLIENT_CAPABILITIES!r}"
-        )
+        meta = check_envelope(params)  # raises: left out (check_params refused the rest)
     version = meta.get(META_PROTOCOL_VERSION, _ABSENT)
     caps = meta.get(META_CLIENT_CAPABILITIES, _ABSENT)
     if version is _ABSENT or caps is _ABSENT:
-        missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
-        raise invalid_params("params._meta is missing the required key(s): " + ", ".join(missing))
+        check_envelope(params)  # raises, naming the missing key(s)
     if not isinstance(version, str):
         raise invalid_params(f"{META_PROTOCOL_VERSION} must be a string")
     if not isinstance(caps, dict):

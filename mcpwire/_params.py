@@ -4,9 +4,11 @@
 handler sees a request the schema forbids. It checks what every revision
 that has a member agrees on (2024-11-05 ... 2026-07-28, ``schema.ts``):
 
-* ``_meta?: { ... }`` on every request: absent, or an object. ``null`` is
-  neither (the schema's ``?`` means the member may be left out, not that it
-  may be null), and neither is a number, string, boolean or array;
+* ``_meta`` on every request: absent, or an object. ``null`` is not an
+  object (the schema's ``?`` means the member may be left out, not that it
+  may be null), and neither is a number, string, boolean or array. The
+  message does not say it may be left out: 2026-07-28 requests must carry it
+  (``check_envelope``);
 * ``_meta.progressToken?: ProgressToken`` with ``ProgressToken = string |
   number``: a boolean, ``null``, an object or an array is refused; a number
   with a fraction is a number, and is kept and echoed as it came;
@@ -29,10 +31,11 @@ tool's input schema; a prompt's string arguments; the answers in
 from __future__ import annotations
 
 from ._errors import JSONRPCError
+from ._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSIONS
 from .sansio._json import JSONObject, JSONValue, kind_of
 from .sansio._messages import ErrorCode
 
-__all__ = ("check_params", "invalid_params")
+__all__ = ("check_envelope", "check_params", "invalid_params")
 
 #: Per method, the params the schema types as objects, each with whether it is
 #: optional (``name?: {...}``), in every revision that has the method and member:
@@ -62,7 +65,7 @@ def invalid_params(message: str, data: JSONValue = None) -> JSONRPCError:
 
 
 def _meta_not_an_object(meta: JSONValue) -> JSONRPCError:
-    return invalid_params(f"params._meta must be an object (or left out), not {kind_of(meta)}")
+    return invalid_params(f"params._meta must be an object, not {kind_of(meta)}")
 
 
 def _not_an_object(method: str, path: str, value: JSONValue, optional: bool) -> JSONRPCError:
@@ -102,3 +105,24 @@ def check_params(method: str, params: JSONObject) -> JSONValue:
                 if not isinstance(value, dict):
                     raise _not_an_object(method, ".".join(inner), value, True)
     return meta
+
+
+def check_envelope(params: JSONObject) -> JSONObject:
+    """The 2026-07-28 envelope, ``params._meta``: required, an object, with the
+    protocol version and client capabilities in it. Raises -32602 naming what is
+    missing or wrong; a ``_meta`` that is no object gets the words of
+    ``check_params``, whichever of the two checks finds it first."""
+    meta = params.get("_meta")
+    if isinstance(meta, dict):
+        missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
+        if missing:
+            raise invalid_params(
+                "params._meta is missing the required key(s): " + ", ".join(missing)
+            )
+        return meta
+    if "_meta" not in params:
+        raise invalid_params(
+            f"params._meta is missing: a {MODERN_VERSIONS[-1]} request carries "
+            f"{META_PROTOCOL_VERSION!r} and {META_CLIENT_CAPABILITIES!r} in it"
+        )
+    raise _meta_not_an_object(meta)

@@ -1,7 +1,7 @@
 """Request params every MCP revision's schema forbids get -32602, in both eras.
 
-``schema.ts`` (2024-11-05 ... 2026-07-28) types ``params._meta`` as an optional
-object, ``_meta.progressToken`` as ``string | number``,
+``schema.ts`` (2024-11-05 ... 2026-07-28) types ``params._meta`` as an object
+(optional before 2026-07-28), ``_meta.progressToken`` as ``string | number``,
 and these params as objects wherever a revision has them: ``tools/call`` /
 ``prompts/get`` ``arguments``, ``tools/call`` ``task`` (2025-11-25),
 ``inputResponses`` of ``tools/call``, ``prompts/get`` and ``resources/read``
@@ -19,6 +19,8 @@ from typing import Any
 
 import anyio
 import pytest
+from http_raw import client as raw_client
+from http_raw import modern, running
 from hypothesis import given
 from hypothesis import strategies as st
 from inproc import WAIT, serving
@@ -107,7 +109,7 @@ async def test_meta_that_is_not_an_object_is_invalid_params(
         if method != "initialize":
             await legacy(session)
         message = await refusal(session, method, {**params, "_meta": meta})
-        assert message == f"params._meta must be an object (or left out), not {kind_of(meta)}"
+        assert message == f"params._meta must be an object, not {kind_of(meta)}"
         # The connection goes on, and the same request with an object _meta is served.
         with anyio.fail_after(WAIT):
             await session.request(method, {**params, "_meta": {}})
@@ -117,7 +119,19 @@ async def test_meta_that_is_not_an_object_is_invalid_params(
 async def test_meta_that_is_not_an_object_on_a_modern_only_method(meta: Any) -> None:
     async with serving(build_server()) as (session, _):
         message = await refusal(session, "server/discover", {"_meta": meta})
-        assert message == f"params._meta must be an object (or left out), not {kind_of(meta)}"
+        assert message == f"params._meta must be an object, not {kind_of(meta)}"
+
+
+async def test_a_modern_only_method_without_meta_is_told_what_is_missing() -> None:
+    """2026-07-28 requests must carry ``_meta``: left out, the refusal names it and
+    the two keys it carries; an object without them names the keys missing."""
+    async with serving(build_server()) as (session, _):
+        message = await refusal(session, "server/discover", {})
+        assert message == (
+            f"params._meta is missing: a {MODERN} request carries {PV!r} and {CC!r} in it"
+        )
+        message = await refusal(session, "server/discover", {"_meta": {PV: MODERN}})
+        assert message == f"params._meta is missing the required key(s): {CC}"
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
@@ -166,6 +180,48 @@ async def test_arguments_that_are_not_an_object_are_invalid_params(
         with anyio.fail_after(WAIT):
             result = await session.request(method, params_for(era, {"name": name}))
         assert not result.get("isError")
+
+
+META_CASES: list[Any] = [*NOT_OBJECTS, "absent", {PV: MODERN}, {CC: {}}]
+
+
+def meta_case_id(meta: Any) -> str:
+    return (
+        meta
+        if meta == "absent"
+        else kind_of(meta)
+        if not isinstance(meta, dict)
+        else "-".join(meta)
+    )
+
+
+@pytest.mark.parametrize("meta", META_CASES, ids=meta_case_id)
+async def test_a_bad_meta_over_modern_http_is_told_as_over_any_wire(meta: Any) -> None:
+    """A modern POST whose ``_meta`` is no object gets -32602 in the words of
+    ``check_params``; one without ``_meta``, or without a key of the envelope, is
+    told exactly what is missing. Over a plain JSON-RPC wire the same request
+    (``server/discover``: modern whatever its ``_meta``) gets the same error."""
+    body, headers = modern(1, "server/discover")
+    if meta == "absent":
+        del body["params"]["_meta"]
+    else:
+        body["params"]["_meta"] = meta
+    async with running(build_server()) as http, raw_client(http.port or 0) as raw:
+        reply = await raw.request(body=body, headers=headers)
+    assert reply.status == 400, reply
+    error = reply.json()["error"]
+    assert error["code"] == -32602
+    async with serving(build_server()) as (session, _):
+        assert error["message"] == await refusal(session, "server/discover", body["params"])
+    if meta == "absent":
+        assert error["message"] == (
+            f"params._meta is missing: a {MODERN} request carries {PV!r} and {CC!r} in it"
+        )
+    elif isinstance(meta, dict):
+        missing = CC if PV in meta else PV
+        assert error["message"] == f"params._meta is missing the required key(s): {missing}"
+    else:
+        assert error["message"] == f"params._meta must be an object, not {kind_of(meta)}"
 
 
 COMPLETE = {
@@ -271,9 +327,7 @@ def _token_ok(token: Any) -> bool:
 def test_check_params_refuses_exactly_the_non_object_meta(meta: Any, method: str) -> None:
     verdict = _verdict(method, {"_meta": meta})
     if not isinstance(meta, dict):
-        assert verdict == (
-            f"-32602: params._meta must be an object (or left out), not {kind_of(meta)}"
-        )
+        assert verdict == f"-32602: params._meta must be an object, not {kind_of(meta)}"
     elif "progressToken" in meta and not _token_ok(meta["progressToken"]):
         assert verdict is not None and verdict.startswith(
             "-32602: params._meta.progressToken must be"
