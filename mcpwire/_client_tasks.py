@@ -186,18 +186,17 @@ def _wants_tasks(exc: JSONRPCError) -> bool:
 
 async def legacy_task_wanted(client: Client, name: str, task: bool | None) -> bool:
     """Whether a legacy ``call_tool`` goes as a 2025-11-25 task: asked for, or (``None``)
-    the tool requires it, which a server offering tasks is asked once (``tools/list``)."""
+    the tool requires it, which a server offering tasks is asked once (``tools/list``,
+    shared with the concurrent first calls: ``ToolListing``)."""
     # Where the revision or the server has no tasks, the call runs in place.
     if task is False or not at_least(client.protocol_version, LEGACY_TASKS_VERSION):
         return False
     if not _offers(client, ("requests", "tools", "call")):
         return False
     if task is None and name not in client._task_support:
-        try:
-            await client.list_tools()
-        except JSONRPCError:
-            pass  # a server that cannot list its tools: the call goes as asked
-        client._task_support.setdefault(name, "forbidden")
+        # One listing for every first call in flight, and for learning output
+        # schemas too (_client_learn); a server that cannot list: as asked.
+        return await client._tool_listing.task_support(client, name) == "required"
     return bool(task) or client._task_support.get(name) == "required"
 
 
