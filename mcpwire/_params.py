@@ -18,8 +18,8 @@ that has a member agrees on (2024-11-05 ... 2026-07-28, ``schema.ts``):
   checked in every era: no revision gives them another type. A required
   object that is absent is the method's business: ``completion/complete``
   refuses it, while ``initialize`` (``capabilities``, ``clientInfo``) and
-  ``subscriptions/listen`` (``notifications``) take it as empty, as they
-  always have for clients that leave them out.
+  ``subscriptions/listen`` (``notifications``) take it as empty: a client
+  that leaves them out is served.
 
 Every refusal is -32602 Invalid params, naming the member and what it was. The
 check is a few dictionary lookups: it is on the path of every ``tools/call``.

@@ -301,7 +301,7 @@ async def test_completion_without_ref_or_argument_names_what_is_missing(era: str
 
 async def test_initialize_may_leave_capabilities_and_client_info_out() -> None:
     """The handshake takes left-out ``capabilities`` / ``clientInfo`` as empty /
-    unknown, as it always has; only a value of another type is refused."""
+    unknown; only a value of another type is refused."""
     async with serving(build_server()) as (session, _):
         with anyio.fail_after(WAIT):
             result = await session.request("initialize", {"protocolVersion": "2025-11-25"})
