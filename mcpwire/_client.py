@@ -40,7 +40,7 @@ import anyio.abc
 from . import _schema
 from ._asks import answer, origin_of, run_rounds, send_tool_call
 from ._client_cache import ResultCache
-from ._client_learn import SchemaLearning
+from ._client_learn import ToolListing
 from ._client_tasks import TaskMethods, await_task, legacy_task_wanted, legacy_tool_task
 from ._errors import MCPWireError, RemoteProtocolError
 from ._handshake import (
@@ -175,7 +175,7 @@ class Client(TaskMethods):
         self._session_entered = False
         self._tg: anyio.abc.TaskGroup | None = None
         self._output_schemas: dict[str, _schema.Validator | None] = {}
-        self._learning = SchemaLearning()
+        self._tool_listing = ToolListing()
         #: 2025-11-25 ``execution.taskSupport`` by tool name, from ``list_tools``; and
         #: the polls that ``notifications/tasks/status`` wakes, by task id.
         self._task_support: dict[str, str] = {}
@@ -451,7 +451,7 @@ class Client(TaskMethods):
             self.validate_output
             and name not in self._output_schemas
             and not result.is_error
-            and not await self._learning.learn(self, name)
+            and not await self._tool_listing.learn(self, name)
         ):
             return result
         validator = self._output_schemas.get(name)

@@ -25,7 +25,10 @@ task (``await_task``) so that a task-required tool is transparent:
   ``TaskCancelled``.
 
 The wait is bounded by the call's ``timeout`` (else the session's maximum
-request timeout, the bound progress can stretch a synchronous call to). A
+request timeout, the bound progress can stretch a synchronous call to); at
+its end ``RequestTimeout`` says what the transport knows of why no answer
+came, as a plain request's does (``timed_out``: a stdio line over the size
+limit still being dropped may hold the poll's answer). A
 wait that ends any other way than a terminal status (the caller cancelled,
 the deadline passed, a callback raised) sends ``tasks/cancel``, shielded and
 best-effort, so an abandoned task does not run on until its TTL. A caller
@@ -71,8 +74,9 @@ from typing import TYPE_CHECKING, cast
 import anyio
 
 from ._asks import answer, send_tool_call
-from ._errors import JSONRPCError, MCPWireError, RequestTimeout, error_from_object
+from ._errors import JSONRPCError, MCPWireError, error_from_object
 from ._handshake import declaring_tasks
+from ._pending import timed_out
 from ._types import CallToolResult, Task, poll_seconds
 from ._versions import LEGACY_TASKS_VERSION, at_least
 from .sansio._json import JSONObject, JSONValue, dig
@@ -182,18 +186,17 @@ def _wants_tasks(exc: JSONRPCError) -> bool:
 
 async def legacy_task_wanted(client: Client, name: str, task: bool | None) -> bool:
     """Whether a legacy ``call_tool`` goes as a 2025-11-25 task: asked for, or (``None``)
-    the tool requires it, which a server offering tasks is asked once (``tools/list``)."""
+    the tool requires it, which a server offering tasks is asked once (``tools/list``,
+    shared with the concurrent first calls: ``ToolListing``)."""
     # Where the revision or the server has no tasks, the call runs in place.
     if task is False or not at_least(client.protocol_version, LEGACY_TASKS_VERSION):
         return False
     if not _offers(client, ("requests", "tools", "call")):
         return False
     if task is None and name not in client._task_support:
-        try:
-            await client.list_tools()
-        except JSONRPCError:
-            pass  # a server that cannot list its tools: the call goes as asked
-        client._task_support.setdefault(name, "forbidden")
+        # One listing for every first call in flight, and for learning output
+        # schemas too (_client_learn); a server that cannot list: as asked.
+        return await client._tool_listing.task_support(client, name) == "required"
     return bool(task) or client._task_support.get(name) == "required"
 
 
@@ -266,7 +269,7 @@ async def _await_legacy(
                 raise
             finished = True
         if deadline.cancelled_caught and not finished:
-            raise RequestTimeout("tools/call", limit)
+            raise timed_out(client.session.transport, "tools/call", limit)
     finally:
         client._task_polls.pop(current.task_id, None)
         if not finished:
@@ -341,7 +344,7 @@ async def await_task(
                         await on_status(current)
             finished = True
         if deadline.cancelled_caught and not finished:
-            raise RequestTimeout("tools/call", limit)
+            raise timed_out(client.session.transport, "tools/call", limit)
     finally:
         if not finished:
             await _cancel_quietly(client, current.task_id)

@@ -22,8 +22,12 @@ async def complete(call: Call) -> JSONObject:
 
     ref = call.params.get("ref")
     argument = call.params.get("argument")
-    if not isinstance(ref, dict) or not isinstance(argument, dict):
-        raise invalid_params("completion/complete: ref and argument must be objects")
+    if not isinstance(ref, dict) or not isinstance(argument, dict):  # objects, or left out
+        missing = [f"params.{k}" for k in ("ref", "argument") if k not in call.params]
+        verb = "is" if len(missing) == 1 else "are"
+        raise invalid_params(
+            f"completion/complete: {' and '.join(missing)} {verb} required (an object)"
+        )
     ref_type = ref.get("type")
     arg_name = argument.get("name")
     value = argument.get("value", "")

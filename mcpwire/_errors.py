@@ -18,7 +18,13 @@ Who broke the rules is kept apart from what the peer said:
   it is. In the sans-IO core it is an ``ErrorResponse`` whose ``error`` is a
   ``TransportErrorObject``.
 * ``ConnectionClosed`` and ``RequestTimeout`` are what a pending call fails with
-  when the transport ends or its deadline passes; both say why.
+  when the transport ends (or, over HTTP, the server cannot be reached at all)
+  or its deadline passes; both say why.
+
+``TransportError`` is about one exchange: the server was there, this request got
+no answer, and the transport goes on. ``ConnectionClosed`` is about the peer:
+it is gone, or cannot be reached, and a supervisor (the hub) takes the server
+as lost.
 
 This module imports nothing but the standard library so that the sans-IO core
 can use it.
@@ -102,7 +108,12 @@ class TransportError(JSONRPCError):
     its place: the server answered with an HTTP error status and no JSON-RPC
     error body, or with a body that is no JSON-RPC answer (wrong Content-Type,
     empty, ``null``), or its response stream or body ended before the answer,
-    or the answer was too large or too deep to read.
+    or the answer was too large or too deep to read, or the connection the
+    request went out on ended before any response (closed or reset; a request
+    that is not safe to repeat, such as ``tools/call``, is not sent again, even
+    when the server closed a kept-alive connection just as it went out, and the
+    message says the server may have received it). Only this exchange failed:
+    the transport stays usable.
 
     A JSON-RPC error response the peer did send (even on an HTTP 4xx or 5xx) is
     a plain ``JSONRPCError``, never this.
@@ -150,7 +161,12 @@ def error_from_object(error: object, fallback: str) -> JSONRPCError:
 
 
 class ConnectionClosed(MCPWireError):
-    """The connection ended, so a pending or new request cannot complete.
+    """The connection ended, so a pending or new request cannot complete: the
+    peer exited or closed its end, the transport was closed, or, over HTTP, the
+    server cannot be reached at all (connection refused, no route, name or TLS
+    failure, connect timeout; the next request over the same transport tries
+    again). A request that reached the server and got no answer is a
+    ``TransportError`` instead.
 
     Attributes:
         reason: one human sentence saying why (peer exited, EOF, closed locally).

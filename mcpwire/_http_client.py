@@ -24,12 +24,18 @@ error in the body (400/404 with JSON) is delivered as the answer to the
 request that was sent, whatever id the body names (servers use ``null`` when
 they rejected the request before reading its id); any other failure becomes a
 synthesized error naming the status and quoting the body (-32600 for 4xx,
--32603 otherwise), raised as ``TransportError`` (``http_error``). A request
-that cannot reach the server (refused, reset, closed before an answer) fails
-with ``ConnectionClosed``, and only that request: the next one tries again,
-so a server that restarts does not end the client (pain point #9; a legacy
-session it lost is replaced on its 404). A notification or response that
-cannot reach it is logged.
+-32603 otherwise), raised as ``TransportError`` (``http_error``). So is a
+request whose exchange ends without an answer once the server was reached:
+its connection closed or reset before the response head (``no_response``;
+a ``tools/call`` is not sent twice, so a kept-alive socket the server closed
+as it went out fails it this way too, saying so) or in the middle of the
+body. That exchange got no answer; the transport stays usable. A request
+that cannot reach the server at all (connection refused, no route, name or
+TLS failure, connect timeout) fails with ``ConnectionClosed``: the server is
+gone for now (a hub takes it as lost), though the transport fails only that
+request and the next one tries again, so a server that restarts does not
+end the client (pain point #9; a legacy session it lost is replaced on its
+404). A notification or response that cannot reach it is logged.
 
 Eras are learned from the traffic, not configured:
 
@@ -72,6 +78,7 @@ from ._http_client_base import (
     http_error,
     jsonrpc_error,
     make_options,
+    no_response,
     repeatable,
     status_error,
     unanswered,
@@ -84,6 +91,7 @@ from ._http_client_conn import (
     HTTPError,
     HTTPResponse,
     InvalidRequest,
+    NoResponse,
     ReadTimeout,
     RedirectRefused,
 )
@@ -353,8 +361,12 @@ class HTTPClientTransport(EventStreams):
         except (RedirectRefused, InvalidRequest) as exc:
             await self._final(stream, http_error(request.id, ErrorCode.INVALID_REQUEST, str(exc)))
             return False
+        except NoResponse as exc:  # reached, but no answer: this exchange fails, not the rest
+            if not self._stopped():  # else aborted by failure or close: nothing to deliver
+                await self._final(stream, no_response(request, exc))
+            return False
         except (ConnectionFailed, ReadTimeout) as exc:
-            return exc
+            return exc  # the server cannot be reached: ConnectionClosed
         try:
             if scoped or (
                 200 <= response.status < 300 and response.media_type != "text/event-stream"

@@ -59,7 +59,7 @@ from ._http_client_conn import (
     Verify,
 )
 from ._http_client_headers import header_list
-from ._http_client_sock import BodyCut
+from ._http_client_sock import BodyCut, NoResponse
 from .sansio import _messages as m
 from .sansio._codec import DEFAULT_LIMITS, DEFAULT_MAX_MESSAGE_SIZE, Limits
 from .sansio._json import JSONValue
@@ -81,6 +81,7 @@ __all__ = (
     "http_error",
     "jsonrpc_error",
     "make_options",
+    "no_response",
     "next_events",
     "repeatable",
     "status_error",
@@ -191,6 +192,19 @@ def unanswered(
             what = f"a {kind} body" if kind else "a body without a Content-Type"
         message = f"{answered} and {what}, not a JSON-RPC response"
     return http_error(request.id, m.ErrorCode.INTERNAL_ERROR, message, status=status, body=body)
+
+
+def no_response(request: m.Request, exc: NoResponse) -> m.ErrorResponse:
+    """What stands in for the answer to ``request`` when its connection ended after
+    it went out and before any response head (``NoResponse``): -32603, no status.
+    Only this exchange failed: the server was reached, and the next request tries
+    again. A request that is not ``repeatable`` was sent once, and the server may
+    have acted on it: the caller, who knows what it does, decides to send it again."""
+    kept = " (kept alive from an earlier exchange)" if exc.reused else ""
+    message = f"{request.method}: the connection{kept} ended before any response ({exc})"
+    if not repeatable(request):
+        message += "; it was not sent again, since the server may have received it"
+    return http_error(request.id, m.ErrorCode.INTERNAL_ERROR, message)
 
 
 def backoff_delay(attempt: int, base: float, retry_ms: int | None) -> float:

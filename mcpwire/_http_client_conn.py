@@ -20,8 +20,12 @@ Keep-alive
     harmless (RFC 9110 section 9.2.2: an idempotent method, or ``retry=True``
     for MCP's read-only requests, notifications and responses), since a server
     that read it and crashed looks the same: a ``tools/call`` is delivered at
-    most once. A response abandoned before its end closes its socket: HTTP/1.1
-    cannot reuse it mid-body, and closing a response stream is how MCP cancels.
+    most once. For such a request a fresh connection is only opened (and
+    closed): refused, the server is gone (``ConnectionFailed``); made, it is
+    there and this exchange alone failed (``NoResponse``, as for any connection
+    that ends between the request and the response head). A response abandoned
+    before its end closes its socket: HTTP/1.1 cannot reuse it mid-body, and
+    closing a response stream is how MCP cancels.
 
 Bounds
     At most ``max_connections`` sockets are open (waiters queue, bounded by their
@@ -58,9 +62,9 @@ import anyio
 import anyio.abc
 import h11
 
-from ._aio_stream import AsyncioStream, running_asyncio_loop
+from ._aio_stream import running_asyncio_loop
 from ._http_client_headers import raw_media_type
-from ._http_client_net import URL, Verify, redirect_target
+from ._http_client_net import URL, Verify, open_socket, redirect_target
 from ._http_client_net import describe as _describe
 from ._http_client_net import ssl_context as _ssl_context
 from ._http_client_sock import (
@@ -69,7 +73,7 @@ from ._http_client_sock import (
     ConnectionFailed,
     HTTPError,
     InvalidRequest,
-    ProtocolSocket,
+    NoResponse,
     ReadTimeout,
     RedirectRefused,
     StreamSocket,
@@ -90,6 +94,7 @@ __all__ = (
     "HTTPResponse",
     "Headers",
     "InvalidRequest",
+    "NoResponse",
     "ReadTimeout",
     "RedirectRefused",
     "URL",
@@ -376,7 +381,8 @@ class HTTPClient:
         broke before any answer (``None``: if ``method`` is idempotent).
 
         Raises:
-            ConnectionFailed: connecting failed or the connection broke.
+            NoResponse: the connection ended after the request went out, before the head.
+            ConnectionFailed: connecting failed (or the client was closed or aborted).
             ReadTimeout: the server was silent for ``timeout`` seconds.
             RedirectRefused: a redirect that is not followed (see the module docstring).
             InvalidRequest: a header value cannot be sent.
@@ -415,6 +421,7 @@ class HTTPClient:
                 self._requests[key] = request
         slots = self._slots
         aborts = self._aborts
+        unsent: NoResponse | None = None  # a request not sent again (below)
         for attempt in range(2):
             try:
                 slots.acquire_nowait()  # a free slot needs no wait (the usual case)
@@ -429,9 +436,9 @@ class HTTPClient:
                     self._slots.release()
                     raise
             self._busy.add(sock)
-            if aborts != self._aborts:  # abort() came while this waited
-                await self._drop(sock)
-                raise aborted()
+            if aborts != self._aborts or unsent is not None:
+                await self._drop(sock)  # abort() came while this waited; or a probe
+                raise aborted() if unsent is None else unsent
             sock.bytes_in = 0
             try:
                 # Head and body in one write: one system call, one segment
@@ -444,20 +451,25 @@ class HTTPClient:
                 await self._drop(sock)
                 if aborts != self._aborts:
                     raise aborted() from exc
-                repeatable = method in IDEMPOTENT if retry is None else retry
-                if reused and attempt == 0 and not sock.bytes_in and repeatable:
+                broke = NoResponse(f"{method} {url}: {_describe(exc)}", reused=reused)
+                if reused and attempt == 0 and not sock.bytes_in:
                     # A kept-alive socket the server had closed: one more try on a fresh
-                    # socket (module docstring). The other idle ones are as old: dropped.
+                    # socket (module docstring), or for a request that may not be sent
+                    # twice only a fresh connection, which tells a server that is gone
+                    # (ConnectionFailed) from one that is there (NoResponse). The other
+                    # idle sockets are as old: dropped.
                     for stale in self._idle.pop(url.origin, ()):
                         await stale.close()
+                    if not (method in IDEMPOTENT if retry is None else retry):
+                        unsent = broke
                     continue
-                raise ConnectionFailed(f"{method} {url}: {_describe(exc)}") from exc
+                raise broke from exc
             except BaseException:
                 await self._drop(sock)
                 raise
             if type(event) is not h11.Response:
                 await self._drop(sock)
-                raise ConnectionFailed(f"{method} {url}: unexpected HTTP event {event!r}")
+                raise NoResponse(f"{method} {url}: unexpected HTTP event {event!r}", reused=reused)
             return HTTPResponse(self, sock, url, event, timeout)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -520,40 +532,11 @@ class HTTPClient:
         tls = url.scheme == "https"
         if tls and self._ssl is None:
             self._ssl = _ssl_context(self.verify)
-        loop = None if tls else running_asyncio_loop()
-        try:
-            with anyio.fail_after(self.connect_timeout):
-                if loop is not None:
-                    # Plain TCP on asyncio (see _aio_stream); happy eyeballs for a name only:
-                    # 3.11's race can leak its winner when cancelled, and an IP has no race.
-                    _, fast = await loop.create_connection(
-                        lambda: AsyncioStream(loop),
-                        url.host,
-                        url.port,
-                        happy_eyeballs_delay=None if url.literal else 0.25,
-                    )
-                    self.connections_opened += 1
-                    return ProtocolSocket(fast, url.origin, self.max_header_size)
-                stream: anyio.abc.ByteStream
-                if self._ssl is not None and tls:
-                    # SNI and certificate host name: the URL's host.
-                    stream = await anyio.connect_tcp(
-                        url.host,
-                        url.port,
-                        ssl_context=self._ssl,
-                        tls_standard_compatible=False,
-                        tls_hostname=url.host,
-                    )
-                else:
-                    stream = await anyio.connect_tcp(url.host, url.port)
-        except TimeoutError:
-            raise ConnectionFailed(
-                f"cannot connect to {url.authority}: timed out after {self.connect_timeout:g} s"
-            ) from None
-        except (OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:  # EOS: mid-TLS
-            raise ConnectionFailed(f"cannot connect to {url.authority}: {_describe(exc)}") from exc
+        sock = await open_socket(
+            url, self._ssl if tls else None, self.connect_timeout, self.max_header_size
+        )
         self.connections_opened += 1
-        return StreamSocket(stream, url.origin, self.max_header_size)
+        return sock
 
     def _keep(self, sock: _Socket) -> bool:
         """Put a finished socket in the idle pool if it has room (no waiting involved)."""

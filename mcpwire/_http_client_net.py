@@ -1,4 +1,4 @@
-"""Network helpers of the HTTP client: URLs, TLS contexts and short reasons for failures.
+"""Network helpers of the HTTP client: URLs, TLS contexts, connecting, reasons for failures.
 
 ``URL`` is an absolute ``http``/``https`` URL split the way a request needs it
 (origin, Host header, target), parsed strictly: no credentials, no whitespace.
@@ -19,14 +19,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 from urllib.parse import urljoin, urlsplit
 
+import anyio
+import anyio.abc
 from anyio import EndOfStream
 
-from ._http_client_sock import RedirectRefused
+from ._aio_stream import AsyncioStream, running_asyncio_loop
+from ._http_client_sock import ConnectionFailed, ProtocolSocket, RedirectRefused, StreamSocket
 
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ("URL", "Verify", "describe", "redirect_target", "ssl_context")
+__all__ = ("URL", "Verify", "describe", "open_socket", "redirect_target", "ssl_context")
 
 Verify = Union[bool, "ssl.SSLContext"]
 
@@ -160,3 +163,43 @@ def redirect_target(url: URL, status: int, location: str | None) -> URL:
             "use that URL directly if it is the intended endpoint"
         )
     return target
+
+
+async def open_socket(
+    url: URL, tls: ssl.SSLContext | None, timeout: float, max_header_size: int
+) -> StreamSocket:
+    """A new connection to ``url``'s origin, within ``timeout`` seconds, over TLS
+    with ``tls`` (SNI and certificate host name: the URL's host); plain TCP on
+    asyncio is a ``ProtocolSocket`` (see ``_aio_stream``). ``ConnectionFailed``
+    says why there is none."""
+    loop = None if tls is not None else running_asyncio_loop()
+    try:
+        with anyio.fail_after(timeout):
+            if loop is not None:
+                # Happy eyeballs for a name only: 3.11's race can leak its winner
+                # when cancelled, and an IP has no race.
+                _, fast = await loop.create_connection(
+                    lambda: AsyncioStream(loop),
+                    url.host,
+                    url.port,
+                    happy_eyeballs_delay=None if url.literal else 0.25,
+                )
+                return ProtocolSocket(fast, url.origin, max_header_size)
+            stream: anyio.abc.ByteStream
+            if tls is not None:
+                stream = await anyio.connect_tcp(
+                    url.host,
+                    url.port,
+                    ssl_context=tls,
+                    tls_standard_compatible=False,
+                    tls_hostname=url.host,
+                )
+            else:
+                stream = await anyio.connect_tcp(url.host, url.port)
+    except TimeoutError:
+        raise ConnectionFailed(
+            f"cannot connect to {url.authority}: timed out after {timeout:g} s"
+        ) from None
+    except (OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:  # EOS: mid-TLS
+        raise ConnectionFailed(f"cannot connect to {url.authority}: {describe(exc)}") from exc
+    return StreamSocket(stream, url.origin, max_header_size)

@@ -31,6 +31,7 @@ __all__ = (
     "ConnectionFailed",
     "HTTPError",
     "InvalidRequest",
+    "NoResponse",
     "ProtocolSocket",
     "ReadTimeout",
     "RedirectRefused",
@@ -50,6 +51,18 @@ class HTTPError(MCPWireError):
 
 class ConnectionFailed(HTTPError):
     """The server could not be reached, or the connection broke mid-exchange."""
+
+
+class NoResponse(ConnectionFailed):
+    """The server was reached, but the connection ended (closed, reset, or an
+    answer that is no HTTP) after the request went out and before a response
+    head came back. ``reused``: it was a kept-alive connection (a server that
+    closed it as we sent, or one that read the request and fell over: the same
+    from here)."""
+
+    def __init__(self, message: str, *, reused: bool) -> None:
+        super().__init__(message)
+        self.reused = reused
 
 
 class ReadTimeout(HTTPError):

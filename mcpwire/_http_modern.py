@@ -59,6 +59,7 @@ from ._http_streams import (
     encode_sse,
 )
 from ._http_wire import HTTPExchange, RequestHead
+from ._params import check_envelope
 from ._server import Connection
 from ._session import RequestContext, RequestHandler, Session
 from ._transport import Outbound
@@ -225,20 +226,15 @@ class ModernEndpoint:
         """
         params = req.params or {}
         meta = params.get("_meta")
-        if not isinstance(meta, dict):
-            return (
-                ErrorCode.INVALID_PARAMS,
-                f"params._meta must be an object carrying {META_PROTOCOL_VERSION!r} and "
-                f"{META_CLIENT_CAPABILITIES!r}",
-                None,
-            )
-        missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
-        if missing:
-            return (
-                ErrorCode.INVALID_PARAMS,
-                "params._meta is missing the required key(s): " + ", ".join(missing),
-                None,
-            )
+        if (
+            not isinstance(meta, dict)
+            or META_PROTOCOL_VERSION not in meta
+            or META_CLIENT_CAPABILITIES not in meta
+        ):
+            try:  # the words of every transport's dispatch (_params)
+                meta = check_envelope(params)
+            except JSONRPCError as exc:
+                return exc.code, exc.message, exc.data
         mismatch = routing_header_mismatch(req.method, params, head.headers, head.duplicated)
         if mismatch is not None:
             return ErrorCode.HEADER_MISMATCH, "Header mismatch: " + mismatch, None

@@ -24,7 +24,7 @@ from ._context import (
     with_input_rounds,
 )
 from ._errors import JSONRPCError
-from ._params import check_params, invalid_params
+from ._params import check_envelope, check_params, invalid_params
 from ._registry import (
     ToolDef,
     call_handler,
@@ -183,20 +183,16 @@ async def _initialize(server: Server, conn: Connection, params: JSONObject) -> J
     if not conn.lifecycle.allows("initialize"):
         raise JSONRPCError(ErrorCode.INVALID_REQUEST, conn.lifecycle.refusal("initialize"))
     requested = params.get("protocolVersion")
-    caps = params.get("capabilities", {})
-    info = params.get("clientInfo")
+    # Objects or left out (check_params); left out, they are taken as empty / unknown.
+    given, info = params.get("capabilities"), params.get("clientInfo")
     if not isinstance(requested, str):
         raise invalid_params("initialize: protocolVersion must be a string")
-    if not isinstance(caps, dict):
-        raise invalid_params("initialize: capabilities must be an object")
-    if info is not None and not isinstance(info, dict):
-        raise invalid_params("initialize: clientInfo must be an object")
     conn.lifecycle.on(LifecycleInput.INITIALIZE_REQUEST)
     # Echo a version we support, else offer our latest legacy one (lifecycle.mdx).
     version = requested if requested in LEGACY_VERSIONS else LATEST_LEGACY_VERSION
     conn.version = version
-    conn.client_capabilities = caps
-    conn.client_info = info
+    conn.client_capabilities = given if isinstance(given, dict) else {}
+    conn.client_info = info if isinstance(info, dict) else None
     assert conn.session is not None
     conn.session.allow_batches = version == "2025-03-26"
     caps = server.capabilities()
@@ -226,15 +222,11 @@ async def _dispatch_modern(
 ) -> JSONObject:
     method = request.method
     if not isinstance(meta, dict):
-        raise invalid_params(
-            f"params._meta must be an object carrying {META_PROTOCOL_VERSION!r} and "
-            f"{META_CLIENT_CAPABILITIES!r}"
-        )
+        meta = check_envelope(params)  # raises: left out (check_params refused the rest)
     version = meta.get(META_PROTOCOL_VERSION, _ABSENT)
     caps = meta.get(META_CLIENT_CAPABILITIES, _ABSENT)
     if version is _ABSENT or caps is _ABSENT:
-        missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
-        raise invalid_params("params._meta is missing the required key(s): " + ", ".join(missing))
+        check_envelope(params)  # raises, naming the missing key(s)
     if not isinstance(version, str):
         raise invalid_params(f"{META_PROTOCOL_VERSION} must be a string")
     if not isinstance(caps, dict):

@@ -848,11 +848,12 @@ class ListingServer(CountingServer):
     """``paged_server``'s tools (three pages), whose ``tools/list`` answers after a
     moment (so that first calls overlap it), with an error, or never."""
 
-    def __init__(self, listing: str) -> None:
+    def __init__(self, listing: str, tasks: dict[int, str] | None = None) -> None:
         super().__init__("listing", "1", page_size=2)
         self.listing = listing
         for i in range(5):
-            self.add_tool(_item_tool(i), name=f"tool{i}")
+            task = (tasks or {}).get(i, "forbidden")
+            self.add_tool(_item_tool(i), name=f"tool{i}", task=task)
 
     async def _on_request(self, conn: Any, request: Request, rctx: RequestContext) -> Any:
         self.seen.append(request.method)
@@ -885,6 +886,106 @@ async def test_concurrent_first_calls_share_one_listing(mode: str, listing: str)
             await client.call_tool("tool0")
             relisted = {"answered": 3, "error": 1, "silent": 2}[listing]
             assert server.count("tools/list") == relisted
+
+
+@pytest.mark.parametrize("listing", ["answered", "error", "silent"])
+async def test_concurrent_first_calls_share_one_listing_to_learn_task_support(
+    listing: str,
+) -> None:
+    """On 2025-11-25, a server offering tasks is asked with ``tools/list`` whether a
+    tool must be called as a task, before its first call. Ten first calls at once
+    share one listing round (its three pages), which also teaches the output
+    schemas: no other round follows. An error answer lets every call go as asked
+    (a task-required tool then refuses it); no answer fails each call with a
+    ``RequestTimeout`` of its own."""
+    server = ListingServer(listing, tasks={0: "required", 1: "optional"})
+    outcomes: list[Any] = []
+    with anyio.fail_after(WAIT):
+        async with Client(server, mode="legacy", request_timeout=0.5) as client:
+            assert client.protocol_version == "2025-11-25"
+            assert "tasks" in client.server_capabilities
+
+            async def call(i: int) -> None:
+                try:
+                    outcomes.append((await client.call_tool(f"tool{i % 5}")).text)
+                except MCPWireError as exc:
+                    outcomes.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                for i in range(10):
+                    tg.start_soon(call, i)
+    assert server.count("tools/list") == (3 if listing == "answered" else 1)
+    texts = sorted(o for o in outcomes if isinstance(o, str))
+    errors = [o for o in outcomes if not isinstance(o, str)]
+    if listing == "answered":
+        assert texts == sorted(str(i % 5) for i in range(10))
+        assert server.count("tasks/result") == 2  # tool0 (required) ran as a task, twice
+    elif listing == "error":
+        assert texts == sorted(str(i % 5) for i in range(10) if i % 5)
+        assert [e.code for e in errors] == [-32601, -32601]
+        assert all("must be called as a task" in e.message for e in errors)
+    else:
+        assert texts == [] and len(errors) == 10
+        assert all(type(e) is RequestTimeout and e.method == "tools/list" for e in errors)
+        assert len({id(e) for e in errors}) == 10  # each call raises its own
+        assert server.count("tools/call") == 0
+
+
+async def test_first_calls_learning_schemas_and_task_support_share_one_listing() -> None:
+    """Calls that list to learn output schemas (``task=False``: after their result)
+    and calls that list to learn task support (before they are sent) join whichever
+    listing runs: one round for all."""
+    server = ListingServer("answered", tasks={1: "optional"})
+    texts: list[str] = []
+    with anyio.fail_after(WAIT):
+        async with Client(server, mode="legacy") as client:
+
+            async def call(i: int) -> None:
+                task = False if i % 2 else None
+                texts.append((await client.call_tool(f"tool{i % 5}", task=task)).text)
+
+            async with anyio.create_task_group() as tg:
+                for i in range(10):
+                    tg.start_soon(call, i)
+    assert sorted(texts) == sorted(str(i % 5) for i in range(10))
+    assert server.count("tools/list") == 3
+
+
+async def test_first_calls_waiting_for_task_support_list_again_when_the_lister_is_cancelled() -> (
+    None
+):
+    """A call that must know whether it is a task, waiting on a listing whose caller
+    is cancelled, lists again (once, for all the waiters) rather than guess."""
+    server = ListingServer("silent", tasks={0: "required"})
+    texts: list[str] = []
+    with anyio.fail_after(WAIT):
+        async with (
+            Client(server, mode="legacy", request_timeout=WAIT) as client,
+            anyio.create_task_group() as tg,
+        ):
+            lister = anyio.CancelScope()
+
+            async def first() -> None:
+                with lister:
+                    await client.call_tool("tool0")
+
+            async def waiter(i: int) -> None:
+                texts.append((await client.call_tool(f"tool{i}")).text)
+
+            tg.start_soon(first)
+            while not server.count("tools/list"):
+                await anyio.sleep(0.01)
+            for i in (0, 0, 2):
+                tg.start_soon(waiter, i)
+            await anyio.sleep(0.05)  # the three wait on the listing
+            server.listing = "answered"
+            with anyio.fail_after(1):  # not the listing's request timeout
+                lister.cancel()
+                while len(texts) < 3:
+                    await anyio.sleep(0.01)
+    assert sorted(texts) == ["0", "0", "2"]
+    assert server.count("tools/list") == 1 + 3  # the cancelled one, then one round
+    assert server.count("tasks/result") == 2
 
 
 async def test_first_calls_waiting_on_a_cancelled_listing_keep_their_results() -> None:

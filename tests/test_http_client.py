@@ -36,7 +36,14 @@ from http_client.rawserver import Reply, Seen, event, raw_server, result, self_s
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpwire import Client, ConnectionClosed, JSONRPCError, RemoteProtocolError, RequestTimeout
+from mcpwire import (
+    Client,
+    ConnectionClosed,
+    JSONRPCError,
+    RemoteProtocolError,
+    RequestTimeout,
+    TransportError,
+)
 from mcpwire._asks import ORIGIN
 from mcpwire._http_client import HTTPClientTransport, open_http_transport
 from mcpwire._http_client_base import MAX_BACKOFF, MAX_ORIGINS, backoff_delay
@@ -1254,7 +1261,9 @@ async def test_a_tool_call_is_not_sent_twice_when_its_kept_alive_socket_breaks()
     """A server that reads a request on a kept-alive socket and then drops it
     without an answer looks, from here, like one that closed the idle socket as
     we sent: a read-only request is sent once more, but a ``tools/call`` is
-    delivered at most once and fails (RFC 9110 section 9.2.2)."""
+    delivered at most once and fails (RFC 9110 section 9.2.2), with a
+    ``TransportError``: the server is there (a fresh connection to it is made),
+    only this exchange got no answer."""
     dropped: set[str] = set()
 
     async def handler(seen: Seen) -> Reply:
@@ -1271,8 +1280,11 @@ async def test_a_tool_call_is_not_sent_twice_when_its_kept_alive_socket_breaks()
         Client.http(server.url, mode=MODERN, validate_output=False) as c,
     ):
         await c.call_tool("warm", {})  # a socket to keep alive
-        with anyio.fail_after(5), pytest.raises(ConnectionClosed):
+        with anyio.fail_after(5), pytest.raises(TransportError) as info:
             await c.call_tool("drop-call", {})
+        assert (info.value.code, info.value.status) == (-32603, None)
+        assert info.match(r"^\[-32603\] tools/call: the connection \(kept alive from an ")
+        assert info.match("not sent again, since the server may have received it")
         calls = [s for s in server.seen if s.headers.get("mcp-name") == "drop-call"]
         assert len(calls) == 1
         # The same break under a read-only request: sent again on a fresh socket.
@@ -1289,6 +1301,53 @@ async def test_a_tool_call_is_not_sent_twice_when_its_kept_alive_socket_breaks()
         server.handler = drop_list_once
         assert await c.list_tools(cache=False) == []
         assert [s.rpc_method for s in server.seen].count("tools/list") == 2
+
+
+@pytest.mark.parametrize("method", ["tools/call", "tools/list"])
+@pytest.mark.parametrize("connection", ["fresh", "kept-alive"])
+async def test_a_connection_that_ends_before_any_response_fails_only_that_exchange(
+    connection: str, method: str
+) -> None:
+    """The server is reached, reads the request, and its connection ends with no
+    response head: like a body cut short, this one exchange got no answer, a
+    ``TransportError`` (-32603, no status) saying so, and the transport serves on.
+    A ``tools/call`` is sent once, and the error says it may have been received; a
+    read-only request broken on a kept-alive socket goes out once more, on a
+    fresh one (broken again there, it fails the same way)."""
+    seen_drops: list[int] = []
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.rpc_method == method and not seen.headers.get("mcp-name", "").startswith("ok"):
+            seen_drops.append(seen.connection)
+            return Reply(drop=True)
+        answer = {"tools": [], "resultType": "complete"}
+        listing = seen.rpc_method == "tools/list"
+        reply = Reply.json(result(rid(seen), answer if listing else TOOL_RESULT))
+        reply.close_after = connection == "fresh"
+        return reply
+
+    async with (
+        raw_server(handler) as server,
+        Client.http(server.url, mode=MODERN, validate_output=False) as c,
+    ):
+        await anyio.sleep(0.05)  # "fresh": the FIN is in, the idle check drops the socket
+        ask = c.call_tool("drop", {}) if method == "tools/call" else c.list_tools(cache=False)
+        with anyio.fail_after(5), pytest.raises(TransportError) as info:
+            await ask
+        assert (info.value.code, info.value.status, info.value.data) == (-32603, None, None)
+        message = info.value.message
+        assert message.startswith(f"{method}: the connection")
+        assert "ended before any response (POST " in message
+        assert "the peer closed the connection" in message
+        once = method == "tools/call"
+        assert ("not sent again, since the server may have received it" in message) is once
+        kept = "(kept alive from an earlier exchange)" in message
+        assert len(seen_drops) == (1 if once or connection == "fresh" else 2)
+        assert kept is (connection == "kept-alive" and once)
+        assert len(set(seen_drops)) == len(seen_drops)  # a retry goes on a new connection
+        # Only that exchange failed: the same client is answered at once.
+        assert not c.session.closed
+        assert (await c.call_tool("ok", {})).text == "done"
 
 
 @pytest.mark.parametrize(
@@ -1351,6 +1410,37 @@ async def test_a_server_restart_fails_only_the_calls_made_while_it_is_down(
                 assert not c.session.closed
                 child.start()
                 assert (await c.call_tool("echo", {"message": "b"})).text == "b"
+    finally:
+        child.stop()
+
+
+@pytest.mark.parametrize("mode", ["legacy", MODERN])
+async def test_a_tool_call_on_a_kept_alive_socket_to_a_server_gone_is_connection_closed(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``tools/call`` on a kept-alive socket whose server has since exited (the
+    idle check made to miss it, as a race may): it is not sent again, and the fresh
+    connection that tells the two cases apart is refused, so the call fails with
+    ``ConnectionClosed`` (the server is lost, as for a hub), not with the
+    ``TransportError`` of a server that is still there."""
+    from mcpwire import _http_client_sock
+
+    for cls in (_http_client_sock.StreamSocket, _http_client_sock.ProtocolSocket):
+        monkeypatch.setattr(cls, "looks_dead", lambda self: False)
+    script = tmp_path / "restartable.py"
+    script.write_text(RESTARTABLE)
+    child = ChildServer(script, [], tmp_path)
+    child.start()
+    try:
+        with anyio.fail_after(30):
+            async with Client.http(child.url, mode=mode, reconnect_delay=0.5) as c:
+                assert (await c.call_tool("echo", {"message": "a"})).text == "a"
+                child.stop()
+                with pytest.raises(ConnectionClosed) as info:
+                    await c.call_tool("echo", {"message": "down"})
+                assert info.match(f"cannot reach the MCP server at {child.url}: ")
+                assert info.match("cannot connect to 127.0.0.1:.*: Connection refused")
+                assert not c.session.closed
     finally:
         child.stop()
 
@@ -1757,7 +1847,7 @@ async def test_a_stale_socket_is_retried_once_only_for_what_may_be_repeated(
         assert server.connections == 4  # discover + 3 listings, each on a fresh socket
         assert [s.rpc_method for s in server.seen].count("tools/list") == 3
         await anyio.sleep(0.02)
-        with pytest.raises(ConnectionClosed, match="the peer closed the connection"):
+        with pytest.raises(TransportError, match="the peer closed the connection"):
             await c.call_tool("t", {})
         assert (await c.call_tool("t", {})).text == "done"  # a fresh socket
         assert [s.rpc_method for s in server.seen].count("tools/call") == 1

@@ -46,9 +46,10 @@ Whatever the server does:
 3. afterwards the client is usable (a well-answered ``ping``, and the method
    again, succeed: bytes that follow a complete response on its connection are
    never taken for the next response, RFC 9112 §6.3), also after a response
-   whose head never arrived intact (``HEAD_FAILURES``: that request fails with
-   ``ConnectionClosed``, as ``_http_client`` documents, and only that one; pain
-   point #9). A 404 to a request
+   whose head never arrived intact (``HEAD_FAILURES`` and an unasked-for 101:
+   the server was reached but that exchange got no answer, so it fails with a
+   ``TransportError``, -32603, as ``_http_client`` documents, and only that one;
+   pain point #9). A 404 to a request
    carrying the session id re-initializes exactly once; the session id the client
    echoes is the one ``initialize`` gave, and only if it is visible ASCII; the
    modern era never sends one;
@@ -294,7 +295,7 @@ FRAMINGS_OK = (
     "lf-only",
 )
 #: Framings whose answer never arrives as a response head: the exchange fails
-#: below HTTP (``ConnectionFailed``), which ends the transport.
+#: below HTTP (``NoResponse``), a ``TransportError`` for that request alone.
 HEAD_FAILURES = ("drop", "garbage-head", "cut-head", "dup-cl", "nul-header")
 FRAMINGS = (*FRAMINGS_OK, "gzip", "cl-long", "cl-short", "bad-chunk", *HEAD_FAILURES)
 SESSION_VALUES: tuple[bytes, ...] = (
@@ -410,7 +411,7 @@ def expect(mis: Mis, version: str) -> Expect:
     if kind in ("informational", "session"):
         return Expect("ok")
     if kind == "switching":
-        return Expect("closed")
+        return Expect("error", code=-32603)
     if kind == "success":
         return Expect("ok") if d[1] else Expect("error", code=-32603)
     if kind == "bodied":
@@ -444,9 +445,7 @@ def expect(mis: Mis, version: str) -> Expect:
     how = d[0]
     if how in FRAMINGS_OK:
         return Expect("ok")
-    if how in HEAD_FAILURES:
-        return Expect("closed")
-    return Expect("error", code=-32603)
+    return Expect("error", code=-32603)  # HEAD_FAILURES among them
 
 
 # -- the hostile server -------------------------------------------------------------------------

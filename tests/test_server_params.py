@@ -1,8 +1,13 @@
 """Request params every MCP revision's schema forbids get -32602, in both eras.
 
-``schema.ts`` (2024-11-05 ... 2026-07-28) types ``params._meta`` as an optional
-object, ``_meta.progressToken`` as ``string | number``, and ``tools/call`` /
-``prompts/get`` ``arguments`` as optional objects. ``null`` is none of these.
+``schema.ts`` (2024-11-05 ... 2026-07-28) types ``params._meta`` as an object
+(optional before 2026-07-28), ``_meta.progressToken`` as ``string | number``,
+and these params as objects wherever a revision has them: ``tools/call`` /
+``prompts/get`` ``arguments``, ``tools/call`` ``task`` (2025-11-25),
+``inputResponses`` of ``tools/call``, ``prompts/get`` and ``resources/read``
+(2026-07-28), ``completion/complete`` ``ref``, ``argument``, ``context`` and
+``context.arguments``, ``initialize`` ``capabilities`` and ``clientInfo``,
+``subscriptions/listen`` ``notifications``. ``null`` is none of these.
 The server runs on a serialising memory pair; the client is a plain ``Session``
 sending exactly the params under test. ``check_params`` itself is swept with
 Hypothesis over any JSON in those places.
@@ -14,6 +19,8 @@ from typing import Any
 
 import anyio
 import pytest
+from http_raw import client as raw_client
+from http_raw import modern, running
 from hypothesis import given
 from hypothesis import strategies as st
 from inproc import WAIT, serving
@@ -51,6 +58,10 @@ def build_server() -> Server:
     @server.resource("mem://text", mime_type="text/plain")
     def text() -> str:
         return "hello"
+
+    @server.completion(prompt="greet", argument="name")
+    def names(value: str) -> list[str]:
+        return [n for n in ("Ada", "Alan") if n.startswith(value)]
 
     return server
 
@@ -98,7 +109,7 @@ async def test_meta_that_is_not_an_object_is_invalid_params(
         if method != "initialize":
             await legacy(session)
         message = await refusal(session, method, {**params, "_meta": meta})
-        assert message == f"params._meta must be an object (or left out), not {kind_of(meta)}"
+        assert message == f"params._meta must be an object, not {kind_of(meta)}"
         # The connection goes on, and the same request with an object _meta is served.
         with anyio.fail_after(WAIT):
             await session.request(method, {**params, "_meta": {}})
@@ -108,7 +119,19 @@ async def test_meta_that_is_not_an_object_is_invalid_params(
 async def test_meta_that_is_not_an_object_on_a_modern_only_method(meta: Any) -> None:
     async with serving(build_server()) as (session, _):
         message = await refusal(session, "server/discover", {"_meta": meta})
-        assert message == f"params._meta must be an object (or left out), not {kind_of(meta)}"
+        assert message == f"params._meta must be an object, not {kind_of(meta)}"
+
+
+async def test_a_modern_only_method_without_meta_is_told_what_is_missing() -> None:
+    """2026-07-28 requests must carry ``_meta``: left out, the refusal names it and
+    the two keys it carries; an object without them names the keys missing."""
+    async with serving(build_server()) as (session, _):
+        message = await refusal(session, "server/discover", {})
+        assert message == (
+            f"params._meta is missing: a {MODERN} request carries {PV!r} and {CC!r} in it"
+        )
+        message = await refusal(session, "server/discover", {"_meta": {PV: MODERN}})
+        assert message == f"params._meta is missing the required key(s): {CC}"
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
@@ -159,6 +182,132 @@ async def test_arguments_that_are_not_an_object_are_invalid_params(
         assert not result.get("isError")
 
 
+META_CASES: list[Any] = [*NOT_OBJECTS, "absent", {PV: MODERN}, {CC: {}}]
+
+
+def meta_case_id(meta: Any) -> str:
+    return (
+        meta
+        if meta == "absent"
+        else kind_of(meta)
+        if not isinstance(meta, dict)
+        else "-".join(meta)
+    )
+
+
+@pytest.mark.parametrize("meta", META_CASES, ids=meta_case_id)
+async def test_a_bad_meta_over_modern_http_is_told_as_over_any_wire(meta: Any) -> None:
+    """A modern POST whose ``_meta`` is no object gets -32602 in the words of
+    ``check_params``; one without ``_meta``, or without a key of the envelope, is
+    told exactly what is missing. Over a plain JSON-RPC wire the same request
+    (``server/discover``: modern whatever its ``_meta``) gets the same error."""
+    body, headers = modern(1, "server/discover")
+    if meta == "absent":
+        del body["params"]["_meta"]
+    else:
+        body["params"]["_meta"] = meta
+    async with running(build_server()) as http, raw_client(http.port or 0) as raw:
+        reply = await raw.request(body=body, headers=headers)
+    assert reply.status == 400, reply
+    error = reply.json()["error"]
+    assert error["code"] == -32602
+    async with serving(build_server()) as (session, _):
+        assert error["message"] == await refusal(session, "server/discover", body["params"])
+    if meta == "absent":
+        assert error["message"] == (
+            f"params._meta is missing: a {MODERN} request carries {PV!r} and {CC!r} in it"
+        )
+    elif isinstance(meta, dict):
+        missing = CC if PV in meta else PV
+        assert error["message"] == f"params._meta is missing the required key(s): {missing}"
+    else:
+        assert error["message"] == f"params._meta must be an object, not {kind_of(meta)}"
+
+
+COMPLETE = {
+    "ref": {"type": "ref/prompt", "name": "greet"},
+    "argument": {"name": "name", "value": "A"},
+}
+
+#: (method, valid params, member path, optional, eras): each member the schema
+#: types as an object, with params that are served when it is one.
+OBJECT_MEMBERS: list[tuple[str, dict[str, Any], str, bool, tuple[str, ...]]] = [
+    ("tools/call", {"name": "echo"}, "task", True, ("legacy", "modern")),
+    ("tools/call", {"name": "echo"}, "inputResponses", True, ("legacy", "modern")),
+    ("prompts/get", {"name": "greet"}, "inputResponses", True, ("legacy", "modern")),
+    ("resources/read", {"uri": "mem://text"}, "inputResponses", True, ("legacy", "modern")),
+    ("completion/complete", COMPLETE, "context", True, ("legacy", "modern")),
+    ("completion/complete", COMPLETE, "context.arguments", True, ("legacy", "modern")),
+    ("completion/complete", COMPLETE, "ref", False, ("legacy", "modern")),
+    ("completion/complete", COMPLETE, "argument", False, ("legacy", "modern")),
+    ("initialize", {"protocolVersion": "2025-11-25"}, "capabilities", False, ("legacy",)),
+    ("initialize", {"protocolVersion": "2025-11-25"}, "clientInfo", False, ("legacy",)),
+    ("subscriptions/listen", {}, "notifications", False, ("modern",)),
+]
+OBJECT_CASES = [
+    pytest.param(era, method, params, path, optional, id=f"{method}-{path}-{era}")
+    for method, params, path, optional, eras in OBJECT_MEMBERS
+    for era in eras
+]
+
+
+def with_member(params: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """``params`` with ``value`` at ``path`` (``a.b``: in the object ``a``)."""
+    out = dict(params)
+    outer, _, inner = path.partition(".")
+    out[outer] = {inner: value} if inner else value
+    return out
+
+
+@pytest.mark.parametrize("value", NOT_OBJECTS, ids=kind_of)
+@pytest.mark.parametrize(("era", "method", "params", "path", "optional"), OBJECT_CASES)
+async def test_object_params_that_are_not_objects_are_invalid_params(
+    era: str, method: str, params: dict[str, Any], path: str, optional: bool, value: Any
+) -> None:
+    """Whatever the era and whatever the server offers (no tasks here), a member the
+    schema types as an object is refused when it is anything else, naming it."""
+    async with serving(build_server()) as (session, _):
+        if era == "legacy" and method != "initialize":
+            await legacy(session)
+        message = await refusal(session, method, params_for(era, with_member(params, path, value)))
+        left_out = " (or left out)" if optional else ""
+        assert message == (
+            f"{method}: params.{path} must be an object{left_out}, not {kind_of(value)}"
+        )
+        if method in ("initialize", "subscriptions/listen"):
+            return  # a handshake is made once; a listen streams on
+        # The connection goes on, and with an object there the request is served.
+        good = {} if optional else params[path]
+        with anyio.fail_after(WAIT):
+            await session.request(method, params_for(era, with_member(params, path, good)))
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_completion_without_ref_or_argument_names_what_is_missing(era: str) -> None:
+    async with serving(build_server()) as (session, _):
+        if era == "legacy":
+            await legacy(session)
+        message = await refusal(session, "completion/complete", params_for(era, {}))
+        assert message == (
+            "completion/complete: params.ref and params.argument are required (an object)"
+        )
+        only_ref = {"ref": COMPLETE["ref"]}
+        message = await refusal(session, "completion/complete", params_for(era, only_ref))
+        assert message == "completion/complete: params.argument is required (an object)"
+        with anyio.fail_after(WAIT):
+            result = await session.request("completion/complete", params_for(era, COMPLETE))
+        assert result["completion"]["values"] == ["Ada", "Alan"]
+
+
+async def test_initialize_may_leave_capabilities_and_client_info_out() -> None:
+    """The handshake takes left-out ``capabilities`` / ``clientInfo`` as empty /
+    unknown; only a value of another type is refused."""
+    async with serving(build_server()) as (session, _):
+        with anyio.fail_after(WAIT):
+            result = await session.request("initialize", {"protocolVersion": "2025-11-25"})
+        assert result["protocolVersion"] == "2025-11-25"
+
+
 # -- check_params itself --------------------------------------------------------------------
 
 
@@ -178,9 +327,7 @@ def _token_ok(token: Any) -> bool:
 def test_check_params_refuses_exactly_the_non_object_meta(meta: Any, method: str) -> None:
     verdict = _verdict(method, {"_meta": meta})
     if not isinstance(meta, dict):
-        assert (
-            verdict == f"-32602: params._meta must be an object (or left out), not {kind_of(meta)}"
-        )
+        assert verdict == f"-32602: params._meta must be an object, not {kind_of(meta)}"
     elif "progressToken" in meta and not _token_ok(meta["progressToken"]):
         assert verdict is not None and verdict.startswith(
             "-32602: params._meta.progressToken must be"
@@ -202,6 +349,35 @@ def test_check_params_judges_token_and_arguments(token: Any, arguments: Any) -> 
     # Only tools/call and prompts/get type ``arguments``; other methods leave it be.
     other = _verdict("resources/read", {"arguments": arguments})
     assert other is None
+
+
+def _object_ok(method: str, path: str, value: Any) -> bool:
+    """What the schema says of ``value`` at ``path`` of ``method`` (the oracle)."""
+    typed = {(m, p) for m, _, p, _, _ in OBJECT_MEMBERS} | {
+        ("tools/call", "arguments"),
+        ("prompts/get", "arguments"),
+    }
+    return (method, path) not in typed or isinstance(value, dict)
+
+
+@given(
+    member=st.sampled_from(
+        [(m, p) for m, _, p, _, _ in OBJECT_MEMBERS]
+        + [("tools/call", "arguments"), ("ping", "task"), ("tools/list", "ref")]
+    ),
+    value=json_values,
+)
+def test_check_params_judges_every_object_member(member: tuple[str, str], value: Any) -> None:
+    """Exactly the members the schema types as objects are refused when they are no
+    object, and each refusal names the method and the member's path."""
+    method, path = member
+    verdict = _verdict(method, with_member({}, path, value))
+    if _object_ok(method, path, value):
+        assert verdict is None
+    else:
+        assert verdict is not None
+        assert verdict.startswith(f"-32602: {method}: params.{path} must be an object")
+        assert verdict.endswith(f", not {kind_of(value)}")
 
 
 def test_check_params_returns_meta() -> None:
