@@ -10,12 +10,13 @@ concurrent first calls cost one ``tools/list`` round, whichever of the two they
 need it for, and they all share its outcome.
 
 A listing answered with an error leaves their tools unvalidated and not tasks
-(the server cannot list). One with no answer (timeout, the connection gone)
+(the server cannot list). One with no answer (timeout, the connection gone, a
+``TransportError``: an error this side made up because no answer could be read)
 leaves nothing learnt, and the next first call lists again: a result already in
 goes unchecked (it is the caller's all the same), while a call that had to know
 whether it is a task fails with why no answer came: the error of the listing
 for the call that ran it, a new one of the same kind (``ConnectionClosed``,
-``RequestTimeout``) for each call that waited on it, so that callers share no
+``RequestTimeout``, ``TransportError``) for each call that waited on it, so that callers share no
 traceback. A call that waited on a listing whose caller was cancelled runs a
 listing of its own if it still needs one.
 """
@@ -26,7 +27,13 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ._errors import ConnectionClosed, JSONRPCError, MCPWireError, RequestTimeout
+from ._errors import (
+    ConnectionClosed,
+    JSONRPCError,
+    MCPWireError,
+    RequestTimeout,
+    TransportError,
+)
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -64,6 +71,8 @@ class ToolListing:
         try:
             await client.list_tools()
             listing.learnt = True
+        except TransportError as exc:
+            listing.error = exc  # made up here: the server said nothing about listing
         except JSONRPCError:
             listing.learnt = True  # it cannot list: its tools go unvalidated, not tasks
         except MCPWireError as exc:
@@ -106,6 +115,8 @@ class ToolListing:
                 raise error.again()
             if isinstance(error, RequestTimeout):
                 raise RequestTimeout(error.method, error.seconds, error.detail)
+            if isinstance(error, TransportError):
+                raise TransportError(error.code, error.message, error.data, status=error.status)
             raise MCPWireError(
                 f"tools/list, which tells whether tool {name!r} must be called as a task, "
                 f"got no answer: {error}"

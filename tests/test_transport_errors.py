@@ -257,3 +257,43 @@ async def test_read_body_raises_body_cut_with_what_arrived() -> None:
     assert isinstance(cut, ConnectionFailed)
     assert (cut.received, cut.expected, cut.chunked, cut.partial) == (4, 10, False, b"abcd")
     assert str(cut).startswith("the response body was cut short (received 4 of 10 bytes): ")
+
+
+async def test_a_made_up_error_to_the_schema_listing_leaves_nothing_learnt() -> None:
+    """A ``tools/list`` (run on a tool's first call to learn its outputSchema)
+    that fails with an error the client made up got no answer from the server:
+    nothing is learnt, the result is returned unchecked, and the next call lists
+    again (and validates), as after a timeout; only an error the server sent
+    means it cannot list."""
+    listings: list[int] = []
+    structured = {"content": [{"type": "text", "text": "{}"}], "structuredContent": {"n": "x"}}
+    tool = {
+        "name": "t",
+        "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+    }
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.method != "POST":
+            return Reply.empty(405)
+        if seen.rpc_method == "initialize":
+            return Reply.json(result(seen.json["id"], INIT_RESULT))
+        if "id" not in seen.json:
+            return Reply.empty(202)
+        if seen.rpc_method == "tools/list":
+            listings.append(1)
+            if len(listings) == 1:
+                return Reply.text(502, "<html>bad gateway</html>")
+            return Reply.json(result(seen.json["id"], {"tools": [tool]}))
+        return Reply.json(result(seen.json["id"], structured))
+
+    async with (
+        raw_server(handler) as server,
+        Client.http(server.url, mode=LEGACY, request_timeout=20) as c,
+    ):
+        with anyio.fail_after(5):
+            first = await c.call_tool("t", {})
+            assert first.structured == {"n": "x"}  # unchecked: nothing was learnt
+            with pytest.raises(mcpwire.OutputValidationError):
+                await c.call_tool("t", {})
+    assert len(listings) == 2
