@@ -27,7 +27,10 @@ carries server->client requests and notifications. 405, or any answer that is
 not an event stream, means the server offers none. It reconnects like a
 resumed stream (``Last-Event-ID``, ``retry``, backoff, the count restarting on
 every event); silence longer than ``stream_idle_timeout`` reopens it without
-counting; a 404 means the session ended (the next POST re-initializes). After
+counting; a 404 means the session ended (the next POST re-initializes); a 410
+to a ``Last-Event-ID`` means the server cannot replay what followed that event
+(it fell out of its window): the stream is reopened from now, without the id,
+and a warning says that messages may have been missed. After
 ``reconnect_attempts`` consecutive failures the transport ends, and every
 pending request fails with the reason (pain point #18), instead of waiting
 forever for messages that can no longer arrive.
@@ -305,6 +308,16 @@ class EventStreams(HTTPTransportBase):
                     if status >= 500 or status in (408, 429):
                         stream.cause = f"HTTP {status}"
                         attempts += 1
+                        continue
+                    if status == 410 and _last_event_id(stream):
+                        logger.warning(
+                            "%s: the server cannot replay the event stream after event %r "
+                            "(HTTP 410): reopened from now; messages since may be missed",
+                            self.url,
+                            stream.last_id,
+                        )
+                        await drain(response)
+                        stream.last_id = ""
                         continue
                     if status == 404 and self.session_id is not None:
                         logger.info("%s: the session ended; the GET stream stops", self.url)

@@ -820,6 +820,43 @@ async def test_get_stream_reconnects_with_last_event_id_and_retry() -> None:
         assert seen.headers["mcp-protocol-version"] == LEGACY
 
 
+async def test_get_stream_reopens_from_now_when_its_events_cannot_be_replayed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A 410 to a ``Last-Event-ID`` (what followed the event fell out of the
+    server's replay window) reopens the standalone stream without the id, with a
+    warning that messages may have been missed, rather than ending it for good."""
+    gets: list[Seen] = []
+    answered = anyio.Event()
+
+    async def get(seen: Seen) -> Reply:
+        gets.append(seen)
+        if len(gets) == 1:
+            log = {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": "info", "data": "one"},
+            }
+            return Reply.sse("retry: 50\n\n", event(log, id="s:7"))  # then a clean end
+        if "last-event-id" in seen.headers:
+            return Reply.text(410, "gone")
+        ping = {"jsonrpc": "2.0", "id": "srv-1", "method": "ping"}
+        return Reply.sse(event(ping, id="s:40"), hold=anyio.Event())
+
+    async def handler(seen: Seen) -> Reply:
+        if seen.method == "POST" and seen.json.get("id") == "srv-1":
+            answered.set()
+        return await legacy({}, get=get)(seen)
+
+    async with raw_server(handler) as server, legacy_client(server.url, reconnect_delay=5.0):
+        with anyio.fail_after(3):
+            await answered.wait()
+    assert [s.headers.get("last-event-id") for s in gets] == [None, "s:7", None]
+    assert any(
+        "cannot replay" in r.getMessage() and "'s:7'" in r.getMessage() for r in caplog.records
+    )
+
+
 def _held_answer(kind: str) -> Any:
     """An answer to a request that never comes: an open event stream, no head at
     all, or a JSON head whose body stops short."""
