@@ -32,6 +32,7 @@ from test_hub_support import (
 
 from mcpwire import (
     ConfigError,
+    ConnectionClosed,
     Hub,
     HubEvent,
     ServerConfig,
@@ -243,14 +244,20 @@ async def run_idle_program(tmp: Path, steps: list[tuple[Any, ...]]) -> None:
             return set(PROFILES[hub.profile]) if hub.profile else {"a", "b"}
 
         pending = [0]  # background calls not yet finished
+        restarts = {"a": 0, "b": 0}  # restarts begun, by server
 
         async def call(name: str, background: bool = False) -> None:
             expect = name in running()  # no profile switch runs meanwhile (see below)
+            restarted = restarts[name]
             try:
                 with anyio.fail_after(WAIT):
                     pid = int((await hub.call_tool(f"{name}__pid")).text)
             except ToolCallRefused:
                 assert not expect, f"{name} refused while in the profile"
+                return
+            except ConnectionClosed:
+                # A restart asked for while the call was in flight ends its connection.
+                assert background and restarts[name] != restarted, f"{name} lost a call"
                 return
             finally:
                 pending[0] -= background
@@ -268,6 +275,7 @@ async def run_idle_program(tmp: Path, steps: list[tuple[Any, ...]]) -> None:
                 elif kind == "wait":
                     await anyio.sleep(step[1])
                 elif kind == "restart":
+                    restarts[step[1]] += 1
                     if step[1] in running():
                         with anyio.fail_after(WAIT):
                             assert await hub.restart(step[1]) is S.READY

@@ -273,8 +273,17 @@ class RPCState:
         return rid
 
     def fail_all(self) -> list[Outgoing]:
-        """Forget every pending request (the connection is gone); returns them."""
+        """Forget every pending request (the connection is gone); returns them.
+
+        They count as given up on (``was_abandoned``): an answer to one that was
+        already on its way when the connection was closed is late, not stray.
+        """
         failed = list(self._pending.values())
+        abandoned = self._abandoned
+        for rid in self._pending:
+            abandoned[rid] = None
+        while len(abandoned) > ABANDONED_MEMORY:
+            abandoned.popitem(last=False)
         self._pending.clear()
         self._by_token.clear()
         return failed

@@ -491,9 +491,10 @@ class RPCMachine(RuleBasedStateMachine):
             assert out.state is OutState.ANSWERED
             del self.pending[rid]
             self.answered.add(rid)
-        else:  # failed by fail_all meanwhile
+        else:  # failed by fail_all meanwhile: given up on, so its answer is late
             assert out is None
-            self.unknown += 1
+            assert rid in self.abandoned
+            self.late += 1
         return rid
 
     @rule(target=done_ids, rid=consumes(pending_ids))
@@ -544,8 +545,8 @@ class RPCMachine(RuleBasedStateMachine):
     def fail_all(self) -> None:
         failed = self.rpc.fail_all()
         assert {o.id for o in failed} == set(self.pending)
-        # Those ids are gone: answers to them are unknown from now on.
-        self.answered.update(self.pending)
+        # Those ids were given up on: answers to them are late from now on.
+        self.abandoned.update(self.pending)
         self.pending.clear()
 
     @invariant()
