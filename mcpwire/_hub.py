@@ -533,8 +533,8 @@ class Hub:
         found = sup.discovery
         if found is None or sup.invalid or sup.config.disabled:
             return
-        for clash in self._registry.register(sup.config, found):
-            sup.record(str(clash), level="warning")
+        for refused in self._registry.register(sup.config, found):
+            sup.record(str(refused), level="warning")
         if fresh and sup.config.lazy and self.tool_cache is not None and self._tg is not None:
             self.tool_cache.put(sup.config, found)
             self._tg.start_soon(self.tool_cache.flush)

@@ -18,6 +18,10 @@ an exposed name ``{server}{sep}{tool}`` (``github__search``). The scheme must be
 * stable: the name depends only on the server name, the tool name, the
   separator and the rule, never on connection order.
 
+A tool or prompt listed without a name (absent, not a string, or empty)
+cannot be called: it is not exposed (``Nameless`` says which entry it was),
+rather than shown as a bare ``{server}{sep}``.
+
 A clash that still happens (a tool whose literal name equals another's hashed
 name, or a server listing one name twice) is refused loudly: the newcomer is
 not exposed, and a ``NameCollision`` names both sides; the name already in
@@ -51,6 +55,7 @@ __all__ = (
     "NameCollision",
     "NameRule",
     "NameTable",
+    "Nameless",
     "crossed_thresholds",
     "estimate_tokens",
     "expose",
@@ -156,6 +161,24 @@ class NameCollision:
             f"tool {self.tool!r} of server {self.server!r} is not exposed: its name "
             f"{self.exposed_name!r} is taken by tool {self.other_tool!r} of server "
             f"{self.other_server!r}"
+        )
+
+
+@dataclass(frozen=True)
+class Nameless:
+    """A ``kind`` (``"tool"`` or ``"prompt"``) that ``server`` listed at ``index``
+    (0-based) without a usable name; ``listed`` is its ``name`` member as sent
+    (``None`` when absent). It is not exposed: no call could name it."""
+
+    server: str
+    kind: str
+    index: int
+    listed: object
+
+    def __str__(self) -> str:
+        return (
+            f"{self.kind} #{self.index} of server {self.server!r} is not exposed: its name "
+            f"{self.listed!r} is not a non-empty string, so it cannot be called"
         )
 
 
