@@ -24,7 +24,7 @@ largest servers with a rough token estimate of their definitions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, TypeVar
 
@@ -46,6 +46,7 @@ from ._hub_names import (
     crossed_thresholds,
     estimate_tokens,
     expose,
+    may_name,
     tool_selected,
 )
 
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
 __all__ = ("Registry", "always_allowed", "call_refusal")
 
 logger = logging.getLogger("mcpwire.hub")
+
+_S = TypeVar("_S")
 
 
 def always_allowed(config: ServerConfig, tool: str) -> bool:
@@ -131,6 +134,17 @@ class Registry:
         if route is None:
             raise HubError(f"unknown prompt {exposed!r}")
         return route
+
+    def server_of(
+        self, exposed: str, servers: Mapping[str, _S], pick: Callable[[_S], bool]
+    ) -> _S | None:
+        """The first of ``servers`` (by name) that ``pick`` accepts and that
+        ``exposed`` may name a tool or prompt of (``may_name``): where a name that
+        routes nowhere yet belongs, through the mapping that makes exposed names."""
+        for name, server in servers.items():
+            if may_name(exposed, name, self.separator, self.rule) and pick(server):
+                return server
+        return None
 
     def register(self, config: ServerConfig, found: Discovery) -> list[Nameless | NameCollision]:
         """Rebuild one server's entries; returns the entries it lists without a
