@@ -333,6 +333,13 @@ async def test_memory_event_store_is_bounded_and_scoped(anyio_backend: str) -> N
     assert len(store) == 0
 
 
+def test_an_empty_event_store_given_is_the_one_used() -> None:
+    """``MemoryEventStore`` has a length (its sessions), so an empty one is falsy:
+    the server still uses the store it is given, not a default one."""
+    store = MemoryEventStore(max_events_per_stream=2)
+    assert HTTPServer(everything, HTTPServerOptions(), event_store=store).event_store is store
+
+
 async def test_server_serve_http_reports_its_port(anyio_backend: str) -> None:
     """The public entry point: ``await tg.start(server.serve_http, host, 0)`` -> the port."""
     app, _ = probe_app()
