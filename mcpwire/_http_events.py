@@ -20,10 +20,13 @@ holds a resume point before any message arrives) is recorded with
 ``message=None``: it takes a sequence number and is never replayed.
 
 Memory is bounded three ways: each stream keeps its last
-``max_events_per_stream`` messages (older ones are lost to a late resumer,
-who still gets everything newer), each session keeps its newest
+``max_events_per_stream`` messages, each session keeps its newest
 ``max_streams_per_session`` streams, and the server calls ``forget`` when a
-stream was delivered completely or its session ended.
+stream was delivered completely or its session ended. A resumer whose id is
+older than what its stream still holds (a message after it was dropped) gets
+no replay (``None``) rather than the newer part alone: a replay with a hole
+would lose messages silently, and the server answers 410 Gone instead, so the
+client knows to recover.
 
 Another store (a shared cache behind several server processes, say) only has
 to implement the three coroutines of ``EventStore``.
@@ -60,7 +63,9 @@ class EventStore(Protocol):
         """The stream ``event_id`` belongs to and its messages recorded after it.
 
         ``None`` when the id is unknown in this session (malformed, from
-        another session, or its stream was forgotten).
+        another session, or its stream was forgotten), or when a message
+        recorded after it is no longer held: a replay must be complete (the
+        server then answers 410 Gone).
         """
         ...
 
@@ -70,10 +75,12 @@ class EventStore(Protocol):
 
 
 class _Log:
-    __slots__ = ("events", "next_seq")
+    __slots__ = ("dropped", "events", "next_seq")
 
     def __init__(self, limit: int) -> None:
         self.next_seq = 0
+        #: The sequence number of the newest message dropped for room (-1: none).
+        self.dropped = -1
         self.events: collections.deque[tuple[int, Message]] = collections.deque(maxlen=limit)
 
 
@@ -106,6 +113,8 @@ class MemoryEventStore:
         seq = log.next_seq
         log.next_seq += 1
         if message is not None:
+            if len(log.events) == log.events.maxlen:
+                log.dropped = log.events[0][0]
             log.events.append((seq, message))
         return f"{stream}:{seq}"
 
@@ -125,6 +134,8 @@ class MemoryEventStore:
         after = int(number)
         if after >= log.next_seq:
             return None  # an id this stream never gave out
+        if after < log.dropped:
+            return None  # a message after it was dropped: the replay would have a hole
         return stream, [(f"{stream}:{seq}", msg) for seq, msg in log.events if seq > after]
 
     async def forget(self, session: str, stream: str | None = None) -> None:
