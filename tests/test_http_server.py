@@ -1968,3 +1968,49 @@ async def test_every_response_is_one_write(anyio_backend: str) -> None:
     await http.finish(b"data: 2\n\n")
     assert len(stream.sent) == 2
     assert b"data: 1" in stream.sent[0] and stream.sent[1].endswith(b"0\r\n\r\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ops=st.lists(
+        st.one_of(
+            st.tuples(st.just("store"), st.sampled_from("0123"), st.booleans()),
+            st.tuples(st.just("forget"), st.sampled_from("0123"), st.just(False)),
+            st.tuples(st.just("replay"), st.integers(0, 60), st.just(False)),
+        ),
+        max_size=60,
+    )
+)
+def test_memory_event_store_ids_never_repeat_and_replays_are_whole(
+    ops: list[tuple[str, Any, bool]],
+) -> None:
+    """Against a model that keeps everything: every id given out in a session is
+    new (even for a stream forgotten or evicted and written again), and a replay,
+    when there is one, is exactly what was recorded on that stream after the id;
+    the id given out last replays (to nothing)."""
+    from mcpwire.sansio import Notification
+
+    async def check() -> None:
+        store = MemoryEventStore(max_events_per_stream=3, max_streams_per_session=2)
+        given: list[tuple[str, str, Notification | None]] = []  # (id, stream, message)
+        for op, arg, with_message in ops:
+            if op == "store":
+                message = Notification(f"n{len(given)}") if with_message else None
+                event_id = await store.store("s", arg, message)
+                assert event_id not in {g[0] for g in given}
+                assert event_id.startswith(f"{arg}:")
+                given.append((event_id, arg, message))
+            elif op == "forget":
+                await store.forget("s", arg)
+            elif given:
+                event_id, stream, _ = given[arg % len(given)]
+                replay = await store.replay_after("s", event_id)
+                if replay is not None:
+                    at = [g[0] for g in given].index(event_id)
+                    later = [(i, m) for i, s_, m in given[at + 1 :] if s_ == stream and m]
+                    assert replay == (stream, later)
+        if ops and ops[-1][0] == "store":
+            last_id, last_stream, _ = given[-1]
+            assert await store.replay_after("s", last_id) == (last_stream, [])
+
+    anyio.run(check)
