@@ -27,8 +27,12 @@ later message names the session:
 
 ``GET`` opens the session's standalone stream (one at a time: 409 for a
 second), or resumes a stream after ``Last-Event-ID``: the id names its
-stream, replay covers that stream only, and an id this session does not
-know is refused with 410. ``DELETE`` ends the session at once. GET and
+stream, replay covers that stream only, and an id the session's event store
+cannot replay from is refused with 410 Gone: an id of a stream the session
+does not keep, one that stream never gave out, or one older than what the
+store still holds (a message after it was dropped from the replay window).
+A stream with a hole would lose messages silently; 410 tells the client they
+are gone, so it can recover. ``DELETE`` ends the session at once. GET and
 DELETE with a 2026-07-28 ``MCP-Protocol-Version`` get 405: the modern
 protocol has neither.
 """
@@ -417,15 +421,20 @@ class LegacyEndpoint:
                 # Under the stream's lock no event can be recorded between the
                 # replay and the attach: nothing is lost and nothing comes twice.
                 replay = await store.replay_after(session.id, last) if last else None
+                gone = bool(last) and replay is None
                 missed = replay[1] if replay is not None else []
-                outbox = stream.attach()
                 finished = stream.finished
                 priming = None
-                if not missed and not finished and session.priming:
-                    from .sansio._sse import encode_priming
+                if not gone:
+                    outbox = stream.attach()
+                    if not missed and not finished and session.priming:
+                        from .sansio._sse import encode_priming
 
-                    event_id = await session.record(stream, None)
-                    priming = encode_priming(event_id, retry=session.retry_ms)
+                        event_id = await session.record(stream, None)
+                        priming = encode_priming(event_id, retry=session.retry_ms)
+            if gone:
+                await http.respond_text(410, "Gone: the events after Last-Event-ID are not kept")
+                return
             # The head, the priming event and the replay go out in one write.
             pieces = [priming] if priming is not None else []
             pieces.extend(encode_sse(message, event_id) for event_id, message in missed)
@@ -440,6 +449,7 @@ class LegacyEndpoint:
         except PeerGone:
             pass
         finally:
-            stream.detach(outbox)
+            if outbox is not None:  # detach(None) would let go of another GET's outbox
+                stream.detach(outbox)
             session.active -= 1
             session.touch()

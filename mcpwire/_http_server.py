@@ -126,7 +126,9 @@ class HTTPServer:
     ) -> None:
         self.server = server
         self.options = options or HTTPServerOptions()
-        self.event_store: EventStore = event_store or MemoryEventStore()
+        self.event_store: EventStore = (
+            event_store if event_store is not None else MemoryEventStore()
+        )
         self.legacy = LegacyEndpoint(self)
         self._modern: ModernEndpoint | None = None
         self._sse: SSEEndpoint | None = None

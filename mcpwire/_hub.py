@@ -371,7 +371,9 @@ class Hub:
         except ToolCallRefused:
             raise
         except HubError:
-            sup = self._sups.get(exposed_name.split(self.separator, 1)[0])
+            sup = self._registry.server_of(
+                exposed_name, self._sups, lambda s: s.config.disabled or not s.exposed
+            )
             if sup is None:
                 raise
             if sup.config.disabled:
@@ -396,8 +398,8 @@ class Hub:
         except ToolCallRefused:
             raise
         except HubError:
-            sup = self._sups.get(name.split(self.separator, 1)[0])
-            if sup is None or not _settling(sup):
+            sup = self._registry.server_of(name, self._sups, _settling)
+            if sup is None:
                 raise
         with anyio.move_on_after(sup.startup_timeout + 1.0):
             await self._until(lambda: not _settling(sup))
@@ -533,8 +535,8 @@ class Hub:
         found = sup.discovery
         if found is None or sup.invalid or sup.config.disabled:
             return
-        for clash in self._registry.register(sup.config, found):
-            sup.record(str(clash), level="warning")
+        for refused in self._registry.register(sup.config, found):
+            sup.record(str(refused), level="warning")
         if fresh and sup.config.lazy and self.tool_cache is not None and self._tg is not None:
             self.tool_cache.put(sup.config, found)
             self._tg.start_soon(self.tool_cache.flush)

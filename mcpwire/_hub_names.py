@@ -18,6 +18,10 @@ an exposed name ``{server}{sep}{tool}`` (``github__search``). The scheme must be
 * stable: the name depends only on the server name, the tool name, the
   separator and the rule, never on connection order.
 
+A tool or prompt listed without a name (absent, not a string, or empty)
+cannot be called: it is not exposed (``Nameless`` says which entry it was),
+rather than shown as a bare ``{server}{sep}``.
+
 A clash that still happens (a tool whose literal name equals another's hashed
 name, or a server listing one name twice) is refused loudly: the newcomer is
 not exposed, and a ``NameCollision`` names both sides; the name already in
@@ -51,9 +55,11 @@ __all__ = (
     "NameCollision",
     "NameRule",
     "NameTable",
+    "Nameless",
     "crossed_thresholds",
     "estimate_tokens",
     "expose",
+    "may_name",
     "resolve_rule",
     "tool_selected",
 )
@@ -117,21 +123,49 @@ def _filler(char_class: str) -> str:
     raise ValueError(f"the name rule [{char_class}] allows none of '_', '-', 'x'")
 
 
+def _sanitized(raw: str, rule: NameRule) -> str:
+    """``raw`` with the characters ``rule`` disallows replaced, starting with one it
+    allows first. Character by character, so it keeps prefixes: the sanitized
+    ``server + sep`` begins the sanitized ``server + sep + tool``."""
+    clean = re.sub(f"[^{rule.allowed}]", _filler(rule.allowed), raw)
+    if rule.first is not None and not re.fullmatch(f"[{rule.first}]", clean[:1]):
+        clean = _filler(rule.first) + clean
+    return clean
+
+
 def expose(server: str, tool: str, sep: str, rule: NameRule) -> str:
     """The exposed name of ``tool`` on ``server`` (see the module docstring)."""
     raw = f"{server}{sep}{tool}"
     if rule.matches(raw):
         return raw
-    filler = _filler(rule.allowed)
     digest = hashlib.sha256(f"{server}\x00{tool}".encode()).hexdigest()[:_HASH_LEN]
-    suffix = filler + digest
-    clean = re.sub(f"[^{rule.allowed}]", filler, raw)
-    if rule.first is not None and not re.fullmatch(f"[{rule.first}]", clean[:1]):
-        clean = _filler(rule.first) + clean
-    name = clean[: max(rule.max_length - len(suffix), 1)] + suffix
+    suffix = _filler(rule.allowed) + digest
+    name = _sanitized(raw, rule)[: max(rule.max_length - len(suffix), 1)] + suffix
     if not rule.matches(name):
         raise ValueError(f"cannot fit {raw!r} to the name rule {rule.pattern}")
     return name
+
+
+def may_name(exposed: str, server: str, sep: str, rule: NameRule) -> bool:
+    """Whether ``expose`` could give ``exposed`` to some tool (or prompt) of ``server``.
+
+    How a name that routes nowhere yet (its server has not listed) finds its
+    server, whose tool names are not known. ``exposed`` is either the raw
+    ``server + sep + tool`` the rule accepts, or a hashed name: sanitized
+    ``server + sep + tool``, possibly cut, then the filler and 8 hex digits.
+    The hash cannot be checked without the tool name, so two servers that
+    sanitize alike (``my-server``, ``my.server``) may both match a hashed name.
+    """
+    if exposed.startswith(server + sep) and rule.matches(exposed):
+        return True
+    cut = len(exposed) - 1 - _HASH_LEN
+    suffix = re.escape(_filler(rule.allowed)) + f"[0-9a-f]{{{_HASH_LEN}}}"
+    if cut < 1 or not re.fullmatch(suffix, exposed[cut:]) or not rule.matches(exposed):
+        return False
+    head, prefix = exposed[:cut], _sanitized(server + sep, rule)
+    if head.startswith(prefix):
+        return True
+    return cut == max(rule.max_length - 1 - _HASH_LEN, 1) and prefix.startswith(head)
 
 
 def tool_selected(name: str, include: Sequence[str] | None, exclude: Sequence[str]) -> bool:
@@ -156,6 +190,24 @@ class NameCollision:
             f"tool {self.tool!r} of server {self.server!r} is not exposed: its name "
             f"{self.exposed_name!r} is taken by tool {self.other_tool!r} of server "
             f"{self.other_server!r}"
+        )
+
+
+@dataclass(frozen=True)
+class Nameless:
+    """A ``kind`` (``"tool"`` or ``"prompt"``) that ``server`` listed at ``index``
+    (0-based) without a usable name; ``listed`` is its ``name`` member as sent
+    (``None`` when absent). It is not exposed: no call could name it."""
+
+    server: str
+    kind: str
+    index: int
+    listed: object
+
+    def __str__(self) -> str:
+        return (
+            f"{self.kind} #{self.index} of server {self.server!r} is not exposed: its name "
+            f"{self.listed!r} is not a non-empty string, so it cannot be called"
         )
 
 

@@ -3,7 +3,9 @@
 Theory of operation
 -------------------
 A registry entry is rebuilt per server whenever that server's discovery or
-config changes (a ``list_changed`` notification, a new filter): the server's
+config changes (a ``list_changed`` notification, a new filter): entries
+listed without a usable name are left out (each reported as a ``Nameless``,
+which the hub records as a warning in the server's history), the server's
 tools are filtered by its ``includeTools``/``excludeTools`` globs, named by
 the ``NameTable`` (which refuses collisions), and marked disabled
 (``disabledTools``) or pre-approved (``alwaysAllow``, ``trust``). Filtered-out
@@ -22,7 +24,7 @@ largest servers with a rough token estimate of their definitions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, TypeVar
 
@@ -38,11 +40,13 @@ from ._hub_names import (
     HubPrompt,
     HubTool,
     NameCollision,
+    Nameless,
     NameRule,
     NameTable,
     crossed_thresholds,
     estimate_tokens,
     expose,
+    may_name,
     tool_selected,
 )
 
@@ -54,6 +58,8 @@ if TYPE_CHECKING:
 __all__ = ("Registry", "always_allowed", "call_refusal")
 
 logger = logging.getLogger("mcpwire.hub")
+
+_S = TypeVar("_S")
 
 
 def always_allowed(config: ServerConfig, tool: str) -> bool:
@@ -129,8 +135,20 @@ class Registry:
             raise HubError(f"unknown prompt {exposed!r}")
         return route
 
-    def register(self, config: ServerConfig, found: Discovery) -> list[NameCollision]:
-        """Rebuild one server's entries; returns the names it was refused."""
+    def server_of(
+        self, exposed: str, servers: Mapping[str, _S], pick: Callable[[_S], bool]
+    ) -> _S | None:
+        """The first of ``servers`` (by name) that ``pick`` accepts and that
+        ``exposed`` may name a tool or prompt of (``may_name``): where a name that
+        routes nowhere yet belongs, through the mapping that makes exposed names."""
+        for name, server in servers.items():
+            if may_name(exposed, name, self.separator, self.rule) and pick(server):
+                return server
+        return None
+
+    def register(self, config: ServerConfig, found: Discovery) -> list[Nameless | NameCollision]:
+        """Rebuild one server's entries; returns the entries it lists without a
+        usable name, and the names it was refused."""
         refused = self._register(config, found)
         self._retry_refused()
         return refused
@@ -145,14 +163,18 @@ class Registry:
             if free and name in self._listed:
                 self._register(*self._listed[name])
 
-    def _register(self, config: ServerConfig, found: Discovery) -> list[NameCollision]:
+    def _register(self, config: ServerConfig, found: Discovery) -> list[Nameless | NameCollision]:
         name = config.name
         self._listed[name] = (config, found)
         before_total = self.total()
         before = len(self._tools.get(name, ()))
         self._hidden = {k: v for k, v in self._hidden.items() if v[0] != name}
+        named_tools, nameless = _named(name, "tool", found.tools)
+        named_prompts, nameless_prompts = _named(name, "prompt", found.prompts)
+        for entry in nameless + nameless_prompts:
+            logger.warning("%s", entry)
         selected = []
-        for t in found.tools:
+        for t in named_tools:
             if not tool_selected(t.name, config.include_tools, config.exclude_tools):
                 why = "the server's includeTools/excludeTools"
             elif not tool_selected(
@@ -176,11 +198,11 @@ class Registry:
             if t.name in exposed
         ]
         prompt_names, prompt_collisions = self._prompt_names.assign(
-            name, [p.name for p in found.prompts]
+            name, [p.name for p in named_prompts]
         )
         self._prompts[name] = [
             HubPrompt(prompt_names[p.name], name, p)
-            for p in _first_of_each(found.prompts)
+            for p in _first_of_each(named_prompts)
             if p.name in prompt_names
         ]
         refused = collisions + prompt_collisions
@@ -204,7 +226,7 @@ class Registry:
             self._publish(ToolsChanged(server=name, before=before, after=after))
         self._resources_now(name, found)
         self._check_total(before_total)
-        return refused
+        return [*nameless, *nameless_prompts, *refused]
 
     def _resources_now(self, name: str, found: Discovery | None) -> None:
         """Publish ``ResourcesChanged`` when what ``name`` lists differs from before."""
@@ -254,6 +276,19 @@ class Registry:
 
 
 _Named = TypeVar("_Named", "Tool", "Prompt")
+
+
+def _named(server: str, kind: str, listed: Iterable[_Named]) -> tuple[list[_Named], list[Nameless]]:
+    """``listed`` split into the entries with a usable name and those without one
+    (a name absent, not a string or empty parses as ``""``)."""
+    named: list[_Named] = []
+    nameless: list[Nameless] = []
+    for index, item in enumerate(listed):
+        if item.name:
+            named.append(item)
+        else:
+            nameless.append(Nameless(server, kind, index, item.raw.get("name")))
+    return named, nameless
 
 
 def _first_of_each(listed: Iterable[_Named]) -> list[_Named]:

@@ -319,18 +319,28 @@ async def test_memory_event_store_is_bounded_and_scoped(anyio_backend: str) -> N
     store = MemoryEventStore(max_events_per_stream=3, max_streams_per_session=2)
     prime = await store.store("s1", "1", None)
     ids = [await store.store("s1", "1", Notification(f"n{i}")) for i in range(5)]
-    replay = await store.replay_after("s1", prime)
+    # Only the newest 3 are kept: a replay from before them would have a hole.
+    assert await store.replay_after("s1", prime) is None
+    assert await store.replay_after("s1", ids[0]) is None
+    replay = await store.replay_after("s1", ids[1])
     assert replay is not None and replay[0] == "1"
-    assert [m.method for _, m in replay[1]] == ["n2", "n3", "n4"]  # only the newest 3 kept
+    assert [m.method for _, m in replay[1]] == ["n2", "n3", "n4"]
     assert [i for i, _ in replay[1]] == ids[2:]
     assert await store.replay_after("s2", prime) is None  # another session sees nothing
     assert await store.replay_after("s1", "1:99") is None
     assert await store.replay_after("s1", "garbage") is None
     await store.store("s1", "2", None)
     await store.store("s1", "3", None)  # evicts stream "1"
-    assert await store.replay_after("s1", prime) is None
+    assert await store.replay_after("s1", ids[1]) is None
     await store.forget("s1")
     assert len(store) == 0
+
+
+def test_an_empty_event_store_given_is_the_one_used() -> None:
+    """``MemoryEventStore`` has a length (its sessions), so an empty one is falsy:
+    the server still uses the store it is given, not a default one."""
+    store = MemoryEventStore(max_events_per_stream=2)
+    assert HTTPServer(everything, HTTPServerOptions(), event_store=store).event_store is store
 
 
 async def test_server_serve_http_reports_its_port(anyio_backend: str) -> None:
@@ -887,20 +897,21 @@ def test_memory_event_store_replays_or_refuses_any_event_id(event_id: str) -> No
 
 async def test_a_last_event_id_of_any_length_gets_an_answer(anyio_backend: str) -> None:
     """A ``Last-Event-ID`` whose sequence number has thousands of digits names no
-    event of the GET stream: it is served as for any id the session never gave."""
+    event of the GET stream: it is refused (410) as any id the session never gave."""
     async with running() as http:
         port = http.port or 0
         async with client(port) as raw:
             sid = await initialize(raw)
         get = {"mcp-session-id": sid, "accept": "text/event-stream"}
         (session,) = http.legacy.table
-        for last in [None, "0:" + "9" * 5000, "0:" + "9" * 21]:
+        for last in ["0:" + "9" * 5000, "0:" + "9" * 21, None]:
             async with client(port) as raw:
                 with anyio.fail_after(10):
                     await raw.send("GET", headers={**get, "last-event-id": last})
                     head = await raw.head()
-                    assert head.status == 200, last
-                    assert (await raw.sse().next()) is not None  # the priming event
+                    assert head.status == (200 if last is None else 410), last
+                    if last is None:
+                        assert (await raw.sse().next()) is not None  # the priming event
             with anyio.fail_after(10):
                 while session.standalone.attached:
                     await anyio.sleep(0.01)
@@ -955,6 +966,48 @@ async def test_last_event_id_replay_is_scoped_to_its_session(anyio_backend: str)
             assert (await raw.request("GET", headers=get_a)).status == 410
             bogus = {**get_a, "last-event-id": "999:0"}
             assert (await raw.request("GET", headers=bogus)).status == 410
+
+
+async def test_a_resume_from_before_the_replay_window_is_gone(anyio_backend: str) -> None:
+    """A ``Last-Event-ID`` of a kept stream whose later messages fell out of the
+    store's window (2 per stream here), or that the stream never gave out, is
+    answered 410 Gone, not with the rest of the stream and a silent hole; an id
+    inside the window still resumes in full."""
+    app, state = probe_app()
+    store = MemoryEventStore(max_events_per_stream=2)
+    http = HTTPServer(app, HTTPServerOptions(), event_store=store)
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(http.serve, "127.0.0.1", 0)
+        async with client(port) as setup:
+            sid = await initialize(setup)
+        raw = await Raw.connect(port)
+        params = {"name": "steps", "arguments": {"count": 4}, "_meta": {"progressToken": 1}}
+        await raw.send(body=rpc(9, "tools/call", params), headers={"mcp-session-id": sid})
+        assert (await raw.head()).headers["content-type"] == "text/event-stream"
+        events = raw.sse()
+        priming, first = await events.next(), await events.next()
+        await raw.aclose()
+        assert priming is not None and first is not None and first.data
+        with anyio.fail_after(5):
+            while state["finished"] == 0:
+                await anyio.sleep(0.02)
+        # Recorded: progress 1 to 4, then the result; the window holds the last two.
+        stream, _, number = first.id.partition(":")
+        get = {"mcp-session-id": sid, "accept": "text/event-stream"}
+        async with client(port) as raw:
+            for last in (priming.id, first.id, f"{stream}:{int(number) + 1}", f"{stream}:99"):
+                reply = await raw.request("GET", headers={**get, "last-event-id": last})
+                assert reply.status == 410, (last, reply.body)
+                assert b"progress" not in reply.body
+            reply = await raw.request("GET", headers={**get, "last-event-id": "0:99"})
+            assert reply.status == 410  # the standalone stream never gave it out either
+            window = f"{stream}:{int(number) + 2}"  # progress 3: all after it is held
+            reply = await raw.request("GET", headers={**get, "last-event-id": window})
+            assert reply.status == 200
+            messages = reply.messages()
+            assert [m["params"]["progress"] for m in messages[:-1]] == [4]
+            assert messages[-1]["id"] == 9 and messages[-1]["result"]["content"]
+        tg.cancel_scope.cancel()
 
 
 async def test_server_closes_a_post_stream_and_the_client_resumes(anyio_backend: str) -> None:
@@ -1915,3 +1968,49 @@ async def test_every_response_is_one_write(anyio_backend: str) -> None:
     await http.finish(b"data: 2\n\n")
     assert len(stream.sent) == 2
     assert b"data: 1" in stream.sent[0] and stream.sent[1].endswith(b"0\r\n\r\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ops=st.lists(
+        st.one_of(
+            st.tuples(st.just("store"), st.sampled_from("0123"), st.booleans()),
+            st.tuples(st.just("forget"), st.sampled_from("0123"), st.just(False)),
+            st.tuples(st.just("replay"), st.integers(0, 60), st.just(False)),
+        ),
+        max_size=60,
+    )
+)
+def test_memory_event_store_ids_never_repeat_and_replays_are_whole(
+    ops: list[tuple[str, Any, bool]],
+) -> None:
+    """Against a model that keeps everything: every id given out in a session is
+    new (even for a stream forgotten or evicted and written again), and a replay,
+    when there is one, is exactly what was recorded on that stream after the id;
+    the id given out last replays (to nothing)."""
+    from mcpwire.sansio import Notification
+
+    async def check() -> None:
+        store = MemoryEventStore(max_events_per_stream=3, max_streams_per_session=2)
+        given: list[tuple[str, str, Notification | None]] = []  # (id, stream, message)
+        for op, arg, with_message in ops:
+            if op == "store":
+                message = Notification(f"n{len(given)}") if with_message else None
+                event_id = await store.store("s", arg, message)
+                assert event_id not in {g[0] for g in given}
+                assert event_id.startswith(f"{arg}:")
+                given.append((event_id, arg, message))
+            elif op == "forget":
+                await store.forget("s", arg)
+            elif given:
+                event_id, stream, _ = given[arg % len(given)]
+                replay = await store.replay_after("s", event_id)
+                if replay is not None:
+                    at = [g[0] for g in given].index(event_id)
+                    later = [(i, m) for i, s_, m in given[at + 1 :] if s_ == stream and m]
+                    assert replay == (stream, later)
+        if ops and ops[-1][0] == "store":
+            last_id, last_stream, _ = given[-1]
+            assert await store.replay_after("s", last_id) == (last_stream, [])
+
+    anyio.run(check)

@@ -19,6 +19,7 @@ from mcpwire._hub_names import (
     NameTable,
     crossed_thresholds,
     expose,
+    may_name,
     resolve_rule,
     tool_selected,
 )
@@ -126,6 +127,33 @@ def test_exposed_names_are_injective_and_fit_the_rule(pairs: list[tuple[str, str
         exposed = {expose(s, t, "__", rule) for s, t in pairs_ok}
         assert len(exposed) == len(pairs_ok)
         assert all(rule.matches(n) for n in exposed)
+
+
+@given(names, names)
+def test_a_server_is_found_from_any_name_it_exposes(server: str, tool: str) -> None:
+    """``may_name`` maps an exposed name back to the server that made it, without
+    knowing the tool (the hashed form cannot be checked without it)."""
+    for rule in (OPENAI, GEMINI):
+        if "__" not in server:
+            assert may_name(expose(server, tool, "__", rule), server, "__", rule)
+
+
+def test_may_name_follows_the_sanitizer_not_the_separator() -> None:
+    spaced = expose("has space", "echo", "__", OPENAI)
+    assert spaced.startswith("has_space__echo_")
+    assert may_name(spaced, "has space", "__", OPENAI)
+    assert not may_name(spaced, "has", "__", OPENAI)
+    assert may_name(spaced, "has_space", "__", OPENAI)  # a tool "echo_<hex>" of it
+    assert may_name(spaced, "has.space", "__", OPENAI)  # sanitizes alike: a candidate
+    dotted = expose("v.1", "pid", "__", GEMINI)  # the dot is allowed in Gemini names
+    assert dotted == "v.1__pid" and may_name(dotted, "v.1", "__", GEMINI)
+    assert may_name(expose("v.1", "p d", "__", OPENAI), "v.1", "__", OPENAI)
+    assert not may_name("github__search", "git", "__", OPENAI)
+    assert not may_name("has_space__echo", "has space", "__", OPENAI)  # no hash
+    long = "s" * 70 + " x"
+    cut = expose(long, "tool", "__", OPENAI)
+    assert len(cut) == 64 and may_name(cut, long, "__", OPENAI)
+    assert not may_name(cut, "t" * 70, "__", OPENAI)
 
 
 @pytest.mark.parametrize(

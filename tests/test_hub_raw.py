@@ -8,7 +8,9 @@ and misbehaviour are chosen on its command line, for what a well-behaved
   different descriptions, beside the tool ``other``;
 * ``--relist-hangs``: answers the first ``tools/list`` only; a call of ``poke``
   announces ``notifications/tools/list_changed``, and the listing that follows
-  is never answered.
+  is never answered;
+* ``--nameless``: beside the tool ``poke`` (and the prompt ``p``), lists
+  tools and a prompt whose ``name`` is absent, empty or not a string.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import anyio
 import pytest
 from test_hub_support import PY, WAIT, ready, wait_until_dead
 
-from mcpwire import Hub, ServerConfig, ServerState
+from mcpwire import Hub, HubError, ServerConfig, ServerState
 
 pytestmark = pytest.mark.anyio
 
@@ -55,10 +57,14 @@ RAW = textwrap.dedent(
             tools = [tool("poke")]
             if "--dup" in argv:
                 tools = [tool("same", "first"), tool("same", "second"), tool("other")]
+            if "--nameless" in argv:
+                tools = [{"inputSchema": {"type": "object"}}, tool(""), tool(7), tool("poke")]
             result = {"tools": tools}
         elif method == "prompts/list":
             prompts = [{"name": "p", "description": d} for d in ("first", "second")]
-            result = {"prompts": prompts if "--dup" in argv else []}
+            if "--nameless" in argv:
+                prompts = [{"description": "no name"}, {"name": "p"}]
+            result = {"prompts": prompts if "--dup" in argv or "--nameless" in argv else []}
         elif method == "tools/call":
             send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
             name = message["params"]["name"]
@@ -124,3 +130,25 @@ async def test_a_tool_listed_twice_is_exposed_once(raw: str) -> None:
         warnings = [e.message for e in hub.status("r").error_history if e.level == "warning"]
         assert any("'same' of server 'r' is not exposed" in w for w in warnings)
         assert (await hub.call_tool("r__same")).content[0].text == "called same"
+
+
+async def test_a_tool_or_prompt_listed_without_a_name_is_not_exposed(raw: str) -> None:
+    """A tool (or prompt) whose ``name`` is absent, empty or not a string cannot
+    be called: it is not exposed as a bare ``r__``, and the server's history
+    says which entry was left out and why; the named ones work as usual."""
+    async with Hub(servers=[server("r", raw, "--nameless")]) as hub:
+        await ready(hub)
+        assert [t.name for t in hub.tools()] == ["r__poke"]
+        assert hub.status("r").tools == 1
+        assert [p.name for p in hub.prompts()] == ["r__p"]
+        warnings = [e.message for e in hub.status("r").error_history if e.level == "warning"]
+        assert sorted(w.split(" is not exposed")[0] for w in warnings) == [
+            "prompt #0 of server 'r'",
+            "tool #0 of server 'r'",
+            "tool #1 of server 'r'",
+            "tool #2 of server 'r'",
+        ]
+        assert any("its name 7 is not a non-empty string" in w for w in warnings)
+        with pytest.raises(HubError, match="unknown tool 'r__'"):
+            await hub.call_tool("r__")
+        assert (await hub.call_tool("r__poke")).content[0].text == "called poke"

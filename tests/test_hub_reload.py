@@ -32,10 +32,12 @@ from mcpwire import (
     ConfigRejected,
     ConfigReloaded,
     Hub,
+    HubError,
     HubEvent,
     ServerState,
     ToolCallRefused,
 )
+from mcpwire._hub_names import NAME_PROFILES, expose
 
 pytestmark = pytest.mark.anyio
 
@@ -195,3 +197,28 @@ async def test_global_and_project_files_both_watched(tmp_path: Path) -> None:
         with anyio.fail_after(WAIT):
             result = await hub.call_tool("shared__tag")
         assert result.content[0].text == "project"
+
+
+async def test_a_call_right_after_a_reload_finds_a_server_whose_name_is_sanitized(
+    tmp_path: Path,
+) -> None:
+    """A server whose name is not a valid name prefix ("has space", "v.1") has
+    hashed exposed names; a call of one made right after the reload that adds
+    the server waits for its start (and ``resolve`` says it is starting), as
+    for any other server, instead of "unknown tool"."""
+    script, _ = write_scripts(tmp_path)
+    config = tmp_path / "mcp.json"
+    write_config(config, {"keep": entry(script)})
+    async with Hub([config], watch=False) as hub:
+        await ready(hub)
+        servers = {"has space": entry(script, "--sleep", "0.3"), "v.1": entry(script)}
+        write_config(config, {"keep": entry(script), **servers})
+        await hub.reload()
+        rule = NAME_PROFILES["default"]
+        spaced, dotted = expose("has space", "pid", "__", rule), expose("v.1", "pid", "__", rule)
+        with pytest.raises(HubError, match="server 'has space' is starting"):
+            hub.resolve(spaced)
+        with anyio.fail_after(WAIT):
+            assert (await hub.call_tool(spaced)).text == str(hub.status("has space").pid)
+            assert (await hub.call_tool(dotted)).text == str(hub.status("v.1").pid)
+        assert hub.resolve(spaced) == ("has space", "pid")
