@@ -63,7 +63,7 @@ from ._params import check_envelope
 from ._server import Connection
 from ._session import RequestContext, RequestHandler, Session
 from ._transport import Outbound
-from ._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSIONS
+from ._versions import META_PROTOCOL_VERSION, MODERN_VERSIONS
 from .sansio._http import (
     http_status_for_error,
     param_header_mismatch,
@@ -225,16 +225,10 @@ class ModernEndpoint:
         is the dispatcher's -32601 (HTTP 404).
         """
         params = req.params or {}
-        meta = params.get("_meta")
-        if (
-            not isinstance(meta, dict)
-            or META_PROTOCOL_VERSION not in meta
-            or META_CLIENT_CAPABILITIES not in meta
-        ):
-            try:  # the words of every transport's dispatch (_params)
-                meta = check_envelope(params)
-            except JSONRPCError as exc:
-                return exc.code, exc.message, exc.data
+        try:  # in the words of every transport's dispatch (_params)
+            meta = check_envelope(params)
+        except JSONRPCError as exc:
+            return exc.code, exc.message, exc.data
         mismatch = routing_header_mismatch(req.method, params, head.headers, head.duplicated)
         if mismatch is not None:
             return ErrorCode.HEADER_MISMATCH, "Header mismatch: " + mismatch, None

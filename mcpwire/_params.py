@@ -114,12 +114,10 @@ def check_envelope(params: JSONObject) -> JSONObject:
     ``check_params``, whichever of the two checks finds it first."""
     meta = params.get("_meta")
     if isinstance(meta, dict):
+        if META_PROTOCOL_VERSION in meta and META_CLIENT_CAPABILITIES in meta:
+            return meta
         missing = [k for k in (META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES) if k not in meta]
-        if missing:
-            raise invalid_params(
-                "params._meta is missing the required key(s): " + ", ".join(missing)
-            )
-        return meta
+        raise invalid_params("params._meta is missing the required key(s): " + ", ".join(missing))
     if "_meta" not in params:
         raise invalid_params(
             f"params._meta is missing: a {MODERN_VERSIONS[-1]} request carries "
