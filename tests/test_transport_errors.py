@@ -15,6 +15,7 @@ everything runs on both anyio backends.
 from __future__ import annotations
 
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -44,20 +45,28 @@ def rpc_error(rid: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
 
 
-async def call_error(reply: Reply, *, mode: str = MODERN) -> JSONRPCError:
-    """What ``tools/call`` raises when the server answers it with ``reply``."""
+def scripted(
+    answer: Callable[[Seen], Reply], session: list[tuple[str, str]] | None = None
+) -> Callable[[Seen], Awaitable[Reply]]:
+    """A server that takes only POSTs, answers ``initialize`` (with ``session``'s
+    headers), takes notifications, and gives every other request ``answer``'s reply."""
 
     async def handler(seen: Seen) -> Reply:
         if seen.method != "POST":
             return Reply.empty(405)
         if seen.rpc_method == "initialize":
-            return Reply.json(result(seen.json["id"], INIT_RESULT))
+            return Reply.json(result(seen.json["id"], INIT_RESULT), headers=session)
         if "id" not in seen.json:
             return Reply.empty(202)
-        return reply
+        return answer(seen)
 
+    return handler
+
+
+async def call_error(reply: Reply, *, mode: str = MODERN) -> JSONRPCError:
+    """What ``tools/call`` raises when the server answers it with ``reply``."""
     async with (
-        raw_server(handler) as server,
+        raw_server(scripted(lambda seen: reply)) as server,
         Client.http(server.url, mode=mode, validate_output=False, request_timeout=20) as c,
     ):
         with anyio.fail_after(5), pytest.raises(JSONRPCError) as info:
@@ -147,17 +156,7 @@ async def test_an_error_the_server_sent_is_a_plain_jsonrpc_error(status: int, fr
 async def test_a_legacy_session_the_server_ended_twice_is_a_transport_error() -> None:
     """404 on a request carrying the session id, and again after re-initializing."""
 
-    async def handler(seen: Seen) -> Reply:
-        if seen.method != "POST":
-            return Reply.empty(405)
-        if seen.rpc_method == "initialize":
-            return Reply.json(
-                result(seen.json["id"], INIT_RESULT), headers=[("Mcp-Session-Id", "s1")]
-            )
-        if "id" not in seen.json:
-            return Reply.empty(202)
-        return Reply.text(404, "no such session")
-
+    handler = scripted(lambda seen: Reply.text(404, "no such session"), [("Mcp-Session-Id", "s1")])
     async with (
         raw_server(handler) as server,
         Client.http(server.url, mode="legacy", validate_output=False, request_timeout=20) as c,
@@ -273,13 +272,7 @@ async def test_a_made_up_error_to_the_schema_listing_leaves_nothing_learnt() -> 
         "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
     }
 
-    async def handler(seen: Seen) -> Reply:
-        if seen.method != "POST":
-            return Reply.empty(405)
-        if seen.rpc_method == "initialize":
-            return Reply.json(result(seen.json["id"], INIT_RESULT))
-        if "id" not in seen.json:
-            return Reply.empty(202)
+    def answer(seen: Seen) -> Reply:
         if seen.rpc_method == "tools/list":
             listings.append(1)
             if len(listings) == 1:
@@ -288,7 +281,7 @@ async def test_a_made_up_error_to_the_schema_listing_leaves_nothing_learnt() -> 
         return Reply.json(result(seen.json["id"], structured))
 
     async with (
-        raw_server(handler) as server,
+        raw_server(scripted(answer)) as server,
         Client.http(server.url, mode=LEGACY, request_timeout=20) as c,
     ):
         with anyio.fail_after(5):
