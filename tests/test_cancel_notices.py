@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from slow_reader import SLOW_READER
 
 from mcpwire import Client, RequestTimeout
 
@@ -32,49 +32,13 @@ TIMEOUT = 0.3
 #: Scheduling jitter allowed past a deadline on a loaded machine.
 SLACK = 0.5
 
-DEAF_CHILD = textwrap.dedent(
-    """
-    import json
-    import sys
-    import time
-
-    log = open(sys.argv[1], "w")
-    pause = float(sys.argv[2])
-
-
-    def send(obj):
-        sys.stdout.write(json.dumps(obj) + "\\n")
-        sys.stdout.flush()
-
-
-    for raw in sys.stdin:
-        log.write(json.dumps(raw) + "\\n")
-        log.flush()
-        try:
-            msg = json.loads(raw)
-        except ValueError:
-            continue
-        method = msg.get("method")
-        if method == "notifications/initialized":
-            time.sleep(pause)  # not reading: the client's big request fills the pipe
-        if "id" not in msg or method is None:
-            continue
-        if method == "initialize":
-            result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                      "serverInfo": {"name": "deaf", "version": "1"}}
-        else:
-            result = {"size": len(raw)}
-        send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
-    """
-)
-
 
 @pytest.mark.parametrize("pause", [60.0, 2.5], ids=["never-reads", "reads-later"])
 async def test_a_timeout_is_raised_at_its_deadline_while_the_peer_does_not_read(
     tmp_path: Path, pause: float
 ) -> None:
     script = tmp_path / "deaf.py"
-    script.write_text(DEAF_CHILD)
+    script.write_text(SLOW_READER)
     log = tmp_path / "read.log"
     client = Client.stdio(
         sys.executable, [str(script), str(log), str(pause)], mode="legacy", shutdown_timeout=0.5

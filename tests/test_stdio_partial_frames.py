@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 from pathlib import Path
 
 import anyio
 import pytest
+from slow_reader import SLOW_READER
 
 from mcpwire import Client
 
@@ -29,48 +29,6 @@ pytestmark = pytest.mark.anyio
 
 WAIT = 20.0
 BIG = 2_000_000  # many times a pipe's buffer
-
-SLOW_READER = textwrap.dedent(
-    """
-    import json
-    import sys
-    import time
-
-    log = open(sys.argv[1], "w")
-
-
-    def send(obj):
-        sys.stdout.write(json.dumps(obj) + "\\n")
-        sys.stdout.flush()
-
-
-    for raw in sys.stdin:
-        log.write(json.dumps(raw) + "\\n")  # each line as read, raw
-        log.flush()
-        try:
-            msg = json.loads(raw)
-        except ValueError:
-            continue
-        method = msg.get("method")
-        if method == "notifications/initialized":
-            time.sleep(1.5)  # busy: the client's big request fills the pipe meanwhile
-        if "id" not in msg or method is None:
-            continue
-        if method == "initialize":
-            result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                      "serverInfo": {"name": "slow-reader", "version": "1"}}
-        elif method == "ping":
-            result = {}
-        elif method == "tools/call":
-            size = len(json.dumps(msg["params"].get("arguments", {})))
-            result = {"content": [{"type": "text", "text": str(size)}]}
-        else:
-            send({"jsonrpc": "2.0", "id": msg["id"],
-                  "error": {"code": -32601, "message": "Method not found"}})
-            continue
-        send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
-    """
-)
 
 
 @pytest.mark.parametrize("how", ["cancel scope", "request timeout"])
