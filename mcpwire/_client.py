@@ -122,7 +122,8 @@ class Client(TaskMethods):
             ``call_tool(task=...)`` and ``mcpwire._client_tasks``. With 2025-11-25,
             take the server's asks as tasks (``mcpwire._client_task_host``).
         era_key: identifies the server in the per-process era cache (``Client.stdio``
-            sets it from the command line), so a legacy server is probed only once.
+            sets it from the command line), so a legacy server is not probed on
+            every connection (see ``mcpwire._handshake.ERA_CACHE_TTL``).
     """
 
     def __init__(

@@ -9,7 +9,11 @@ fallback never keys on one particular error code, because legacy servers
 answer an unknown method with -32601, -32602, or nothing at all.
 
 What was learned is remembered per process and target (``Client.era_key``),
-so a legacy server is probed once, not on every connection.
+so a legacy server is probed once, not on every connection. A server can be
+upgraded in place, so the memory is not trusted blindly: a legacy verdict
+expires after ``ERA_CACHE_TTL`` seconds, and a server remembered as legacy
+that refuses ``initialize`` is probed again at once (a modern-only server
+answers it with an error), before the refusal is believed.
 
 Also here: the client capabilities a client declares, and the modern
 ``_meta`` envelope that carries them. The tasks extension (SEP-2663) is
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Hashable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
@@ -50,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "DEFAULT_PROBE_TIMEOUT",
+    "ERA_CACHE_TTL",
     "capabilities",
     "check_client_arguments",
     "connect",
@@ -79,8 +85,12 @@ def check_client_arguments(target: object, mode: str) -> None:
         )
 
 
-#: Era learned per target in this process (bounded; oldest entries dropped first).
-_ERA_CACHE: dict[Hashable, Era] = {}
+#: Era learned per target in this process, with when it was learned (bounded;
+#: oldest entries dropped first).
+_ERA_CACHE: dict[Hashable, tuple[Era, float]] = {}
+#: Seconds a remembered legacy verdict spares the probe; after that the server
+#: is probed again, in case it has learned the modern era meanwhile.
+ERA_CACHE_TTL = 600.0
 _ERA_CACHE_MAX = 256
 #: This call's override of ``Client.tasks`` (``None``: the client's setting).
 _DECLARE_TASKS: ContextVar[bool | None] = ContextVar("mcpwire_declare_tasks", default=None)
@@ -180,11 +190,23 @@ async def connect(client: Client) -> None:
         await _discover(client, mode, timeout=client.request_timeout, pinned=True)
         return
     if mode == "auto":
-        known = _ERA_CACHE.get(client.era_key) if client.era_key is not None else None
-        if known != "legacy" and await _discover(
-            client, LATEST_VERSION, timeout=client.probe_timeout
-        ):
-            _remember(client, "modern")
+        if not _known_legacy(client):
+            if await _discover(client, LATEST_VERSION, timeout=client.probe_timeout):
+                _remember(client, "modern")
+                return
+        else:
+            try:
+                await _initialize(client, LATEST_LEGACY_VERSION, fallback=True)
+            except JSONRPCError:
+                # Remembered as legacy but refusing the legacy handshake: it may
+                # have been replaced by a modern-only server. Probe before
+                # believing the refusal.
+                _ERA_CACHE.pop(client.era_key, None)
+                if await _discover(client, LATEST_VERSION, timeout=client.probe_timeout):
+                    _remember(client, "modern")
+                    return
+                raise
+            _remember(client, "legacy")
             return
     pinned = mode in LEGACY_VERSIONS
     await _initialize(client, mode if pinned else LATEST_LEGACY_VERSION, fallback=not pinned)
@@ -192,12 +214,22 @@ async def connect(client: Client) -> None:
         _remember(client, "legacy")
 
 
+def _known_legacy(client: Client) -> bool:
+    """Whether the era cache holds a legacy verdict for this target younger than
+    ``ERA_CACHE_TTL``."""
+    known = _ERA_CACHE.get(client.era_key) if client.era_key is not None else None
+    return (
+        known is not None and known[0] == "legacy" and (time.monotonic() - known[1] < ERA_CACHE_TTL)
+    )
+
+
 def _remember(client: Client, era: Era) -> None:
     if client.era_key is None:
         return
+    _ERA_CACHE.pop(client.era_key, None)  # re-learned: now the newest entry
     if len(_ERA_CACHE) >= _ERA_CACHE_MAX:
         _ERA_CACHE.pop(next(iter(_ERA_CACHE)))
-    _ERA_CACHE[client.era_key] = era
+    _ERA_CACHE[client.era_key] = (era, time.monotonic())
 
 
 async def _discover(

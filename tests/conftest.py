@@ -4,6 +4,9 @@
   runs on both anyio backends, asyncio and trio.
 * ``sdk_auth`` / ``sdk_short``: the reference SDK's authorization-enabled
   server in a child process, for the OAuth tests.
+* The client's per-process era cache is emptied before each test: test
+  servers come and go on reused loopback ports, and one test's legacy server
+  must not decide another's era (``test_era_cache.py`` tests the cache).
 * Hypothesis profiles: ``default`` and ``ci`` (identical: 100 examples, no
   deadline, since timing on a loaded 2-core machine is not what we test).
   ``HYPOTHESIS_PROFILE`` selects one; ``ci`` is loaded when it is unset.
@@ -12,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _forget_eras() -> None:
+    handshake = sys.modules.get("mcpwire._handshake")
+    if handshake is not None:
+        handshake._ERA_CACHE.clear()
 
 
 def _sdk_auth_server(tmp_path_factory: pytest.TempPathFactory, lifetime: int) -> Iterator[Any]:
