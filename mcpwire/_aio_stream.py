@@ -75,6 +75,9 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
         self._lost: BaseException | None = None
         self._waiter: asyncio.Future[Any] | None = None
         self._drained: asyncio.Future[None] | None = None
+        #: Set by ``interrupt``: the next receive that would wait raises
+        #: ``TimeoutError`` instead (cleared by that receive, or by the owner).
+        self.interrupted = False
 
     # -- asyncio.BufferedProtocol: called by the loop ----------------------------
 
@@ -126,7 +129,8 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
         """The next bytes received; ``b""`` at end of input.
 
         Raises:
-            TimeoutError: nothing arrived within ``timeout`` seconds.
+            TimeoutError: nothing arrived within ``timeout`` seconds, or
+                ``interrupt`` ended the wait.
             anyio.BrokenResourceError: the connection broke (reset, say).
             anyio.ClosedResourceError: this side closed the stream.
         """
@@ -147,6 +151,9 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
                 raise anyio.BrokenResourceError from self._lost
             if self._eof:
                 return b""
+            if self.interrupted:
+                self.interrupted = False
+                raise TimeoutError
             await self._wait(timeout)
 
     async def _wait(self, timeout: float | None) -> None:
@@ -175,6 +182,12 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
             self._buffered += len(data) - max_bytes
             data = data[:max_bytes]
         return data
+
+    def interrupt(self) -> None:
+        """End a receive's wait (now, or the next one) with ``TimeoutError``: a
+        deadline kept by the owner's timer, the connection left open."""
+        self.interrupted = True
+        self._wake()
 
     def looks_dead(self) -> bool:
         """True if an idle connection got anything: the peer's FIN (or garbage)."""
@@ -310,18 +323,31 @@ async def serve_listener(
 
     ``listener`` comes from ``open_tcp_listener``; on asyncio its
     sockets are accepted here, each connection becoming an ``AsyncioStream``
-    handed to ``handler`` in ``task_group``. The accept loops stop when this is
-    cancelled, before the caller closes ``listener``. On trio, and for any other
-    listener, it is ``listener.serve``.
+    handed to ``handler`` in ``task_group``; on trio its anyio socket
+    listeners are. The accept loops stop when this is cancelled, before the
+    caller closes ``listener``. Any other listener is ``listener.serve``.
+
+    An accept that fails for want of something other than the connection
+    itself, mostly descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM),
+    leaves the connection queued and the listening socket readable: retried
+    at once it would spin, and raised it would end the server (as
+    ``listener.serve`` does). So the loop waits ``_ACCEPT_BACKOFF`` seconds
+    and tries again, logging one warning per spell of failures; connections
+    that end meanwhile free what it lacks.
     """
     loop = running_asyncio_loop()
     sockets = _listening_sockets(listener) if loop is not None else None
-    if loop is None or not sockets:
+    members = getattr(listener, "listeners", [listener])
+    if not sockets and not all(isinstance(m, anyio.abc.SocketListener) for m in members):
         await listener.serve(handler, task_group=task_group)
         return
     async with anyio.create_task_group() as accepting:
-        for sock in sockets:
-            accepting.start_soon(_accept_loop, loop, sock, handler, task_group)
+        if loop is not None and sockets:
+            for sock in sockets:
+                accepting.start_soon(_accept_loop, loop, sock, handler, task_group)
+        else:
+            for member in members:
+                accepting.start_soon(_accept_any, member, handler, task_group)
 
 
 def _listening_sockets(listener: anyio.abc.Listener[Any]) -> list[socket.socket] | None:
@@ -343,15 +369,16 @@ async def _accept_loop(
     handler: Callable[[Any], Coroutine[Any, Any, None]],
     task_group: anyio.abc.TaskGroup,
 ) -> None:
+    short = False
     while True:
         try:
             client, _ = await loop.sock_accept(sock)
         except _TRANSIENT_ACCEPT:
             continue
         except OSError as exc:  # out of descriptors or memory: wait, then go on
-            logger.warning("accepting a connection failed: %s", exc)
-            await anyio.sleep(_ACCEPT_BACKOFF)
+            short = await _back_off(exc, short)
             continue
+        short = _recovered(short)
         try:
             if client.family in (socket.AF_INET, socket.AF_INET6):
                 client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -361,6 +388,44 @@ async def _accept_loop(
             client.close()
             continue
         task_group.start_soon(handler, stream)
+
+
+async def _accept_any(
+    listener: anyio.abc.SocketListener,
+    handler: Callable[[Any], Coroutine[Any, Any, None]],
+    task_group: anyio.abc.TaskGroup,
+) -> None:
+    """``listener.serve`` that outlives a shortage (on trio, anyio's accept
+    raises the ``OSError`` as the cause of a ``BrokenResourceError``)."""
+    short = False
+    while True:
+        try:
+            stream = await listener.accept()
+        except (OSError, anyio.BrokenResourceError) as exc:
+            error = exc.__cause__ if isinstance(exc, anyio.BrokenResourceError) else exc
+            if not isinstance(error, OSError):
+                raise
+            if not isinstance(error, _TRANSIENT_ACCEPT):
+                short = await _back_off(error, short)
+            continue
+        short = _recovered(short)
+        task_group.start_soon(handler, stream)
+
+
+async def _back_off(exc: OSError, short: bool) -> bool:
+    """Wait before accepting again; warn at the first failure of a spell."""
+    if not short:
+        logger.warning(
+            "accepting a connection failed (%s): retrying every %g s", exc, _ACCEPT_BACKOFF
+        )
+    await anyio.sleep(_ACCEPT_BACKOFF)
+    return True
+
+
+def _recovered(short: bool) -> bool:
+    if short:
+        logger.info("accepting connections again")
+    return False
 
 
 def _expire(waiter: asyncio.Future[Any]) -> None:

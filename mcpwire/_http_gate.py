@@ -38,8 +38,8 @@ from .sansio._http import (
     MCP_SESSION_ID,
     accepts,
     host_allowed,
-    is_json_media_type,
     origin_allowed,
+    parse_media_type,
 )
 from .sansio._messages import Batch, Request
 
@@ -53,15 +53,27 @@ __all__ = (
     "ValidatedHeaders",
     "host_ok",
     "is_modern",
-    "json_content",
+    "content_refusal",
+    "declared_length",
     "negotiate",
     "origin_ok",
+    "protocol_refusal",
     "sessionless_modern",
     "validated_head",
 )
 
 #: Header values up to this long have their verdicts cached.
 CACHED_VALUE = 256
+
+
+def declared_length(value: str | None) -> int | None:
+    """A ``Content-Length`` value as a number, for refusing a body before it is
+    read; ``None`` when it is not ASCII digits (h11 refuses such a head, but an
+    ASGI host may pass it on: the body's own end then governs). Beyond 18
+    digits it is as good as infinite."""
+    if value is None or not value.isascii() or not value.isdigit():
+        return None
+    return int(value) if len(value) <= 18 else 10**18
 
 
 class RequestHead:
@@ -165,7 +177,22 @@ def _acceptable(accept: str | None) -> tuple[bool, bool]:
 
 
 _accept_verdicts = functools.lru_cache(maxsize=128)(_acceptable)
-_json_verdicts = functools.lru_cache(maxsize=64)(is_json_media_type)
+
+
+def _content_verdict(content_type: str | None) -> str | None:
+    parsed = None if content_type is None else parse_media_type(content_type)
+    if parsed is None or parsed.essence != "application/json":
+        return "send application/json"
+    # RFC 8259 section 8.1: JSON exchanged between systems is UTF-8, and the
+    # body is decoded as such; a body declared in another charset would be
+    # misread, so it is refused rather than guessed at.
+    for name, value in parsed.params:
+        if name == "charset" and value.lower() != "utf-8":
+            return "JSON must be UTF-8 (charset=utf-8 or none)"
+    return None
+
+
+_json_verdicts = functools.lru_cache(maxsize=64)(_content_verdict)
 _host_verdicts = functools.lru_cache(maxsize=64)(host_allowed)
 _origin_verdicts = functools.lru_cache(maxsize=64)(origin_allowed)
 
@@ -177,10 +204,11 @@ def negotiate(accept: str | None) -> tuple[bool, bool]:
     return _accept_verdicts(accept)
 
 
-def json_content(content_type: str | None) -> bool:
-    """Whether a ``Content-Type`` is ``application/json`` (parameters allowed)."""
+def content_refusal(content_type: str | None) -> str | None:
+    """Why a POST's ``Content-Type`` is refused (415), or ``None`` when it is
+    ``application/json`` (parameters allowed; a charset only if UTF-8)."""
     if content_type is not None and len(content_type) > CACHED_VALUE:
-        return is_json_media_type(content_type)
+        return _content_verdict(content_type)
     return _json_verdicts(content_type)
 
 
@@ -313,3 +341,38 @@ def _header_container() -> type[H11Headers] | None:
 
 #: h11's header container for validated triples (``None``: validate every response).
 ValidatedHeaders = _header_container()
+
+
+# -- malformed requests ------------------------------------------------------------------
+
+#: The kinds of request h11 refuses, told by how its message begins, in words
+#: of our own: its messages quote the client's bytes, which an answer must not
+#: reflect (a page built from them is the client's content under our name).
+_REFUSALS = (
+    ("illegal request line", "malformed request line"),
+    ("no request line", "malformed request line"),
+    ("Illegal method", "malformed request method"),
+    ("Illegal target", "malformed request target"),
+    ("illegal header line", "malformed header field"),
+    ("Illegal header", "malformed header field"),
+    ("continuation line", "obsolete line folding in the header section"),
+    ("Missing mandatory Host", "missing Host header"),
+    ("Found multiple Host", "more than one Host header"),
+    ("conflicting Content-Length", "conflicting Content-Length headers"),
+    ("bad Content-Length", "invalid Content-Length"),
+    ("multiple Transfer-Encoding", "more than one Transfer-Encoding header"),
+    ("Only Transfer-Encoding", "unsupported Transfer-Encoding (only chunked)"),
+    ("illegal chunk", "malformed chunked body"),
+    ("malformed chunk", "malformed chunked body"),
+    ("Receive buffer too long", "request head too large"),
+)
+_REASONS = {431: "Request Header Fields Too Large", 501: "Not Implemented"}
+
+
+def protocol_refusal(exc: h11.RemoteProtocolError) -> tuple[int, str]:
+    """The status (h11's hint: 400, 431 or 501) and fixed text that answer a
+    request h11 refused: the kind of error, never the bytes that caused it."""
+    status = exc.error_status_hint
+    message = str(exc)
+    kind = next((k for start, k in _REFUSALS if message.startswith(start)), None)
+    return status, f"{_REASONS.get(status, 'Bad Request')}: {kind or 'malformed HTTP/1.1 request'}"

@@ -65,11 +65,13 @@ class HTTPServerOptions:
     max_header_size: int = 16 * 1024
     #: Open connections: one more is answered 503 and closed.
     max_connections: int = 1000
-    #: Seconds for a new connection's first request to begin, for a head to
-    #: arrive whole once begun (a head trickled in slower is dropped), and for
-    #: a whole request body (408 when it is late).
+    #: Seconds for a new connection's first request to begin (else it is
+    #: closed without a response), for a head to arrive whole once begun, and
+    #: for a whole request body: a head or body that is late gets 408 and the
+    #: connection closes (RFC 9110 section 15.5.9).
     read_timeout: float = 30.0
-    #: Seconds an idle keep-alive connection waits for its next request.
+    #: Seconds an idle keep-alive connection waits for its next request; then
+    #: it is closed without a response (RFC 9112 section 9.5).
     keep_alive_timeout: float = 30.0
     #: Seconds one write may wait for a client that does not read: then the
     #: connection is dropped (a legacy stream stays recorded for resumption).

@@ -67,7 +67,15 @@ import h11
 
 from ._aio_stream import open_tcp_listener, serve_listener
 from ._http_events import EventStore, MemoryEventStore
-from ._http_gate import host_ok, is_modern, json_content, negotiate, origin_ok, sessionless_modern
+from ._http_gate import (
+    content_refusal,
+    declared_length,
+    host_ok,
+    is_modern,
+    negotiate,
+    origin_ok,
+    sessionless_modern,
+)
 from ._http_legacy import LegacyEndpoint
 from ._http_options import HostList, HTTPServerOptions, http_options
 from ._http_streams import JSON_HEADERS, PumpResult, ResponseStream, pump
@@ -78,11 +86,8 @@ from ._http_wire import (
     PeerGone,
     ReadTimeout,
     RequestHead,
-    declared_length,
 )
-from ._versions import (
-    LEGACY_VERSIONS,
-)
+from ._versions import LEGACY_VERSIONS
 from .sansio._http import (
     LOOPBACK_HOSTS,
     LOOPBACK_ORIGINS,
@@ -338,7 +343,7 @@ class HTTPServer:
                     self.options.read_timeout if first else self.options.keep_alive_timeout
                 )
             except h11.RemoteProtocolError as exc:
-                await self._protocol_error(http, exc)
+                await http.refuse(exc)
                 return
             finally:
                 self._idle[scope] = False
@@ -354,7 +359,7 @@ class HTTPServer:
             try:
                 await self._request(http, head)
             except h11.RemoteProtocolError as exc:
-                await self._protocol_error(http, exc)
+                await http.refuse(exc)
                 return
             finally:
                 self._request_done()
@@ -391,11 +396,6 @@ class HTTPServer:
         finally:
             self._scopes.discard(scope)
             self._request_done()
-
-    async def _protocol_error(self, http: HTTPConnection, exc: h11.RemoteProtocolError) -> None:
-        if http.h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-            status = exc.error_status_hint
-            await http.respond_text(status, f"Bad request: {exc}", [("connection", "close")])
 
     # -- requests -------------------------------------------------------------------------
 
@@ -470,8 +470,8 @@ class HTTPServer:
                 406, "Not Acceptable: accept application/json and text/event-stream"
             )
             return
-        if not json_content(headers.get("content-type")):
-            await http.respond_text(415, "Unsupported Media Type: send application/json")
+        if (refusal := content_refusal(headers.get("content-type"))) is not None:
+            await http.respond_text(415, f"Unsupported Media Type: {refusal}")
             return
         item = parse(body)
         if self.options.auth is not None and not await self.options.auth.permit(http, item):

@@ -31,11 +31,12 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ._errors import ConnectionClosed
+from ._http_gate import content_refusal, declared_length
 from ._http_sessions import Inbox
 from ._http_streams import SSE_HEADERS, Frame, ResponseStream
-from ._http_wire import BodyTooLarge, HTTPExchange, ReadTimeout, RequestHead, declared_length
+from ._http_wire import BodyTooLarge, HTTPExchange, ReadTimeout, RequestHead
 from ._transport import Outbound
-from .sansio._http import accepts, is_json_media_type
+from .sansio._http import accepts
 from .sansio._messages import Invalid, RequestId, parse, serialize_batch
 from .sansio._sse import encode_event
 
@@ -155,8 +156,8 @@ class SSEEndpoint:
         if transport is None:
             await http.respond_text(404, "Not Found: no such session")
             return
-        if not is_json_media_type(head.headers.get("content-type")):
-            await http.respond_text(415, "Unsupported Media Type: send application/json")
+        if (refusal := content_refusal(head.headers.get("content-type"))) is not None:
+            await http.respond_text(415, f"Unsupported Media Type: {refusal}")
             return
         item = parse(body)
         auth = self.app.options.auth

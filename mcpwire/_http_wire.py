@@ -12,7 +12,10 @@ between it and the socket, under limits and deadlines:
   passes the limit (``BodyTooLarge``);
 * every read of a head or body and every write has a deadline, so a peer that
   stalls mid-request or stops reading a response is dropped (``PeerGone``)
-  instead of holding a task and its buffers forever.
+  instead of holding a task and its buffers forever; a request begun but not
+  whole in time gets 408 first, while an idle connection closes silently;
+* a request h11 refuses is answered with h11's status and words of our own
+  (``refuse``), never with the client's bytes.
 
 A response is either whole (``respond``: status, headers, body with its
 ``Content-Length``, in one write) or streamed (``start``, ``write``...,
@@ -50,6 +53,7 @@ it is paid on every request of a connection:
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Protocol, Union
 
 import anyio
@@ -58,7 +62,13 @@ import anyio.lowlevel
 import h11
 
 from ._aio_stream import AsyncioStream
-from ._http_gate import HeaderItems, RequestHead, ValidatedHeaders, validated_head
+from ._http_gate import (
+    HeaderItems,
+    RequestHead,
+    ValidatedHeaders,
+    protocol_refusal,
+    validated_head,
+)
 
 __all__ = (
     "BodyTooLarge",
@@ -67,9 +77,10 @@ __all__ = (
     "PeerGone",
     "ReadTimeout",
     "RequestHead",
-    "declared_length",
     "text_body",
 )
+
+logger = logging.getLogger("mcpwire.http")
 
 _RECEIVE_SIZE = 65536
 #: Lingering close after an error response: how long and how much to drain.
@@ -141,16 +152,6 @@ def text_body(
     return [("content-type", "text/plain; charset=utf-8"), *(headers or [])], (text + "\n").encode()
 
 
-def declared_length(value: str | None) -> int | None:
-    """A ``Content-Length`` value as a number, for refusing a body before it is
-    read; ``None`` when it is not ASCII digits (h11 refuses such a head, but an
-    ASGI host may pass it on: the body's own end then governs). Beyond 18
-    digits it is as good as infinite."""
-    if value is None or not value.isascii() or not value.isdigit():
-        return None
-    return int(value) if len(value) <= 18 else 10**18
-
-
 class HTTPConnection:
     """HTTP/1.1 on one accepted byte stream (see the module docstring)."""
 
@@ -194,7 +195,6 @@ class HTTPConnection:
         self._head_due: float | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due = 0.0
-        self._expired = False
         if isinstance(stream, AsyncioStream):
             self._fast = stream
             self._loop = asyncio.get_running_loop()
@@ -217,7 +217,7 @@ class HTTPConnection:
             except TimeoutError:
                 return None
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                return None if self._expired else b""
+                return b""
         try:
             if timeout is None:
                 return await self.stream.receive(_RECEIVE_SIZE)
@@ -238,12 +238,16 @@ class HTTPConnection:
         return len(data)
 
     async def next_request(self, idle_timeout: float) -> RequestHead | None:
-        """The next request's head, or ``None`` when the client closed or idled out.
+        """The next request's head, or ``None`` when the connection is to close.
 
-        ``idle_timeout`` bounds the wait for the request's first byte; from
-        then on the whole head must arrive within ``read_timeout`` (a client
-        that trickles a head in byte by byte is dropped). Raises
-        ``h11.RemoteProtocolError`` for a malformed or oversized head.
+        ``idle_timeout`` bounds the wait for the request's first byte: a
+        client that sends none in time is closed on silently (RFC 9112
+        section 9.5; a 408 on an idle keep-alive connection would be taken
+        for the answer to the client's next request). From the first byte on,
+        the whole head must arrive within ``read_timeout``: a client that
+        trickles one in slower is answered 408 and closed on (RFC 9110
+        section 15.5.9). Raises ``h11.RemoteProtocolError`` for a malformed
+        or oversized head.
 
         A head that arrives in one piece, the usual case, costs one wait and
         no cancel scope: the ``read_timeout`` deadline is set only once a head
@@ -287,11 +291,16 @@ class HTTPConnection:
                 if deadline is not None and fast is None:
                     timeout = max(0.0, deadline - anyio.current_time())
                 got = await self._fill(timeout)
-                if got is None:
-                    return None  # nothing, or not enough, in time
+                if got is None:  # nothing, or not enough, in time
+                    if begun and self.h11.our_state is h11.IDLE:
+                        text = "Request Timeout: the request head did not arrive in time"
+                        await self.respond_text(408, text, [("connection", "close")])
+                    return None
                 begun = begun or got > 0
         finally:
             self._head_due = None
+            if fast is not None:
+                fast.interrupted = False
 
     def _head_of(self, event: h11.Request) -> RequestHead:
         """The ``RequestHead`` of ``event``, from the previous one when it can be.
@@ -332,8 +341,8 @@ class HTTPConnection:
         The connection keeps one timer: when it fires before the head's
         deadline (which later requests have moved on), it is set again for
         that deadline; when the deadline has passed with the head still
-        awaited, the connection is closed, which ends the wait (``_expired``
-        tells that apart from the client's own end of input).
+        awaited, the wait is ended (``AsyncioStream.interrupt``) as a timeout,
+        the connection left open for a 408.
         """
         assert self._loop is not None
         due = self._loop.time() + timeout
@@ -354,8 +363,7 @@ class HTTPConnection:
             self._timer = self._loop.call_at(due, self._expire)
             self._timer_due = due
             return
-        self._expired = True
-        self._fast.abort()
+        self._fast.interrupt()
 
     async def read_body(self, limit: int, declared: int | None = None) -> bytes:
         """The request body, whole. Raises ``BodyTooLarge`` or ``PeerGone``.
@@ -493,6 +501,14 @@ class HTTPConnection:
         self, status: int, text: str, headers: list[tuple[str, str]] | None = None
     ) -> None:
         await self.respond(status, *text_body(text, headers))
+
+    async def refuse(self, exc: h11.RemoteProtocolError) -> None:
+        """Answer a request h11 refused, unless a response has begun: h11's
+        status and a fixed text naming the kind of error (``protocol_refusal``),
+        never the client's bytes, which h11's message quotes (logged, at DEBUG)."""
+        logger.debug("refusing a malformed request: %s", exc)
+        if self.h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            await self.respond_text(*protocol_refusal(exc), [("connection", "close")])
 
     async def watch_disconnect(self) -> None:
         """Return when the client closes its end (for use beside a streamed response).

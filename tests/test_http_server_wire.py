@@ -356,7 +356,8 @@ async def test_a_head_in_pieces_is_read_within_its_deadline(anyio_backend: str) 
                 status, answer = await replies.next()
                 assert status == 200 and answer["result"]["content"][0]["text"] == "pieces"
             # The next head keeps trickling in past read_timeout, though each
-            # piece comes well within the keep-alive timeout: it is dropped.
+            # piece comes well within the keep-alive timeout: it is answered
+            # 408 (test_http_server_refusals.py) and the connection closed.
             with (
                 anyio.fail_after(8),
                 pytest.raises((anyio.BrokenResourceError, anyio.ClosedResourceError)),
