@@ -7,7 +7,12 @@ and these params as objects wherever a revision has them: ``tools/call`` /
 ``inputResponses`` of ``tools/call``, ``prompts/get`` and ``resources/read``
 (2026-07-28), ``completion/complete`` ``ref``, ``argument``, ``context`` and
 ``context.arguments``, ``initialize`` ``capabilities`` and ``clientInfo``,
-``subscriptions/listen`` ``notifications``. ``null`` is none of these.
+``subscriptions/listen`` ``notifications``. ``null`` is none of these. The
+client's capabilities (``initialize`` ``capabilities``; the 2026-07-28
+envelope's ``clientCapabilities``) are typed member by member: ``roots``,
+``sampling``, ``elicitation``, ``tasks`` objects, ``experimental`` and
+``extensions`` objects of objects, ``roots.listChanged`` a boolean, the inner
+``sampling`` / ``elicitation`` members objects; the rest is left alone.
 The server runs on a serialising memory pair; the client is a plain ``Session``
 sending exactly the params under test. ``check_params`` itself is swept with
 Hypothesis over any JSON in those places.
