@@ -3,7 +3,8 @@
 Output for people goes to stdout, diagnostics to stderr; ``--json`` prints one
 JSON document on stdout instead. Exit status: 0 success, 1 the server answered
 with an error (or a tool result with ``isError``), 2 usage error, 3 could not
-connect or timed out.
+connect or timed out, or got no answer (a ``TransportError``: an error the
+client made up in place of one, such as a bare HTTP 502).
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ TARGETS = (
 )
 
 EXIT_OK, EXIT_SERVER_ERROR, EXIT_USAGE, EXIT_CONNECT = 0, 1, 2, 3
+#: The ``kind`` of a failure whose error the client made up (``TransportError``).
+NO_ANSWER = "no answer from the server"
 
 #: Seconds for each step of stopping a stdio child after the command's work (stdin
 #: closed, SIGTERM, SIGKILL): with the sweep of its process group, under 2 s.
@@ -356,14 +359,21 @@ async def _client_command(args: argparse.Namespace, command: list[str]) -> int:
     except UsageError as exc:
         say(f"mcpwire: {exc}")
         return EXIT_USAGE
-    except JSONRPCError as exc:
-        if isinstance(exc, TransportError) and not connected:
-            # No MCP answer to the handshake at all (404, 405, 501, an HTML page):
-            # nothing to connect to. An error the server sent is its answer (1).
+    except TransportError as exc:
+        # An error the client made up in place of an answer is no answer from
+        # the server (3), before the handshake or after it: a 404 or an HTML
+        # page to ``initialize`` is nothing to connect to; a bare 502, a body
+        # that is no JSON-RPC answer or one cut off to the command's request,
+        # an answer that never came. The message names the status or cause.
+        if not connected:
             where = f" at {url}" if url else ""
             message = f"no MCP server answered{where}: {exc.message}"
             _fail(args, "could not connect", None, message, exc.data)
-            return EXIT_CONNECT
+        else:
+            _fail(args, NO_ANSWER, None, exc.message, exc.data)
+        return EXIT_CONNECT
+    except JSONRPCError as exc:
+        # An error the server sent is its answer (1), whatever the HTTP status.
         _fail(args, "server error", exc.code, exc.message, exc.data)
         return EXIT_SERVER_ERROR
     except (ConnectionClosed, RequestTimeout, TimeoutError) as exc:
@@ -454,12 +464,19 @@ async def _inspect(client: Client, args: argparse.Namespace, rest: list[str]) ->
 
     report = await inspect_report(client)
     # A list the server answered with an error is reported in its section, and
-    # makes the status 1 (the server answered with an error).
+    # makes the status 1 (the server answered with an error); one that got no
+    # answer (an error the client made up, its section's ``kind``) makes it 3.
     sections = ("tools", "resources", "resourceTemplates", "prompts")
     failed = [key for key in sections if isinstance(report.get(key), dict)]
     args.status = EXIT_SERVER_ERROR if failed else EXIT_OK
     for key in failed:
-        say(f"mcpwire: server error listing {key}: {section_error(report[key])}")  # type: ignore[arg-type]
+        section: JSONObject = report[key]  # type: ignore[assignment]
+        error = section.get("error")
+        if isinstance(error, dict) and error.get("kind") == NO_ANSWER:
+            args.status = EXIT_CONNECT
+            say(f"mcpwire: {NO_ANSWER} listing {key}: {error.get('message')}")
+        else:
+            say(f"mcpwire: server error listing {key}: {section_error(section)}")
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
     else:

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._errors import JSONRPCError, RemoteProtocolError
+from ._errors import JSONRPCError, RemoteProtocolError, TransportError
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -156,6 +156,13 @@ async def inspect_report(client: Client) -> JSONObject:
             continue
         try:
             items = await fetch()
+        except TransportError as exc:
+            # No answer, and no code the server chose: what the client made up.
+            error: JSONObject = {"kind": "no answer from the server", "message": exc.message}
+            if exc.data is not None:
+                error["data"] = exc.data
+            report[key] = {"error": error}
+            continue
         except JSONRPCError as exc:
             report[key] = {"error": {"code": exc.code, "message": exc.message}}
             continue
@@ -164,9 +171,12 @@ async def inspect_report(client: Client) -> JSONObject:
 
 
 def section_error(section: JSONObject) -> str:
-    """A report section's ``{"error": {...}}`` as people read it: ``error [code] message``."""
+    """A report section's ``{"error": {...}}`` as people read it: ``error [code]
+    message``, or ``no answer from the server: message`` for one the client made up."""
     error = section.get("error")
     error = error if isinstance(error, dict) else {}
+    if "code" not in error and "kind" in error:
+        return f"{error.get('kind')}: {error.get('message')}"
     return f"error [{error.get('code')}] {error.get('message')}"
 
 

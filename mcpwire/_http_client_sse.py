@@ -28,7 +28,14 @@ characters of them; beyond that the server is refused.
 
 The session lives as long as the GET stream: when that ends or breaks the
 transport ends with it (every pending request fails with the reason), since
-the protocol has no way to resume a stream or a session.
+the protocol has no way to resume a stream or a session. A POST is one
+message's exchange only: one refused (a 4xx or 5xx, a redirect not followed,
+no head in time) or whose connection ends before any response head (closed,
+reset, no HTTP) fails the requests it carried with a ``TransportError`` naming
+the status or the cause (``http_error``, ``no_response``), and the session goes
+on, in-flight requests included; a notification or response has nothing to
+fail and is logged at WARNING. Only a POST that cannot reach the server at all
+(refused, no route) ends the transport: the server is gone.
 
 ``SSEConnection`` is the engine; ``SSEClientTransport`` is a transport built on
 it, and the Streamable HTTP transport uses one directly when a server turns
@@ -51,6 +58,7 @@ from ._http_client_base import (
     http_error,
     make_options,
     next_events,
+    no_response,
     repeatable,
 )
 from ._http_client_conn import (
@@ -63,6 +71,7 @@ from ._http_client_conn import (
     ReadTimeout,
     RedirectRefused,
 )
+from ._http_client_sock import NoResponse
 from ._transport import Outbound
 from .sansio import _messages as m
 from .sansio._messages import ErrorCode, RequestId
@@ -239,6 +248,7 @@ class SSEConnection:
         headers = [("Content-Type", "application/json"), *self.options.headers]
         timeout = self.options.timeout
         failure: HTTPError | None = None
+        cut: NoResponse | None = None
         problem = ""
         status: int | None = None
         text = b""
@@ -260,6 +270,8 @@ class SSEConnection:
                     )
                 except (RedirectRefused, ReadTimeout, InvalidRequest) as exc:
                     problem = str(exc)
+                except NoResponse as exc:  # reached, but no answer: this POST fails alone
+                    cut, problem = exc, f"the connection ended before any response ({exc})"
                 except ConnectionFailed as exc:
                     failure = exc
             if scope.cancelled_caught:
@@ -276,27 +288,36 @@ class SSEConnection:
                     problem = f"HTTP {status} {response.reason} {excerpt(text)}".rstrip()
         if failure is not None:
             raise self.owner._fail(f"cannot reach the MCP server at {self.endpoint}: {failure}")
-        if not problem:
+        if not problem or self.owner._stopped():
             return  # the exchange was aborted by close or failure
-        rid: RequestId | None = message.id if type(message) is m.Request else None
-        if rid is None:
-            logger.warning("%s: a message was not delivered: %s", self.endpoint, problem)
-            return
+        items = message if isinstance(message, list) else (message,)
+        requests = [one for one in items if type(one) is m.Request]
+        if len(requests) < len(items):
+            what = "a batch" if isinstance(message, list) else _what(message)
+            logger.warning("%s: %s was not delivered: %s", self.endpoint, what, problem)
         code = (
             ErrorCode.INVALID_REQUEST
             if status is not None and status < 500
             else ErrorCode.INTERNAL_ERROR
         )
-        method = message.method  # type: ignore[union-attr]
-        await self.owner._deliver(
-            http_error(
-                rid,
-                code,
-                f"{method}: the server refused the message: {problem}",
-                status=status,
-                body=text,
+        for request in requests:
+            if cut is not None:
+                await self.owner._deliver(no_response(request, cut))
+                continue
+            await self.owner._deliver(
+                http_error(
+                    request.id,
+                    code,
+                    f"{request.method}: the server refused the message: {problem}",
+                    status=status,
+                    body=text,
+                )
             )
-        )
+
+
+def _what(message: m.Message) -> str:
+    """A one-way message as a log line names it."""
+    return message.method if type(message) is m.Notification else "a response"
 
 
 async def _read_excerpt(response: HTTPResponse, parts: list[bytes]) -> None:

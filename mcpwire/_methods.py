@@ -24,7 +24,7 @@ from ._context import (
     with_input_rounds,
 )
 from ._errors import JSONRPCError
-from ._params import check_envelope, check_params, invalid_params
+from ._params import check_client_capabilities, check_envelope, check_params, invalid_params
 from ._registry import (
     ToolDef,
     call_handler,
@@ -231,6 +231,8 @@ async def _dispatch_modern(
         raise invalid_params(f"{META_PROTOCOL_VERSION} must be a string")
     if not isinstance(caps, dict):
         raise invalid_params(f"{META_CLIENT_CAPABILITIES} must be an object")
+    if caps:  # the members the schema types (an empty object, the usual, has none)
+        check_client_capabilities(caps, META_CLIENT_CAPABILITIES)
     if version not in MODERN_VERSIONS:
         raise JSONRPCError(
             ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,

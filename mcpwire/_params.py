@@ -21,8 +21,23 @@ that has a member agrees on (2024-11-05 ... 2026-07-28, ``schema.ts``):
   ``subscriptions/listen`` (``notifications``) take it as empty: a client
   that leaves them out is served.
 
+* the client's capabilities (``ClientCapabilities``: ``initialize``
+  ``params.capabilities`` in the legacy era, ``_meta``'s
+  ``io.modelcontextprotocol/clientCapabilities`` on every 2026-07-28 request;
+  ``check_client_capabilities``): ``experimental`` and ``extensions`` objects
+  of objects; ``roots``, ``sampling``, ``elicitation`` and ``tasks`` objects,
+  with ``roots.listChanged`` a boolean and ``sampling.context`` /
+  ``sampling.tools`` / ``elicitation.form`` / ``elicitation.url`` objects, each
+  where it is given (2024-11-05 has ``experimental``, ``roots``, ``sampling``;
+  2025-06-18 adds ``elicitation``, 2025-11-25 ``tasks`` and the inner objects,
+  2026-07-28 ``extensions`` and drops ``tasks``; again no revision gives one
+  another type). Members the schema does not name are left alone: the set is
+  open, and a newer client may declare what this server does not know.
+
 Every refusal is -32602 Invalid params, naming the member and what it was. The
 check is a few dictionary lookups: it is on the path of every ``tools/call``.
+The capabilities are walked member by member only where given: an empty
+object, what most requests carry, costs nothing more.
 What the values inside those objects must be is the method's own business (a
 tool's input schema; a prompt's string arguments; the answers in
 ``inputResponses``).
@@ -30,12 +45,14 @@ tool's input schema; a prompt's string arguments; the answers in
 
 from __future__ import annotations
 
+import json
+
 from ._errors import JSONRPCError
 from ._versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSIONS
 from .sansio._json import JSONObject, JSONValue, kind_of
 from .sansio._messages import ErrorCode
 
-__all__ = ("check_envelope", "check_params", "invalid_params")
+__all__ = ("check_client_capabilities", "check_envelope", "check_params", "invalid_params")
 
 #: Per method, the params the schema types as objects, each with whether it is
 #: optional (``name?: {...}``), in every revision that has the method and member:
@@ -59,6 +76,18 @@ _INNER_OBJECTS: dict[str, tuple[str, str]] = {
 }
 
 
+#: ``ClientCapabilities`` members the schema types, each as (its members typed as
+#: objects, those typed as booleans); ``None`` for a map whose values are objects.
+_CAPABILITIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]] | None] = {
+    "experimental": None,
+    "extensions": None,
+    "roots": ((), ("listChanged",)),
+    "sampling": (("context", "tools"), ()),
+    "elicitation": (("form", "url"), ()),
+    "tasks": ((), ()),
+}
+
+
 def invalid_params(message: str, data: JSONValue = None) -> JSONRPCError:
     """-32602 Invalid params with ``message`` (and ``data``, when given)."""
     return JSONRPCError(ErrorCode.INVALID_PARAMS, message, data)
@@ -73,6 +102,34 @@ def _not_an_object(method: str, path: str, value: JSONValue, optional: bool) -> 
     return invalid_params(
         f"{method}: params.{path} must be an object{left_out}, not {kind_of(value)}"
     )
+
+
+def _wrong_kind(where: str, want: str, value: JSONValue) -> JSONRPCError:
+    return invalid_params(f"{where} must be {want} (or left out), not {kind_of(value)}")
+
+
+def check_client_capabilities(caps: JSONObject, where: str) -> None:
+    """Raise -32602 for client capabilities the schema forbids (see the module
+    docstring); ``where`` names ``caps`` in the message (``initialize:
+    params.capabilities``), a map's key is quoted as a JSON string."""
+    for key, value in caps.items():
+        if key not in _CAPABILITIES:
+            continue  # not one the schema names: an open set
+        if not isinstance(value, dict):
+            raise _wrong_kind(f"{where}.{key}", "an object", value)
+        shape = _CAPABILITIES[key]
+        if shape is None:
+            for name, item in value.items():
+                if not isinstance(item, dict):
+                    raise _wrong_kind(f"{where}.{key}[{json.dumps(name)}]", "an object", item)
+            continue
+        objects, booleans = shape
+        for name in objects:
+            if name in value and not isinstance(value[name], dict):
+                raise _wrong_kind(f"{where}.{key}.{name}", "an object", value[name])
+        for name in booleans:
+            if name in value and not isinstance(value[name], bool):
+                raise _wrong_kind(f"{where}.{key}.{name}", "a boolean", value[name])
 
 
 def check_params(method: str, params: JSONObject) -> JSONValue:
@@ -104,6 +161,10 @@ def check_params(method: str, params: JSONObject) -> JSONValue:
                 value = outer[inner[1]]
                 if not isinstance(value, dict):
                     raise _not_an_object(method, ".".join(inner), value, True)
+        elif method == "initialize":
+            caps = params.get("capabilities")
+            if isinstance(caps, dict) and caps:  # an object by now, or left out
+                check_client_capabilities(caps, "initialize: params.capabilities")
     return meta
 
 

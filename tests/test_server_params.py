@@ -7,7 +7,12 @@ and these params as objects wherever a revision has them: ``tools/call`` /
 ``inputResponses`` of ``tools/call``, ``prompts/get`` and ``resources/read``
 (2026-07-28), ``completion/complete`` ``ref``, ``argument``, ``context`` and
 ``context.arguments``, ``initialize`` ``capabilities`` and ``clientInfo``,
-``subscriptions/listen`` ``notifications``. ``null`` is none of these.
+``subscriptions/listen`` ``notifications``. ``null`` is none of these. The
+client's capabilities (``initialize`` ``capabilities``; the 2026-07-28
+envelope's ``clientCapabilities``) are typed member by member: ``roots``,
+``sampling``, ``elicitation``, ``tasks`` objects, ``experimental`` and
+``extensions`` objects of objects, ``roots.listChanged`` a boolean, the inner
+``sampling`` / ``elicitation`` members objects; the rest is left alone.
 The server runs on a serialising memory pair; the client is a plain ``Session``
 sending exactly the params under test. ``check_params`` itself is swept with
 Hypothesis over any JSON in those places.
@@ -15,6 +20,7 @@ Hypothesis over any JSON in those places.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -384,3 +390,145 @@ def test_check_params_returns_meta() -> None:
     meta = {"progressToken": 1}
     assert check_params("ping", {"_meta": meta}) is meta
     assert check_params("ping", {}) is None
+
+
+# -- client capabilities ----------------------------------------------------------------------
+
+NOT_BOOLEANS: list[Any] = [None, 0, 1.5, "true", {}, []]
+#: Each ``ClientCapabilities`` member the schema types, as a path into the
+#: capabilities (``a.b``: member ``b`` of ``a``; ``a[k]``: entry ``k`` of the map
+#: ``a``), with the kind it must be and values of every other kind.
+CAPABILITY_MEMBERS: list[tuple[str, str, list[Any]]] = [
+    ("experimental", "an object", NOT_OBJECTS),
+    ("experimental[x]", "an object", NOT_OBJECTS),
+    ("extensions", "an object", NOT_OBJECTS),
+    ("extensions[com.example/ui]", "an object", NOT_OBJECTS),
+    ("roots", "an object", NOT_OBJECTS),
+    ("roots.listChanged", "a boolean", NOT_BOOLEANS),
+    ("sampling", "an object", NOT_OBJECTS),
+    ("sampling.context", "an object", NOT_OBJECTS),
+    ("sampling.tools", "an object", NOT_OBJECTS),
+    ("elicitation", "an object", NOT_OBJECTS),
+    ("elicitation.form", "an object", NOT_OBJECTS),
+    ("elicitation.url", "an object", NOT_OBJECTS),
+    ("tasks", "an object", NOT_OBJECTS),
+]
+CAPABILITY_CASES = [
+    pytest.param(era, path, want, value, id=f"{path}-{kind_of(value)}-{era}")
+    for path, want, wrong in CAPABILITY_MEMBERS
+    for value in wrong
+    for era in ("legacy", "modern")
+]
+
+
+def capabilities_with(path: str, value: Any) -> dict[str, Any]:
+    """Client capabilities holding ``value`` at ``path`` (see ``CAPABILITY_MEMBERS``)."""
+    if "[" in path:
+        outer, _, key = path.partition("[")
+        return {outer: {key.rstrip("]"): value}}
+    outer, _, inner = path.partition(".")
+    return {outer: {inner: value}} if inner else {outer: value}
+
+
+def capability_path(path: str) -> str:
+    """``path`` as a refusal names it: a map's key as a JSON string."""
+    if "[" not in path:
+        return path
+    outer, _, key = path.partition("[")
+    return f"{outer}[{json.dumps(key[:-1])}]"
+
+
+async def offer_capabilities(session: Session, era: str, caps: dict[str, Any]) -> Any:
+    """``caps`` where the era carries them: ``initialize``'s ``capabilities``, or
+    a 2026-07-28 request's envelope (``tools/list`` here)."""
+    if era == "legacy":
+        init = {"protocolVersion": "2025-11-25", "capabilities": caps, "clientInfo": {"name": "t"}}
+        return await session.request("initialize", init)
+    return await session.request("tools/list", {"_meta": {PV: MODERN, CC: caps}})
+
+
+@pytest.mark.parametrize(("era", "path", "want", "value"), CAPABILITY_CASES)
+async def test_client_capabilities_of_the_wrong_kind_are_invalid_params(
+    era: str, path: str, want: str, value: Any
+) -> None:
+    """Each member of the client's capabilities the schema types is refused when it
+    is of another kind, in the era's words and naming it; the same handshake or
+    request with the member right is served on the same connection."""
+    async with serving(build_server()) as (session, _):
+        with anyio.fail_after(WAIT), pytest.raises(JSONRPCError) as info:
+            await offer_capabilities(session, era, capabilities_with(path, value))
+        where = "initialize: params.capabilities" if era == "legacy" else CC
+        assert info.value.code == -32602
+        assert info.value.message == (
+            f"{where}.{capability_path(path)} must be {want} (or left out), not {kind_of(value)}"
+        )
+        right = True if want == "a boolean" else {}
+        with anyio.fail_after(WAIT):
+            await offer_capabilities(session, era, capabilities_with(path, right))
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_client_capabilities_the_schema_allows_and_unknown_members_are_served(
+    era: str,
+) -> None:
+    """Every typed member right, and members the schema does not name of any kind
+    (a newer client's): served; ``null`` members of an unnamed one are its own."""
+    caps = {
+        "experimental": {"x": {"on": True}},
+        "extensions": {"com.example/ui": {}},
+        "roots": {"listChanged": False, "future": 1},
+        "sampling": {"context": {}, "tools": {}},
+        "elicitation": {"form": {}, "url": {}, "other": "x"},
+        "tasks": {"list": {}, "requests": {"sampling": {"createMessage": {}}}},
+        "someday": "anything",
+        "nothing": None,
+    }
+    async with serving(build_server()) as (session, _):
+        with anyio.fail_after(WAIT):
+            result = await offer_capabilities(session, era, caps)
+    assert ("protocolVersion" if era == "legacy" else "tools") in result
+
+
+def capability_oracle(caps: dict[str, Any]) -> str | None:
+    """What the schema says of ``caps``, one member at a time (``CAPABILITY_MEMBERS``):
+    ``None``, or the path and kind of the first member that is wrong."""
+    typed = {path: want for path, want, _ in CAPABILITY_MEMBERS}
+    maps = {path.partition("[")[0] for path in typed if "[" in path}  # objects of objects
+    for key, value in caps.items():
+        if key not in typed:
+            continue
+        if not isinstance(value, dict):
+            return f"{key}: {typed[key]}, not {kind_of(value)}"
+        for name, item in value.items():
+            if key in maps:
+                path, want = f"{key}[{json.dumps(name)}]", "an object"
+            else:
+                path, want = f"{key}.{name}", typed.get(f"{key}.{name}")
+            if want == "an object" and not isinstance(item, dict):
+                return f"{path}: {want}, not {kind_of(item)}"
+            if want == "a boolean" and not isinstance(item, bool):
+                return f"{path}: {want}, not {kind_of(item)}"
+    return None
+
+
+@given(
+    member=st.sampled_from([path for path, _, _ in CAPABILITY_MEMBERS] + ["someday", "roots.x"]),
+    value=json_values,
+)
+def test_check_params_judges_every_client_capability(member: str, value: Any) -> None:
+    """Exactly the typed capability members of another kind are refused, each
+    naming its path and kind; other methods' ``capabilities`` are theirs."""
+    caps = capabilities_with(member, value)
+    params = {"protocolVersion": "2025-11-25", "capabilities": caps}
+    verdict = _verdict("initialize", params)
+    wrong = capability_oracle(caps)
+    if wrong is None:
+        assert verdict is None
+    else:
+        path, _, rest = wrong.partition(": ")
+        want, _, kind = rest.partition(", not ")
+        assert verdict == (
+            f"-32602: initialize: params.capabilities.{path} "
+            f"must be {want} (or left out), not {kind}"
+        )
+    assert _verdict("tools/call", params) is None

@@ -182,7 +182,9 @@ POST_ACCEPTING = (
     "drip-2xx",
     "307-same",
 )
-#: POST answers refusing the message (a request fails with a JSON-RPC error).
+#: POST answers refusing the message, or no answer at all (the connection closed
+#: or garbage in place of a head): a request fails with a ``TransportError``, a
+#: notification or response is logged, and the session goes on.
 POST_REFUSING = (
     "400-text",
     "404-empty",
@@ -193,11 +195,18 @@ POST_REFUSING = (
     "stall",
     "1xx-flood",
     "drip-4xx",
+    "drop",
+    "garbage-head",
 )
-#: POST answers after which the server cannot be reached (the transport ends).
-POST_BREAKING = ("drop", "garbage-head")
-POSTS = (*POST_ACCEPTING, *POST_REFUSING, *POST_BREAKING)
-POST_CODES = {"400-text": -32600, "404-empty": -32600, "500-html": -32603, "503-json-error": -32603}
+POSTS = (*POST_ACCEPTING, *POST_REFUSING)
+POST_CODES = {
+    "400-text": -32600,
+    "404-empty": -32600,
+    "500-html": -32603,
+    "503-json-error": -32603,
+    "drop": -32603,
+    "garbage-head": -32603,
+}
 TOKENS = (
     "comment",
     "retry",
@@ -396,23 +405,17 @@ def expect(case: Case) -> Expect:
     if op in ("server-ping", "server-roots"):
         # The POST under test is the client's answer; the server answers the
         # tools/call that prompted its request whatever that POST got back.
-        if post in POST_BREAKING:
-            # Whether the client's answer or our call is done first is a race.
-            return Expect(op=frozenset({tokens, "closed"}), usable=None, target=target)
         return Expect(op=frozenset({tokens}), usable=alive, target=target)
     if op == "notify":
-        if post in POST_BREAKING:
-            # "drop" on a kept-alive socket is sent again (see ``observed``).
-            return Expect(op=frozenset({"closed"}), usable=False, target=target)
         if post in POST_REFUSING:
-            return Expect(usable=True, target=target)  # logged, not raised
+            # Logged, not raised ("drop" on a kept-alive socket is sent again:
+            # see ``observed``).
+            return Expect(usable=True, target=target)
         # The stream may end before the POST's own answer is read: the exchange
         # is then abandoned with the transport.
         outcomes = frozenset({"ok"} if alive else {"ok", "closed"})
         return Expect(op=outcomes, usable=alive, target=target)
-    if post in POST_BREAKING:
-        result = Expect(op=frozenset({"closed"}), usable=False, target=target)
-    elif post in POST_REFUSING:
+    if post in POST_REFUSING:
         result = Expect(op=frozenset({"error"}), code=POST_CODES.get(post), target=target)
     else:
         result = Expect(op=frozenset({tokens}), usable=alive, target=target)
