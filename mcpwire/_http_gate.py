@@ -136,16 +136,24 @@ class RequestHead:
         cls, event: h11.Request, items: list[tuple[bytes, bytes]] | None = None
     ) -> RequestHead:
         """The head of an h11 request; ``items``: its ``headers.raw_items()``."""
-        target = event.target.decode("latin-1")
+        if items is None:
+            items = event.headers.raw_items()
+        return cls.from_parts(event.method, event.target, items)
+
+    @classmethod
+    def from_parts(
+        cls, method: bytes, target_bytes: bytes, items: list[tuple[bytes, bytes]]
+    ) -> RequestHead:
+        """The head of a request line's method and target and its header fields
+        (names as received, values without surrounding white space)."""
+        target = target_bytes.decode("latin-1")
         path, _, query = target.partition("?")
         authority = None
         if path[:1] != "/" or "%" in path:
             path, authority = _normal_path(path)
         # The names as received (a list, quicker to walk than h11's view of
         # them); made lower case above, as h11 does.
-        if items is None:
-            items = event.headers.raw_items()
-        head = cls(event.method.decode("ascii", "replace"), path, query, items)
+        head = cls(method.decode("ascii", "replace"), path, query, items)
         if authority is not None:
             # RFC 9112 section 3.2.2: for an absolute-form target the server
             # MUST ignore Host and use the target's authority instead, so that
