@@ -138,7 +138,7 @@ async def on_paths_changed(hub: Hub, paths: set[str]) -> None:
         watched = _absolute(config.watch_paths)
         if sup is not None and watched & paths and not config.disabled:
             logger.info("restarting %r: %s changed", name, ", ".join(sorted(watched & paths)))
-            sup.restart_soon()
+            sup.restart_soon("restarted (a watched path changed)")
 
 
 def _absolute(paths: tuple[str, ...]) -> set[str]:
