@@ -101,7 +101,6 @@ ApproveHook = Callable[[str, str, "JSONObject"], Awaitable[bool]]
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_MAX_CONCURRENT_STARTS = 8
 DEFAULT_TOOL_COUNT_WARNINGS = (40, 128)
-_WAITING = (None, ServerState.STARTING)
 
 
 class Hub:
@@ -202,7 +201,9 @@ class Hub:
         self._bus = EventBus()
         self._configs: dict[str, ServerConfig] = {}
         self._sups: dict[str, Supervisor] = {}
-        self._registry = Registry(separator, self.rule, tool_count_warnings, self._publish)
+        self._registry = Registry(
+            separator, self.rule, tool_count_warnings, self._publish, self._exposes
+        )
         self._tg: anyio.abc.TaskGroup | None = None
         self._watch_scope: anyio.CancelScope | None = None
         self._limiter: anyio.CapacityLimiter
@@ -284,7 +285,7 @@ class Hub:
         sup = self._sups.get(name)
         if sup is None:
             return
-        await sup.stop()
+        await sup.stop("stopped (removed from the config)")
         self._forget(sup)
         del self._sups[name]
 
@@ -322,7 +323,7 @@ class Hub:
         """Wait until no server is connecting (backoffs aside); TimeoutError after ``timeout``."""
         self._check_open()
         with anyio.fail_after(timeout):
-            await self._until(lambda: not any(map(_settling, self._sups.values())))
+            await self._until(lambda: not any(s.settling for s in self._sups.values()))
 
     async def _until(self, settled: Callable[[], bool]) -> None:
         """Wait until ``settled()`` holds; it is checked after each state change."""
@@ -398,11 +399,11 @@ class Hub:
         except ToolCallRefused:
             raise
         except HubError:
-            sup = self._registry.server_of(name, self._sups, _settling)
+            sup = self._registry.server_of(name, self._sups, lambda s: s.settling)
             if sup is None:
                 raise
         with anyio.move_on_after(sup.startup_timeout + 1.0):
-            await self._until(lambda: not _settling(sup))
+            await self._until(lambda: not sup.settling)
         return route(name)
 
     def resources(self) -> list[tuple[str, Resource]]:
@@ -448,7 +449,8 @@ class Hub:
             HubError: unknown name, or the server cannot be reached.
             ConnectionClosed: the server died during the call (exit status, stderr
                 tail), or an HTTP server could not be reached; either way it is
-                reconnected (with backoff) as after a crash.
+                reconnected (with backoff) as after a crash. Or the hub restarted,
+                stopped or disabled the server meanwhile, as the message says.
             RequestTimeout: no answer within ``timeout`` (default: the server's).
         """
         self._check_open()
@@ -521,6 +523,7 @@ class Hub:
         self, sup: Supervisor, old: ServerState | None, new: ServerState, error: str | None
     ) -> None:
         self._publish(ServerStateChanged(server=sup.name, old=old, new=new, error=error))
+        self._registry.show(sup.name)  # its tools and resources left, or are back
         if self._changed is not None:
             changed, self._changed = self._changed, anyio.Event()
             changed.set()
@@ -543,6 +546,10 @@ class Hub:
 
     def _forget(self, sup: Supervisor) -> None:
         self._registry.forget(sup.name)
+
+    def _exposes(self, name: str) -> bool:
+        sup = self._sups.get(name)
+        return sup is not None and sup.exposed
 
     def _publish(self, event: HubEvent) -> None:
         self._bus.publish(event)
@@ -584,14 +591,6 @@ class Hub:
             event = await apply_config(self, new)
             self._publish(event)
             return event
-
-
-def _settling(sup: Supervisor) -> bool:
-    """Connecting (not in a backoff), or not yet in step with its config's ``disabled``."""
-    if sup.state in _WAITING or (sup.state is ServerState.RESTARTING and sup.attempting):
-        return True
-    stuck = sup.invalid or sup.state is ServerState.STOPPED  # these never move
-    return not stuck and (sup.state is ServerState.DISABLED) != sup.config.disabled
 
 
 if TYPE_CHECKING:

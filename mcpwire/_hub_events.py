@@ -87,7 +87,9 @@ class ServerStateChanged(HubEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class ToolsChanged(HubEvent):
-    """The number of tools a server exposes changed (discovery, list change, config)."""
+    """The number of tools a server exposes changed: discovery, a list change, a
+    config change, or the server went down (``after`` 0: restarting, failed,
+    disabled, stopped) or came back. It follows ``Hub.tools(include_disabled=True)``."""
 
     server: str
     before: int
@@ -96,8 +98,9 @@ class ToolsChanged(HubEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class ResourcesChanged(HubEvent):
-    """The resources and resource templates a server lists changed (discovery, a
-    list change, removal); the counts are of both together."""
+    """The resources and resource templates a server exposes changed (discovery, a
+    list change, removal, the server went down or came back, as for ``ToolsChanged``);
+    the counts are of both together."""
 
     server: str
     before: int

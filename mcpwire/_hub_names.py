@@ -8,7 +8,11 @@ an exposed name ``{server}{sep}{tool}`` (``github__search``). The scheme must be
 * injective: two different (server, tool) pairs never share a name. Server
   names containing the separator are refused (``a__b`` + ``c`` would read the
   same as ``a`` + ``b__c``); everything else follows from the raw name being
-  unambiguous and from the hash below;
+  unambiguous and from the hash below. A name must also say which server it
+  belongs to before that server has listed its tools (a call made while it
+  starts waits for that one server): two servers whose names would begin
+  alike once sanitized (``my.server``, ``my server``) are refused together
+  (``name_overlap``), since the hash cannot tell them apart without the tool;
 * provider-safe: providers reject names outside a pattern (OpenAI and Anthropic
   ``^[A-Za-z0-9_-]{1,64}$``, Gemini ``^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$``). A raw
   name that breaks the rule has its disallowed characters replaced, is cut to
@@ -22,10 +26,11 @@ A tool or prompt listed without a name (absent, not a string, or empty)
 cannot be called: it is not exposed (``Nameless`` says which entry it was),
 rather than shown as a bare ``{server}{sep}``.
 
-A clash that still happens (a tool whose literal name equals another's hashed
-name, or a server listing one name twice) is refused loudly: the newcomer is
-not exposed, and a ``NameCollision`` names both sides; the name already in
-use keeps working. The reverse map takes
+A clash that still happens (a server listing one name twice; or a tool whose
+literal name equals another server's hashed name, which takes two servers
+``name_overlap`` finds, so the hub's config refuses it first) is refused
+loudly: the newcomer is not exposed, and a ``NameCollision`` names both sides;
+the name already in use keeps working. The reverse map takes
 an exposed name back to the server and the tool's original name.
 
 Which tools are exposed at all: ``includeTools`` globs form an allowlist (when
@@ -60,6 +65,7 @@ __all__ = (
     "estimate_tokens",
     "expose",
     "may_name",
+    "name_overlap",
     "resolve_rule",
     "tool_selected",
 )
@@ -154,7 +160,9 @@ def may_name(exposed: str, server: str, sep: str, rule: NameRule) -> bool:
     ``server + sep + tool`` the rule accepts, or a hashed name: sanitized
     ``server + sep + tool``, possibly cut, then the filler and 8 hex digits.
     The hash cannot be checked without the tool name, so two servers that
-    sanitize alike (``my-server``, ``my.server``) may both match a hashed name.
+    sanitize alike (``my-server``, ``my.server``) would both match a hashed name:
+    the hub refuses a config with two such servers (``name_overlap``), which
+    leaves at most one server for any name.
     """
     if exposed.startswith(server + sep) and rule.matches(exposed):
         return True
@@ -166,6 +174,27 @@ def may_name(exposed: str, server: str, sep: str, rule: NameRule) -> bool:
     if head.startswith(prefix):
         return True
     return cut == max(rule.max_length - 1 - _HASH_LEN, 1) and prefix.startswith(head)
+
+
+def name_overlap(a: str, b: str, sep: str, rule: NameRule) -> str | None:
+    """Why ``may_name`` could hold for a name and both servers ``a`` and ``b``,
+    as a clause to follow "servers a and b"; ``None`` when it cannot.
+
+    ``may_name`` matches a server by the sanitized ``server + sep`` its names
+    begin with (the raw one is never longer), or, for a name cut to fit, by
+    the part left of it: the two overlap when those prefixes are equal, when
+    one begins the other (``a__`` and ``a___``: servers ``a`` and ``a_``), or
+    when both are cut to the same characters.
+    """
+    pa, pb = _sanitized(a + sep, rule), _sanitized(b + sep, rule)
+    if pa == pb:
+        return f"both become {pa[: -len(sep)]!r} in exposed tool names"
+    if pa.startswith(pb) or pb.startswith(pa):
+        return f"have exposed tool names beginning {pa!r} and {pb!r}"
+    cut = max(rule.max_length - 1 - _HASH_LEN, 1)
+    if pa[:cut] == pb[:cut]:
+        return f"have exposed tool names cut to the same first {cut} characters {pa[:cut]!r}"
+    return None
 
 
 def tool_selected(name: str, include: Sequence[str] | None, exclude: Sequence[str]) -> bool:

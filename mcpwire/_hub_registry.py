@@ -13,12 +13,21 @@ tools are remembered under the name they would have had, so a call of one is
 refused with the reason instead of "unknown tool". A server refused a name is
 registered again as soon as that name is free (its holder was removed, or
 lists it no more), so the tool does not wait for its own server's next
-listing. Each rebuild publishes
-what changed: a ``NameCollisionEvent`` per refused name, ``ToolsChanged``
-when the count moved, ``ResourcesChanged`` when the resources or templates
-listed changed, and a ``ToolCountWarning`` when the total crosses a
-threshold (many clients refuse more than 40 or 128 tools), naming the
-largest servers with a rough token estimate of their definitions.
+listing. Each rebuild publishes a ``NameCollisionEvent`` per refused name,
+and a ``ToolCountWarning`` when the total crosses a threshold (many clients
+refuse more than 40 or 128 tools), naming the largest servers with a rough
+token estimate of their definitions.
+
+``ToolsChanged`` and ``ResourcesChanged`` describe what a server *exposes*:
+its entries while the hub shows them (``exposed``: the server is ready or
+idle), nothing otherwise. The entries stay registered while a server is down
+(a call of one waits for the server to come back), so what subscribers were
+last told is kept apart (``_shown``) and compared with what is exposed after
+every rebuild, removal and state change (``show``): the tools of a server that
+goes down leave in one ``ToolsChanged`` (to 0), and come back in one, whatever
+its new listing holds, since a listing is registered before the server is
+exposed again. ``ToolsChanged`` comes when the count moved, ``ResourcesChanged``
+when the resource URIs or templates differ.
 """
 
 from __future__ import annotations
@@ -86,19 +95,22 @@ class Registry:
         rule: NameRule,
         thresholds: Sequence[int],
         publish: Callable[[HubEvent], None],
+        exposed: Callable[[str], bool] = lambda server: True,
     ) -> None:
         self.separator = separator
         self.rule = rule
         self.thresholds = tuple(thresholds)
         self._publish = publish
+        self._exposed = exposed
         self._tool_names = NameTable(separator, rule)
         self._prompt_names = NameTable(separator, rule)
         self._tools: dict[str, list[HubTool]] = {}
         self._prompts: dict[str, list[HubPrompt]] = {}
         #: Exposed name -> (server, tool, what filtered it out).
         self._hidden: dict[str, tuple[str, str, str]] = {}
-        #: The resource URIs and URI templates each server lists (to tell changes).
-        self._resources: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        #: What subscribers were last told each server exposes: its tool count,
+        #: resource URIs and URI templates (absent: nothing).
+        self._shown: dict[str, tuple[int, frozenset[str], frozenset[str]]] = {}
         #: Each server's last listing, and the tool and prompt names it was refused:
         #: it is registered again once another server lets one of those go.
         self._listed: dict[str, tuple[ServerConfig, Discovery]] = {}
@@ -167,7 +179,6 @@ class Registry:
         name = config.name
         self._listed[name] = (config, found)
         before_total = self.total()
-        before = len(self._tools.get(name, ()))
         self._hidden = {k: v for k, v in self._hidden.items() if v[0] != name}
         named_tools, nameless = _named(name, "tool", found.tools)
         named_prompts, nameless_prompts = _named(name, "prompt", found.prompts)
@@ -221,35 +232,37 @@ class Registry:
                     other_tool=clash.other_tool,
                 )
             )
-        after = len(self._tools[name])
-        if after != before:
-            self._publish(ToolsChanged(server=name, before=before, after=after))
-        self._resources_now(name, found)
+        self.show(name)
         self._check_total(before_total)
         return [*nameless, *nameless_prompts, *refused]
 
-    def _resources_now(self, name: str, found: Discovery | None) -> None:
-        """Publish ``ResourcesChanged`` when what ``name`` lists differs from before."""
+    def show(self, name: str) -> None:
+        """Publish ``ToolsChanged`` and ``ResourcesChanged`` for the difference between
+        what ``name`` exposes now and what subscribers were last told."""
+        listed = self._listed.get(name) if self._exposed(name) else None
+        found = listed[1] if listed is not None else None
+        tools = len(self._tools.get(name, ())) if listed is not None else 0
         uris = frozenset(r.uri for r in found.resources) if found else frozenset()
         templates = frozenset(t.uri_template for t in found.templates) if found else frozenset()
-        old_uris, old_templates = self._resources.get(name, (frozenset(), frozenset()))
-        self._resources[name] = (uris, templates)
+        empty: frozenset[str] = frozenset()
+        before, old_uris, old_templates = self._shown.pop(name, (0, empty, empty))
+        if tools or uris or templates:
+            self._shown[name] = (tools, uris, templates)
+        if tools != before:
+            self._publish(ToolsChanged(server=name, before=before, after=tools))
         if (uris, templates) != (old_uris, old_templates):
-            before, after = len(old_uris) + len(old_templates), len(uris) + len(templates)
-            self._publish(ResourcesChanged(server=name, before=before, after=after))
+            was, now = len(old_uris) + len(old_templates), len(uris) + len(templates)
+            self._publish(ResourcesChanged(server=name, before=was, after=now))
 
     def forget(self, name: str) -> None:
-        before = len(self._tools.pop(name, ()))
+        self._tools.pop(name, None)
         self._tool_names.remove(name)
         self._prompt_names.remove(name)
         self._prompts.pop(name, None)
         self._hidden = {k: v for k, v in self._hidden.items() if v[0] != name}
-        self._resources_now(name, None)
-        self._resources.pop(name, None)
         self._listed.pop(name, None)
         self._refused.pop(name, None)
-        if before:
-            self._publish(ToolsChanged(server=name, before=before, after=0))
+        self.show(name)
         self._retry_refused()
 
     def _check_total(self, before: int) -> None:

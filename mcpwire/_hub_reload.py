@@ -1,7 +1,12 @@
 """Reading the config in force, and applying a new one to a running hub, server by server.
 
 ``load_servers`` reads the config files (``ConfigError`` for a bad one), puts
-the servers given in code over them, and applies the named profile.
+the servers given in code over them, and applies the named profile. Two
+servers whose exposed names could not be told apart before they list their
+tools (``name_overlap``: ``my.server`` and ``my server`` both become
+``my_server``) make the config an error, naming both, where each is defined
+and the sanitized form: a call could otherwise wait for, or be refused on
+behalf of, the wrong one.
 
 The new config has been validated in full before this runs (a reload, or a
 switch of profile, that fails validation never gets here). Each server is
@@ -24,8 +29,9 @@ import os
 from typing import TYPE_CHECKING
 
 from ._hub_config import load_configs
-from ._hub_errors import ConfigError, HubError
+from ._hub_errors import ConfigError, ConfigIssue, HubError
 from ._hub_events import ConfigReloaded
+from ._hub_names import name_overlap
 from ._hub_profiles import apply_profile, check_profiles, unknown_profile
 
 if TYPE_CHECKING:
@@ -50,6 +56,9 @@ def load_servers(hub: Hub, profile: str | None) -> dict[str, ServerConfig]:
         chosen = loaded.profiles.get(profile)
         if chosen is None:
             raise ConfigError([unknown_profile(profile, loaded.profiles, hub.config_files)])
+    overlaps = _overlaps(hub, list(servers.values()))
+    if overlaps:
+        raise ConfigError(overlaps)
     hub.warnings = list(loaded.warnings) + check_profiles(servers, loaded.profiles)
     hub.profiles = dict(loaded.profiles)
     for issue in hub.warnings:
@@ -91,6 +100,25 @@ async def apply_config(hub: Hub, new: dict[str, ServerConfig]) -> ConfigReloaded
     )
 
 
+def _overlaps(hub: Hub, servers: list[ServerConfig]) -> list[ConfigIssue]:
+    """A problem for each server whose exposed names overlap an earlier one's
+    (servers whose names are refused on their own are left to that refusal)."""
+    named = [c for c in servers if hub._registry.check_server_name(c.name) is None]
+    issues = []
+    for i, later in enumerate(named):
+        for earlier in named[:i]:
+            why = name_overlap(earlier.name, later.name, hub.separator, hub.rule)
+            if why is not None:
+                file, _, path = later.origin.partition(": ")
+                message = (
+                    f"servers {earlier.name!r} ({earlier.origin}) and {later.name!r} {why} "
+                    f"(name rule {hub.rule.pattern}), so a tool name could route to "
+                    "either; rename one of them"
+                )
+                issues.append(ConfigIssue(file, path or "$", message))
+    return issues
+
+
 def watched_paths(hub: Hub) -> list[str]:
     """The config files and every server's ``watchPaths``."""
     paths = list(hub.config_files)
@@ -110,7 +138,7 @@ async def on_paths_changed(hub: Hub, paths: set[str]) -> None:
         watched = _absolute(config.watch_paths)
         if sup is not None and watched & paths and not config.disabled:
             logger.info("restarting %r: %s changed", name, ", ".join(sorted(watched & paths)))
-            sup.restart_soon()
+            sup.restart_soon("restarted (a watched path changed)")
 
 
 def _absolute(paths: tuple[str, ...]) -> set[str]:

@@ -18,7 +18,8 @@ group would be left open). Its whole life runs in a shielded scope, and it is
 ended cooperatively: a watchdog closes the session when the startup deadline
 passes or a restart or stop is asked for during startup (the pending requests
 fail at once and the client unwinds normally); once ready, the actor is poked
-and leaves ``async with client`` by itself.
+and leaves ``async with client`` by itself. A call that leaving cuts off is
+told why: the server was restarted, stopped or disabled (``_hub_leave``).
 
 The loop around attempts::
 
@@ -61,11 +62,12 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 import anyio.abc
 
-from ._errors import ConnectionClosed, JSONRPCError, MCPWireError
+from ._errors import ConnectionClosed, JSONRPCError
 from ._hub_config import ServerConfig
 from ._hub_connect import NoTransport, describe, discover, listen_for_changes, make_client
 from ._hub_errors import HubError, ToolCallRefused
 from ._hub_events import ServerState
+from ._hub_leave import Leaving, watchdog
 from ._hub_status import Discovery, ErrorEntry, ServerStatus
 from ._session import unwrap_group
 
@@ -82,8 +84,7 @@ logger = logging.getLogger("mcpwire.hub")
 
 #: Error history kept per server (each entry cut to ``MAX_ERROR_LENGTH``).
 MAX_ERRORS = 100
-#: Seconds between looks at whether an OAuth user step is still in progress.
-_AUTHORIZING_POLL = 0.1
+_WAITING = (None, ServerState.STARTING)
 _REFRESH_ON = frozenset(
     f"notifications/{kind}/list_changed" for kind in ("tools", "resources", "prompts")
 )
@@ -123,6 +124,7 @@ class Supervisor:
         self._blocked = False
         self._stopping = False
         self._restart_requested = False
+        self.leaving = Leaving(self.name)
         #: Why a call found the server unreachable (ending a connection still open).
         self._unreachable: ConnectionClosed | None = None
         self._hurry = False
@@ -197,6 +199,9 @@ class Supervisor:
             try:
                 return await use(client)
             except ConnectionClosed as exc:
+                cut = self.leaving.cut_off(client, exc)  # the hub left it on purpose
+                if cut is not None:
+                    raise cut from exc
                 await self._lose(client, exc)
                 raise
         finally:
@@ -221,8 +226,10 @@ class Supervisor:
         assert self.state is not None
         return self.state
 
-    def restart_soon(self) -> None:
-        """Restart without waiting, clearing a crash-loop suspension."""
+    def restart_soon(self, why: str = "restarted") -> None:
+        """Restart without waiting, clearing a crash-loop suspension; ``why`` is
+        what calls this cuts off are told the server was."""
+        self.leaving.asked = why
         self._suspended = self._blocked = False
         self._crashes.clear()
         self._request_restart()
@@ -234,11 +241,13 @@ class Supervisor:
             if old.idle_timeout != config.idle_timeout:
                 self._poke.set()
             return False
-        self.restart_soon()
+        why = "restarted (its config changed)"
+        self.restart_soon(f"disabled ({config.disabled_reason})" if config.disabled else why)
         return True
 
-    async def stop(self) -> None:
+    async def stop(self, why: str = "stopped (the hub closed)") -> None:
         """Close the connection (and its child process) and end the actor."""
+        self.leaving.asked = why
         self._stopping = True
         self._interrupt()
         await self.done.wait()
@@ -247,6 +256,14 @@ class Supervisor:
         """Skip the backoff before the next attempt (a caller is waiting for it)."""
         self._hurry = True
         self._nudge()
+
+    @property
+    def settling(self) -> bool:
+        """Connecting (not in a backoff), or not yet in step with its config's ``disabled``."""
+        if self.state in _WAITING or (self.state is ServerState.RESTARTING and self.attempting):
+            return True
+        stuck = self.invalid or self.state is ServerState.STOPPED  # these never move
+        return not stuck and (self.state is ServerState.DISABLED) != self.config.disabled
 
     @property
     def startup_timeout(self) -> float:
@@ -416,7 +433,7 @@ class Supervisor:
                 with anyio.CancelScope(shield=True):
                     try:
                         client = self._make_client()
-                        tg.start_soon(self._watchdog, client, startup)
+                        tg.start_soon(watchdog, self, client, startup)
                         async with client, anyio.create_task_group() as connection:
                             self.client = client
                             self.pid = getattr(client.transport, "pid", None)
@@ -429,13 +446,17 @@ class Supervisor:
                             self._ready = True
                             tg.cancel_scope.cancel()  # the watchdog's job is done
                             if not (self._restart_requested or self._stopping):
+                                # Registered before it is exposed: its tools come
+                                # back in one ToolsChanged (``_hub_registry``).
                                 self.discovery = discovery
+                                self.hub._discovered(self)
                                 self.settled += 1
                                 self._set(ServerState.READY)
-                                self.hub._discovered(self)
                                 self._last_used = anyio.current_time()
                                 await self._serve(client)
                                 lost = self._unreachable or client.session.close_reason
+                                if lost is None:  # leaving on purpose (``_hub_leave``)
+                                    self.leaving.leave(client, self._leaving_why())
                             connection.cancel_scope.cancel()
                     except Exception as exc:
                         error = unwrap_group(exc)
@@ -475,31 +496,6 @@ class Supervisor:
             return _Outcome.START_FAILED, f"startup timed out after {startup:g} s", tail
         text = describe(error) if error is not None else "unknown error"
         return _Outcome.START_FAILED, f"could not start: {text}", tail
-
-    async def _watchdog(self, client: Client, startup: float) -> None:
-        """Close the session if the server is not ready in time (or on restart/stop)."""
-        with anyio.move_on_after(startup):
-            await self._abort.wait()
-        oauth = self.hub.oauth
-        while not self._ready and not self._abort.is_set() and oauth.authorizing(self.config):
-            # The user's step of an OAuth flow is not startup time (it has its own
-            # bound); once it is over, the rest of the start gets the full time.
-            while oauth.authorizing(self.config) and not self._abort.is_set():
-                await anyio.sleep(_AUTHORIZING_POLL)
-            with anyio.move_on_after(startup):
-                await self._abort.wait()
-        if self._ready:
-            return
-        if not self._abort.is_set():
-            self._timed_out = True
-        while not self._ready:
-            try:
-                session = client.session
-            except MCPWireError:  # not connected yet: the transport is still opening
-                await anyio.sleep(0.01)
-                continue
-            await session.close()
-            return
 
     async def _serve(self, client: Client) -> None:
         """Wait until the connection ends or the actor is told to leave; refresh on request."""
@@ -545,6 +541,11 @@ class Supervisor:
                 with anyio.move_on_after(wait):
                     await self._poke.wait()
             tg.cancel_scope.cancel()
+
+    def _leaving_why(self) -> str:
+        if self._restart_requested or self._stopping:
+            return self.leaving.asked
+        return f"stopped after {self.config.idle_timeout:g} s unused"
 
     def _until_idle(self) -> float:
         """Seconds until this server, unused, is stopped (``idleTimeout``; inf: never)."""

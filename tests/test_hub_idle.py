@@ -255,12 +255,18 @@ async def run_idle_program(tmp: Path, steps: list[tuple[Any, ...]]) -> None:
             except ToolCallRefused:
                 assert not expect, f"{name} refused while in the profile"
                 return
-            except ConnectionClosed:
-                # A restart asked for while the call was in flight ends its connection.
-                assert background and restarts[name] != restarted, f"{name} lost a call"
-                return
+            except ConnectionClosed as exc:
+                cut: str | None = str(exc)
+            else:
+                cut = None
             finally:
                 pending[0] -= background
+            if cut is not None:
+                # A restart asked for while the call was in flight ends its connection,
+                # and the call is told so (no other step overlaps a call in flight).
+                assert background and restarts[name] != restarted, f"{name} lost a call"
+                assert cut == f"server {name!r} was restarted while the call was in flight"
+                return
             assert expect, f"{name} answered while out of the profile"
             pids.append(pid)
 

@@ -20,6 +20,7 @@ from mcpwire._hub_names import (
     crossed_thresholds,
     expose,
     may_name,
+    name_overlap,
     resolve_rule,
     tool_selected,
 )
@@ -154,6 +155,47 @@ def test_may_name_follows_the_sanitizer_not_the_separator() -> None:
     cut = expose(long, "tool", "__", OPENAI)
     assert len(cut) == 64 and may_name(cut, long, "__", OPENAI)
     assert not may_name(cut, "t" * 70, "__", OPENAI)
+
+
+def test_name_overlap_says_which_servers_a_name_could_belong_to() -> None:
+    """Two servers whose exposed names could not be told apart before they list
+    their tools: sanitized alike, one's prefix beginning the other's, or cut to
+    the same characters. The clause names the form they share."""
+    assert name_overlap("my.server", "my server", "__", OPENAI) == (
+        "both become 'my_server' in exposed tool names"
+    )
+    assert name_overlap("1x", "_1x", "__", GEMINI) == "both become '_1x' in exposed tool names"
+    assert name_overlap("1x", "_1x", "__", OPENAI) is None
+    assert name_overlap("a", "a_", "__", OPENAI) == (
+        "have exposed tool names beginning 'a__' and 'a___'"
+    )
+    long = "s" * 60
+    assert name_overlap(long + ".a", long + ".b", "__", OPENAI) == (
+        f"have exposed tool names cut to the same first 55 characters {'s' * 55!r}"
+    )
+    for a, b in [("github", "gitlab"), ("a", "b"), ("has space", "has"), ("v.1", "v.2")]:
+        assert name_overlap(a, b, "__", OPENAI) is None
+    assert name_overlap("v.1", "v_1", "__", GEMINI) is None  # the dot is allowed there
+
+
+stems = st.one_of(st.text(alphabet="ab._", max_size=8), st.text(alphabet="ab.", min_size=55))
+tails = st.text(alphabet="a_. 1-", max_size=6)
+
+
+@given(stems, tails, tails, st.one_of(names, tails))
+def test_servers_that_do_not_overlap_never_match_each_others_names(
+    stem: str, tail_a: str, tail_b: str, tool: str
+) -> None:
+    """``name_overlap`` is what ``may_name`` needs: two servers it lets through
+    never both match one exposed name, so a name that routes nowhere yet
+    belongs to one server at most. (Server names drawn with a common stem, so
+    that they sanitize alike, begin alike or are cut alike.)"""
+    a, b = stem + tail_a, stem + tail_b
+    for rule in (OPENAI, GEMINI):
+        if not a or not b or a == b or "__" in a + b or name_overlap(a, b, "__", rule):
+            continue
+        assert not may_name(expose(a, tool, "__", rule), b, "__", rule)
+        assert not may_name(expose(b, tool, "__", rule), a, "__", rule)
 
 
 @pytest.mark.parametrize(

@@ -222,3 +222,39 @@ async def test_a_call_right_after_a_reload_finds_a_server_whose_name_is_sanitize
             assert (await hub.call_tool(spaced)).text == str(hub.status("has space").pid)
             assert (await hub.call_tool(dotted)).text == str(hub.status("v.1").pid)
         assert hub.resolve(spaced) == ("has space", "pid")
+
+
+async def test_servers_whose_names_sanitize_alike_are_refused(tmp_path: Path) -> None:
+    """ "my.server" and "my server" both become "my_server" in exposed names, and a
+    hashed name cannot say which of them it belongs to until they have listed:
+    a call could wait for, or be refused on behalf of, the wrong one. Such a
+    config is refused, at start and on reload, naming the file, the JSON path,
+    both servers and the sanitized form; the config in force stays."""
+    script, _ = write_scripts(tmp_path)
+    config = tmp_path / "mcp.json"
+    both = {"my.server": entry(script, "--tag", "dot"), "my server": entry(script)}
+    write_config(config, both)
+    with pytest.raises(ConfigError) as info:
+        async with Hub([config], watch=False):
+            pass
+    (issue,) = info.value.issues
+    assert (issue.file, issue.path) == (str(config), '$.mcpServers["my server"]')
+    assert issue.message == (
+        f"servers 'my.server' ({config}: $.mcpServers[\"my.server\"]) and 'my server' both "
+        "become 'my_server' in exposed tool names (name rule ^[A-Za-z0-9_-]{1,64}$), so a "
+        "tool name could route to either; rename one of them"
+    )
+    write_config(config, {"my.server": entry(script, "--tag", "dot")})
+    async with Hub([config], watch=False) as hub:
+        events = hub.events()
+        tag = expose("my.server", "tag", "__", NAME_PROFILES["default"])
+        with anyio.fail_after(WAIT):
+            assert (await hub.call_tool(tag)).text == "dot"
+        write_config(config, both)
+        with pytest.raises(ConfigError, match="both become 'my_server'"):
+            await hub.reload()
+        rejected = await wait_event(events, lambda e: isinstance(e, ConfigRejected))
+        assert isinstance(rejected, ConfigRejected) and "'my server'" in rejected.error
+        assert hub.server_names == ["my.server"]
+        with anyio.fail_after(WAIT):
+            assert (await hub.call_tool(tag)).text == "dot"

@@ -1,0 +1,94 @@
+"""A server's connection ended by the hub on purpose, and the calls that cuts off.
+
+Theory of operation
+-------------------
+The supervisor (``_hub_supervisor``) ends a connection itself in two ways. A
+live ``Client`` is never cancelled from outside, so both are cooperative:
+
+* during startup, the watchdog closes the session when the startup deadline
+  passes, or when a restart or stop is asked for: the pending requests fail at
+  once and the client unwinds normally (no call is in flight then: calls use
+  ready servers only);
+* once ready, the actor leaves ``async with client`` when a restart is asked
+  for (``restart()``, a config change, a changed ``watchPaths`` file), when
+  the server is stopped (removed from the config, the hub closed) or disabled,
+  or when it went unused for ``idleTimeout``.
+
+A call in flight on a connection left that way fails with ``ConnectionClosed``,
+as it must (the session's close is what fails it, and callers catch that), but
+the session only knows it "was closed", which reads like a crash. ``Leaving``
+remembers why each connection was left (while its ``Client`` lives), so the
+call's error says it: "server 'x' was restarted while the call was in flight".
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+import anyio
+
+from ._errors import ConnectionClosed, MCPWireError
+
+if TYPE_CHECKING:
+    from ._client import Client
+    from ._hub_supervisor import Supervisor
+
+__all__ = ("Leaving", "watchdog")
+
+#: Seconds between looks at whether an OAuth user step is still in progress.
+_AUTHORIZING_POLL = 0.1
+
+
+class Leaving:
+    """Why the hub left each of one server's connections on purpose."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        #: What the restart or stop asked for last does to the server, as a
+        #: participle: ``"restarted"``, ``"stopped (the hub closed)"``.
+        self.asked = "restarted"
+        self._left: weakref.WeakKeyDictionary[Client, str] = weakref.WeakKeyDictionary()
+
+    def leave(self, client: Client, why: str) -> None:
+        """``client``'s connection is being left on purpose: the server was ``why``."""
+        self._left[client] = why
+
+    def cut_off(self, client: Client, exc: ConnectionClosed) -> ConnectionClosed | None:
+        """The error of a call on ``client`` that ``exc`` failed, when the hub left
+        that connection on purpose (``None``: it ended by itself)."""
+        why = self._left.get(client)
+        if why is None:
+            return None
+        return ConnectionClosed(
+            f"server {self.server!r} was {why} while the call was in flight",
+            exit_code=exc.exit_code,
+            stderr_tail=exc.stderr_tail,
+        )
+
+
+async def watchdog(sup: Supervisor, client: Client, startup: float) -> None:
+    """Close ``client``'s session if the server is not ready in ``startup`` seconds
+    (or a restart or stop is asked for first)."""
+    with anyio.move_on_after(startup):
+        await sup._abort.wait()
+    oauth = sup.hub.oauth
+    while not sup._ready and not sup._abort.is_set() and oauth.authorizing(sup.config):
+        # The user's step of an OAuth flow is not startup time (it has its own
+        # bound); once it is over, the rest of the start gets the full time.
+        while oauth.authorizing(sup.config) and not sup._abort.is_set():
+            await anyio.sleep(_AUTHORIZING_POLL)
+        with anyio.move_on_after(startup):
+            await sup._abort.wait()
+    if sup._ready:
+        return
+    if not sup._abort.is_set():
+        sup._timed_out = True
+    while not sup._ready:
+        try:
+            session = client.session
+        except MCPWireError:  # not connected yet: the transport is still opening
+            await anyio.sleep(0.01)
+            continue
+        await session.close()
+        return
