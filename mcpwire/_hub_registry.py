@@ -19,9 +19,10 @@ refuse more than 40 or 128 tools), naming the largest servers with a rough
 token estimate of their definitions.
 
 ``ToolsChanged`` and ``ResourcesChanged`` describe what a server *exposes*:
-its entries while the hub shows them (``exposed``: the server is ready or
-idle), nothing otherwise. The entries stay registered while a server is down
-(a call of one waits for the server to come back), so what subscribers were
+its entries while the hub shows them (``exposed``: the server is ready, idle,
+or starting because a call woke it from idle), nothing otherwise. The entries
+stay registered while a server is down (a call of one waits for the server to
+come back), so what subscribers were
 last told is kept apart (``_shown``) and compared with what is exposed after
 every rebuild, removal and state change (``show``): the tools of a server that
 goes down leave in one ``ToolsChanged`` (to 0), and come back in one, whatever

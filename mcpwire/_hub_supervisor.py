@@ -131,6 +131,7 @@ class Supervisor:
         self._refresh = False
         self._ready = False
         self._was_idle = False
+        self._waking = False  # starting from idle (``exposed``) until that attempt ends
         #: Calls using the connection now, when the last one ended, and whether
         #: the actor is leaving the connection because it went unused.
         self._busy = 0
@@ -153,8 +154,9 @@ class Supervisor:
 
     @property
     def exposed(self) -> bool:
-        """Whether the hub exposes what this server offers (ready, or idle)."""
-        return self.state is not None and self.state.exposed
+        """Whether the hub exposes what this server offers: ready, idle, or woken
+        from idle (its tools, shown while it was stopped, stay while it starts)."""
+        return self.state is not None and (self.state.exposed or self._waking)
 
     def live_client(self) -> Client | None:
         """The connection calls may use now (not one that is being replaced)."""
@@ -347,10 +349,11 @@ class Supervisor:
                 continue
             self.reason = ""
             self.attempting = True  # until the attempt ends (not a backoff: Hub.wait_ready)
+            self._waking = self.state is ServerState.IDLE
             self._set(ServerState.STARTING if first else ServerState.RESTARTING)
             first = False
             outcome, error, tail = await self._attempt()
-            self.attempting = False
+            self.attempting = self._waking = False
             if self._stopping:
                 return
             if outcome is _Outcome.RESTART:

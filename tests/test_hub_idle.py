@@ -39,6 +39,7 @@ from mcpwire import (
     ServerState,
     ServerStateChanged,
     ToolCallRefused,
+    ToolsChanged,
     parse_config,
 )
 
@@ -63,6 +64,7 @@ async def test_an_unused_server_stops_and_the_next_call_starts_it(tmp_path: Path
         first = await pid_of(hub)
         seen: list[HubEvent] = []
         await wait_event(events, lambda e: getattr(e, "new", None) is ServerState.IDLE, seen=seen)
+        idled = len(seen)
         assert await wait_until_dead(first), "the idle server's process still runs"
         status = hub.status("s")
         assert status.state is ServerState.IDLE and status.pid is None
@@ -77,6 +79,10 @@ async def test_an_unused_server_stops_and_the_next_call_starts_it(tmp_path: Path
         changes = [e.new for e in seen if isinstance(e, ServerStateChanged)]
         assert changes[-3:] == [ServerState.IDLE, ServerState.STARTING, ServerState.READY]
         assert hub.status("s").restarts == 0
+        # Stopped and woken, its tools never left: no ToolsChanged on the way.
+        woken = seen[idled:] + events.pending()
+        assert [e for e in woken if isinstance(e, ToolsChanged)] == []
+        assert sorted(t.name for t in hub.tools()) == names
 
 
 async def test_a_call_in_flight_keeps_the_server_running(tmp_path: Path) -> None:
