@@ -217,6 +217,13 @@ class RequestReader:
                 if deadline is not None and fast is None:
                     timeout = max(0.0, deadline - anyio.current_time())
                 data = await self._receive(timeout)
+                if plain and data and data[:1] in b"\r\n":
+                    # RFC 9112 section 2.2: a server SHOULD ignore empty lines
+                    # received before a request line. Only read_timeout's worth.
+                    data = data.lstrip(b"\r\n")
+                    if not data:
+                        begun = True
+                        continue
                 if plain and data:
                     plain = False
                     quick = parse_head(data, self.max_header_size)

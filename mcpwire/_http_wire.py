@@ -264,9 +264,22 @@ class HTTPConnection(RequestReader):
     def next_cycle(self) -> None:
         cycle, self._cycle = self._cycle, None
         if cycle is None:
-            self.h11.start_next_cycle()
-        elif cycle.rest:  # h11 stayed idle: it reads what came next
-            self.h11.receive_data(cycle.rest)
+            data, closed = self.h11.trailing_data
+            if not data or data[:1] not in b"\r\n":
+                self.h11.start_next_cycle()
+                return
+            # Empty lines before the next request line (RFC 9112 section 2.2)
+            # are in h11's buffer: a new machine gets what follows them.
+            self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=self.max_header_size)
+            if data := data.lstrip(b"\r\n"):
+                self.h11.receive_data(data)
+            if closed:
+                self.h11.receive_data(b"")
+        else:  # h11 stayed idle: it reads what came next, but for empty lines
+            # before it (RFC 9112 section 2.2, as ``next_request``)
+            rest = cycle.rest.lstrip(b"\r\n")
+            if rest:  # (no bytes at all would tell h11 the input ended)
+                self.h11.receive_data(rest)
 
     async def aclose(self, unanswered: str | None = None) -> None:
         """Close the connection; after an error response, linger briefly first.

@@ -395,3 +395,18 @@ async def test_one_request_at_a_time_and_then_connection_close(anyio_backend: st
             except (anyio.EndOfStream, anyio.BrokenResourceError):
                 pass
         assert rest == b""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("how", ["whole", "bytes"])
+async def test_empty_lines_before_a_request_line_are_ignored(anyio_backend: str, how: str) -> None:
+    """RFC 9112 section 2.2: a server SHOULD ignore at least one empty line
+    received before a request line; some clients send a CRLF after a POST body.
+    Before the first request, and after a request the fast path read."""
+    data = b"\r\n\r\n" + _request(0, "plain") + b"\r\n" + _request(1, "plain")
+    async with http_running(_app()) as server, raw_client(server.port) as client:
+        stream = client.stream
+        for piece in _pieces(data, how):
+            await stream.send(piece)
+        answers = await _answers(stream, 2)
+    assert answers == [(200, [{"type": "text", "text": f"m{rid}"}]) for rid in range(2)]
