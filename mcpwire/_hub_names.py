@@ -17,7 +17,7 @@ an exposed name ``{server}{sep}{tool}`` (``github__search``). The scheme must be
   ``^[A-Za-z0-9_-]{1,64}$``, Gemini ``^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$``). A raw
   name that breaks the rule has its disallowed characters replaced, is cut to
   fit, and always gets ``_`` plus 8 hex digits of SHA-256 over the *original*
-  server and tool names. Sanitizing alone is not injective (``my-server`` and
+  server and tool names. Sanitizing alone is not injective (``my server`` and
   ``my.server`` both become ``my_server``); the hash restores it;
 * stable: the name depends only on the server name, the tool name, the
   separator and the rule, never on connection order.
@@ -160,7 +160,7 @@ def may_name(exposed: str, server: str, sep: str, rule: NameRule) -> bool:
     ``server + sep + tool`` the rule accepts, or a hashed name: sanitized
     ``server + sep + tool``, possibly cut, then the filler and 8 hex digits.
     The hash cannot be checked without the tool name, so two servers that
-    sanitize alike (``my-server``, ``my.server``) would both match a hashed name:
+    sanitize alike (``my server``, ``my.server``) would both match a hashed name:
     the hub refuses a config with two such servers (``name_overlap``), which
     leaves at most one server for any name.
     """
