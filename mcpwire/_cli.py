@@ -20,6 +20,7 @@ import anyio
 
 from ._cli_oauth import add_oauth_arguments, oauth_client, wants_oauth
 from ._cli_output import (
+    NO_ANSWER,
     UsageError,
     add_http_serving_arguments,
     say,
@@ -42,8 +43,6 @@ TARGETS = (
 )
 
 EXIT_OK, EXIT_SERVER_ERROR, EXIT_USAGE, EXIT_CONNECT = 0, 1, 2, 3
-#: The ``kind`` of a failure whose error the client made up (``TransportError``).
-NO_ANSWER = "no answer from the server"
 
 #: Seconds for each step of stopping a stdio child after the command's work (stdin
 #: closed, SIGTERM, SIGKILL): with the sweep of its process group, under 2 s.

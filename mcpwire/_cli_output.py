@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .sansio._json import JSONObject, JSONValue
 
 __all__ = (
+    "NO_ANSWER",
     "ProgressLine",
     "UsageError",
     "add_http_serving_arguments",
@@ -37,6 +38,9 @@ __all__ = (
     "show_resource",
     "visible",
 )
+
+#: The ``kind`` of a failure whose error the client made up (``TransportError``).
+NO_ANSWER = "no answer from the server"
 
 
 class UsageError(Exception):
@@ -158,7 +162,7 @@ async def inspect_report(client: Client) -> JSONObject:
             items = await fetch()
         except TransportError as exc:
             # No answer, and no code the server chose: what the client made up.
-            error: JSONObject = {"kind": "no answer from the server", "message": exc.message}
+            error: JSONObject = {"kind": NO_ANSWER, "message": exc.message}
             if exc.data is not None:
                 error["data"] = exc.data
             report[key] = {"error": error}
