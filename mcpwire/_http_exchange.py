@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-__all__ = ("BodyTooLarge", "HTTPExchange", "PeerGone", "ReadTimeout", "text_body")
+__all__ = ("BodyTooLarge", "HTTPExchange", "HeadTimeout", "PeerGone", "ReadTimeout", "text_body")
 
 
 class PeerGone(Exception):
@@ -20,6 +20,11 @@ class PeerGone(Exception):
 
 class ReadTimeout(PeerGone):
     """The request (head or body) did not arrive within ``read_timeout``."""
+
+
+class HeadTimeout(ReadTimeout):
+    """A request head begun but not whole within ``read_timeout``: the client is
+    owed a 408 before the connection closes (RFC 9110 section 15.5.9)."""
 
 
 class BodyTooLarge(Exception):

@@ -1,9 +1,12 @@
 """Reading requests off one HTTP/1.1 server connection: h11, or the fast path.
 
-``RequestReader`` is the reading half of ``_http_wire.HTTPConnection``: it
-moves bytes from the socket to ``h11`` under limits and deadlines, or, for a
-plain request whose head arrives whole, reads it with the fast path
-(``_http_fast``) and leaves h11 idle for that cycle (``Cycle``):
+``RequestReader`` is the base of ``_http_wire.HTTPConnection``: the
+connection's state and its byte I/O. It moves bytes from the socket to
+``h11`` under limits and deadlines, or, for a plain request whose head
+arrives whole, reads it with the fast path (``_http_fast``) and leaves h11
+idle for that cycle (``Cycle``); and it writes bytes (``_send``, ``_write``)
+under the write deadline, so that a peer that stops reading is dropped
+(``PeerGone``). ``HTTPConnection`` makes the responses.
 
 * a request head larger than ``max_header_size`` is refused by h11 itself
   (``max_incomplete_event_size``; it reports status 431);
@@ -12,8 +15,9 @@ plain request whose head arrives whole, reads it with the fast path
   chunked body passes the limit;
 * every read of a head or body has a deadline, so a peer that stalls
   mid-request is dropped (``PeerGone``) instead of holding a task and its
-  buffers forever; a request begun but not whole in time gets 408 first,
-  while an idle connection closes silently;
+  buffers forever; a request head begun but not whole in time raises
+  ``HeadTimeout`` (the server answers it with 408), while an idle connection
+  closes silently;
 * on asyncio the server's connections are ``AsyncioStream``s
   (``_aio_stream``): reads need no cancel scope, since the wait for a head
   is bounded by one timer per connection, moved on only when it fires
@@ -27,6 +31,7 @@ plain request whose head arrives whole, reads it with the fast path
 from __future__ import annotations
 
 import asyncio
+from typing import Union
 
 import anyio
 import anyio.abc
@@ -34,13 +39,15 @@ import anyio.lowlevel
 import h11
 
 from ._aio_stream import AsyncioStream
-from ._http_exchange import BodyTooLarge, PeerGone, ReadTimeout
+from ._http_exchange import BodyTooLarge, HeadTimeout, PeerGone, ReadTimeout
 from ._http_fast import FastHead, parse_head
 from ._http_gate import HeaderItems, RequestHead
 
 __all__ = ("RECEIVE_SIZE", "Cycle", "RequestReader")
 
 RECEIVE_SIZE = 65536
+
+_Sendable = Union[h11.InformationalResponse, h11.Response, h11.Data, h11.EndOfMessage]
 
 
 class Cycle:
@@ -116,16 +123,6 @@ class RequestReader:
 
     # -- reading ---------------------------------------------------------------------
 
-    # Written by ``HTTPConnection``: the 408 for a late head, and the
-    # ``100 Continue`` a body waits for.
-    async def respond_text(
-        self, status: int, text: str, headers: list[tuple[str, str]] | None = None
-    ) -> None:
-        raise NotImplementedError
-
-    async def _send(self, *events: h11.InformationalResponse) -> None:
-        raise NotImplementedError
-
     async def _receive(self, timeout: float | None) -> bytes | None:
         """The next bytes from the client: ``b""`` at end of input or when the
         connection broke, ``None`` when ``timeout`` seconds passed first.
@@ -170,8 +167,8 @@ class RequestReader:
         section 9.5; a 408 on an idle keep-alive connection would be taken
         for the answer to the client's next request). From the first byte on,
         the whole head must arrive within ``read_timeout``: a client that
-        trickles one in slower is answered 408 and closed on (RFC 9110
-        section 15.5.9). Raises ``h11.RemoteProtocolError`` for a malformed
+        trickles one in slower is owed a 408 (RFC 9110 section 15.5.9):
+        ``HeadTimeout`` says so. Raises ``h11.RemoteProtocolError`` for a malformed
         or oversized head.
 
         A head that arrives in one piece, the usual case, costs one wait and
@@ -232,8 +229,7 @@ class RequestReader:
                 got = self._feed(data)
                 if got is None:  # nothing, or not enough, in time
                     if begun and self.h11.our_state is h11.IDLE:
-                        text = "Request Timeout: the request head did not arrive in time"
-                        await self.respond_text(408, text, [("connection", "close")])
+                        raise HeadTimeout("the request head did not arrive in time")
                     return None
                 begun = begun or got > 0
         finally:
@@ -386,3 +382,42 @@ class RequestReader:
                 missing -= len(data)
             cycle.body = b"".join(pieces)
         return cycle.body
+
+    # -- writing bytes -----------------------------------------------------------------
+
+    async def _send(self, *events: _Sendable) -> None:
+        """Frame ``events`` with h11 and write the bytes in one piece."""
+        pieces: list[bytes] = []
+        try:
+            for event in events:
+                pieces.extend(self.h11.send_with_data_passthrough(event) or ())
+        except h11.LocalProtocolError as exc:
+            raise PeerGone(str(exc)) from exc
+        if pieces:
+            await self._write(pieces[0] if len(pieces) == 1 else b"".join(pieces))
+
+    async def _write(self, data: bytes) -> None:
+        """Write ``data`` in one piece, under the write deadline."""
+        fast = self._fast
+        try:
+            if fast is not None:
+                # Written at once; only what the kernel did not take at once
+                # is waited for (the write buffer limit is zero), under the
+                # write deadline.
+                fast.write(data)
+                transport = fast.transport
+                if transport is None or not transport.get_write_buffer_size():
+                    return
+                with anyio.move_on_after(self.write_timeout) as scope:
+                    await fast.drain()
+            else:
+                with anyio.move_on_after(self.write_timeout) as scope:
+                    await self.stream.send(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            self.h11.send_failed()
+            raise PeerGone(str(exc)) from exc
+        if scope.cancelled_caught:
+            self.h11.send_failed()
+            if fast is not None:
+                fast.abort()  # what is still buffered will never be read
+            raise PeerGone("the client stopped reading")

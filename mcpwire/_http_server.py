@@ -67,6 +67,7 @@ import h11
 
 from ._aio_stream import open_tcp_listener, serve_listener
 from ._http_events import EventStore, MemoryEventStore
+from ._http_exchange import BodyTooLarge, HeadTimeout, HTTPExchange, PeerGone, ReadTimeout
 from ._http_gate import (
     content_refusal,
     declared_length,
@@ -79,14 +80,7 @@ from ._http_gate import (
 from ._http_legacy import LegacyEndpoint
 from ._http_options import HostList, HTTPServerOptions, http_options
 from ._http_streams import JSON_HEADERS, PumpResult, ResponseStream, pump
-from ._http_wire import (
-    BodyTooLarge,
-    HTTPConnection,
-    HTTPExchange,
-    PeerGone,
-    ReadTimeout,
-    RequestHead,
-)
+from ._http_wire import HTTPConnection, RequestHead
 from ._versions import LEGACY_VERSIONS
 from .sansio._http import (
     LOOPBACK_HOSTS,
@@ -344,6 +338,9 @@ class HTTPServer:
                 )
             except h11.RemoteProtocolError as exc:
                 await http.refuse(exc)
+                return
+            except HeadTimeout as exc:
+                await http.respond_text(408, f"Request Timeout: {exc}", [("connection", "close")])
                 return
             finally:
                 self._idle[scope] = False

@@ -4,13 +4,10 @@ Theory of operation
 -------------------
 ``h11`` is the sans-IO HTTP/1.1 state machine; ``HTTPConnection`` only
 moves bytes between it and the socket, under limits and deadlines. Reading
-requests (limits, deadlines, the fast path for plain requests) is its base,
-``_http_read.RequestReader``; this module writes the responses:
-
-* every write has a deadline, so a peer that stops reading a response is
-  dropped (``PeerGone``) instead of holding a task and its buffers forever;
-* a request h11 refuses is answered with h11's status and words of our own
-  (``refuse``), never with the client's bytes.
+requests (limits, deadlines, the fast path for plain requests) and writing
+bytes under the write deadline are its base, ``_http_read.RequestReader``;
+this module makes the responses. A request h11 refuses is answered with
+h11's status and words of our own (``refuse``), never with the client's bytes.
 
 A response is either whole (``respond``: status, headers, body with its
 ``Content-Length``, in one write) or streamed (``start``, ``write``...,
@@ -41,7 +38,6 @@ lists are validated by h11 once each.
 from __future__ import annotations
 
 import logging
-from typing import Union
 
 import anyio
 import h11
@@ -72,7 +68,6 @@ logger = logging.getLogger("mcpwire.http")
 _LINGER_SECONDS = 1.0
 _LINGER_BYTES = 256 * 1024
 
-_Sendable = Union[h11.InformationalResponse, h11.Response, h11.Data, h11.EndOfMessage]
 _CONTENT_LENGTH = b"content-length: %d\r\n\r\n"
 
 
@@ -84,43 +79,6 @@ class HTTPConnection(RequestReader):
     """HTTP/1.1 on one accepted byte stream (see the module docstring)."""
 
     # -- writing ---------------------------------------------------------------------
-
-    async def _send(self, *events: _Sendable) -> None:
-        """Frame ``events`` with h11 and write the bytes in one piece."""
-        pieces: list[bytes] = []
-        try:
-            for event in events:
-                pieces.extend(self.h11.send_with_data_passthrough(event) or ())
-        except h11.LocalProtocolError as exc:
-            raise PeerGone(str(exc)) from exc
-        if pieces:
-            await self._write(pieces[0] if len(pieces) == 1 else b"".join(pieces))
-
-    async def _write(self, data: bytes) -> None:
-        """Write ``data`` in one piece, under the write deadline."""
-        fast = self._fast
-        try:
-            if fast is not None:
-                # Written at once; only what the kernel did not take at once
-                # is waited for (the write buffer limit is zero), under the
-                # write deadline.
-                fast.write(data)
-                transport = fast.transport
-                if transport is None or not transport.get_write_buffer_size():
-                    return
-                with anyio.move_on_after(self.write_timeout) as scope:
-                    await fast.drain()
-            else:
-                with anyio.move_on_after(self.write_timeout) as scope:
-                    await self.stream.send(data)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            self.h11.send_failed()
-            raise PeerGone(str(exc)) from exc
-        if scope.cancelled_caught:
-            self.h11.send_failed()
-            if fast is not None:
-                fast.abort()  # what is still buffered will never be read
-            raise PeerGone("the client stopped reading")
 
     def _head(
         self, status: int, headers: list[tuple[str, str]], length: int | None = None
