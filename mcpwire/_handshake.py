@@ -190,28 +190,26 @@ async def connect(client: Client) -> None:
         await _discover(client, mode, timeout=client.request_timeout, pinned=True)
         return
     if mode == "auto":
-        if not _known_legacy(client):
+        known = _known_legacy(client)
+        if not known and await _discover(client, LATEST_VERSION, timeout=client.probe_timeout):
+            _remember(client, "modern")
+            return
+        try:
+            await _initialize(client, LATEST_LEGACY_VERSION, fallback=True)
+        except JSONRPCError:
+            # Remembered as legacy but refusing the legacy handshake: it may have
+            # been replaced by a modern-only server. Probe before believing it.
+            if not known:
+                raise
+            _ERA_CACHE.pop(client.era_key, None)
             if await _discover(client, LATEST_VERSION, timeout=client.probe_timeout):
                 _remember(client, "modern")
                 return
-        else:
-            try:
-                await _initialize(client, LATEST_LEGACY_VERSION, fallback=True)
-            except JSONRPCError:
-                # Remembered as legacy but refusing the legacy handshake: it may
-                # have been replaced by a modern-only server. Probe before
-                # believing the refusal.
-                _ERA_CACHE.pop(client.era_key, None)
-                if await _discover(client, LATEST_VERSION, timeout=client.probe_timeout):
-                    _remember(client, "modern")
-                    return
-                raise
-            _remember(client, "legacy")
-            return
+            raise
+        _remember(client, "legacy")
+        return
     pinned = mode in LEGACY_VERSIONS
     await _initialize(client, mode if pinned else LATEST_LEGACY_VERSION, fallback=not pinned)
-    if mode == "auto":
-        _remember(client, "legacy")
 
 
 def _known_legacy(client: Client) -> bool:
