@@ -14,7 +14,7 @@ import json
 import sys
 import textwrap
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -951,38 +951,54 @@ async def test_first_calls_learning_schemas_and_task_support_share_one_listing()
     assert server.count("tools/list") == 3
 
 
+async def cancel_the_lister(
+    client: Client,
+    server: ListingServer,
+    waiters: list[int],
+    before_cancel: Callable[[], Awaitable[None]],
+) -> list[str]:
+    """Call ``tool0`` (the first call: it runs the listing), then, once it lists,
+    call ``tool{i}`` for each of ``waiters``; after ``before_cancel``, cancel
+    the first call. The waiters' texts, all of which must come within 1 s (not
+    the listing's request timeout)."""
+    texts: list[str] = []
+    async with anyio.create_task_group() as tg:
+        lister = anyio.CancelScope()
+
+        async def first() -> None:
+            with lister:
+                await client.call_tool("tool0")
+
+        async def waiter(i: int) -> None:
+            texts.append((await client.call_tool(f"tool{i}")).text)
+
+        tg.start_soon(first)
+        while not server.count("tools/list"):
+            await anyio.sleep(0.01)
+        for i in waiters:
+            tg.start_soon(waiter, i)
+        await before_cancel()
+        with anyio.fail_after(1):
+            lister.cancel()
+            while len(texts) < len(waiters):
+                await anyio.sleep(0.01)
+    return texts
+
+
 async def test_first_calls_waiting_for_task_support_list_again_when_the_lister_is_cancelled() -> (
     None
 ):
     """A call that must know whether it is a task, waiting on a listing whose caller
     is cancelled, lists again (once, for all the waiters) rather than guess."""
     server = ListingServer("silent", tasks={0: "required"})
-    texts: list[str] = []
+
+    async def answer_from_now_on() -> None:
+        await anyio.sleep(0.05)  # the three wait on the listing
+        server.listing = "answered"
+
     with anyio.fail_after(WAIT):
-        async with (
-            Client(server, mode="legacy", request_timeout=WAIT) as client,
-            anyio.create_task_group() as tg,
-        ):
-            lister = anyio.CancelScope()
-
-            async def first() -> None:
-                with lister:
-                    await client.call_tool("tool0")
-
-            async def waiter(i: int) -> None:
-                texts.append((await client.call_tool(f"tool{i}")).text)
-
-            tg.start_soon(first)
-            while not server.count("tools/list"):
-                await anyio.sleep(0.01)
-            for i in (0, 0, 2):
-                tg.start_soon(waiter, i)
-            await anyio.sleep(0.05)  # the three wait on the listing
-            server.listing = "answered"
-            with anyio.fail_after(1):  # not the listing's request timeout
-                lister.cancel()
-                while len(texts) < 3:
-                    await anyio.sleep(0.01)
+        async with Client(server, mode="legacy", request_timeout=WAIT) as client:
+            texts = await cancel_the_lister(client, server, [0, 0, 2], answer_from_now_on)
     assert sorted(texts) == ["0", "0", "2"]
     assert server.count("tools/list") == 1 + 3  # the cancelled one, then one round
     assert server.count("tasks/result") == 2
@@ -992,33 +1008,15 @@ async def test_first_calls_waiting_on_a_cancelled_listing_keep_their_results() -
     """The call that runs the listing is cancelled: the calls waiting on it are not
     left waiting, they return their results unchecked."""
     server = ListingServer("silent")
-    texts: list[str] = []
+
+    async def all_called() -> None:
+        while server.count("tools/call") < 4:
+            await anyio.sleep(0.01)
+        await anyio.sleep(0.05)  # the three wait on the listing
+
     with anyio.fail_after(WAIT):
-        async with (
-            Client(server, request_timeout=WAIT) as client,
-            anyio.create_task_group() as tg,
-        ):
-            lister = anyio.CancelScope()
-
-            async def first() -> None:
-                with lister:
-                    await client.call_tool("tool0")
-
-            async def waiter(i: int) -> None:
-                texts.append((await client.call_tool(f"tool{i}")).text)
-
-            tg.start_soon(first)
-            while not server.count("tools/list"):
-                await anyio.sleep(0.01)
-            for i in range(1, 4):
-                tg.start_soon(waiter, i)
-            while server.count("tools/call") < 4:
-                await anyio.sleep(0.01)
-            await anyio.sleep(0.05)  # the three wait on the listing
-            with anyio.fail_after(1):  # not the listing's request timeout
-                lister.cancel()
-                while len(texts) < 3:
-                    await anyio.sleep(0.01)
+        async with Client(server, request_timeout=WAIT) as client:
+            texts = await cancel_the_lister(client, server, [1, 2, 3], all_called)
     assert sorted(texts) == ["1", "2", "3"]
     assert server.count("tools/list") == 1
 

@@ -25,7 +25,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -1061,10 +1061,10 @@ async def test_legacy_headers_cancellation_and_delete() -> None:
         assert server.seen[-1].method == "DELETE"
 
 
-async def test_a_timeout_does_not_wait_for_the_server_to_take_the_cancel_notice() -> None:
-    # The notice is a POST that a slow server may take long to accept: the caller
-    # gets RequestTimeout at its deadline, and the notice is still delivered, before
-    # the DELETE that ends the session.
+def slow_to_take_cancel_notices(seconds: float) -> Callable[[Seen], Awaitable[Reply]]:
+    """A legacy server whose ``tools/call`` never answers (its SSE stream is held
+    open) and that takes ``seconds`` to accept a ``notifications/cancelled``."""
+
     async def tools_call(seen: Seen) -> Reply:
         return Reply.sse(hold=anyio.Event())
 
@@ -1072,11 +1072,18 @@ async def test_a_timeout_does_not_wait_for_the_server_to_take_the_cancel_notice(
 
     async def handler(seen: Seen) -> Reply:
         if seen.rpc_method == "notifications/cancelled":
-            await anyio.sleep(1.0)  # slow to take the notice
+            await anyio.sleep(seconds)
         reply: Reply = await base(seen)
         return reply
 
-    async with raw_server(handler) as server:
+    return handler
+
+
+async def test_a_timeout_does_not_wait_for_the_server_to_take_the_cancel_notice() -> None:
+    # The notice is a POST that a slow server may take long to accept: the caller
+    # gets RequestTimeout at its deadline, and the notice is still delivered, before
+    # the DELETE that ends the session.
+    async with raw_server(slow_to_take_cancel_notices(1.0)) as server:
         async with legacy_client(server.url) as c:
             start = time.monotonic()
             with pytest.raises(RequestTimeout):
@@ -1089,18 +1096,7 @@ async def test_a_timeout_does_not_wait_for_the_server_to_take_the_cancel_notice(
 
 async def test_a_cancel_notice_the_server_never_takes_does_not_hold_the_close() -> None:
     # Closing gives queued notices a bounded time to go out, then stops trying.
-    async def tools_call(seen: Seen) -> Reply:
-        return Reply.sse(hold=anyio.Event())
-
-    base = legacy({"tools/call": tools_call})
-
-    async def handler(seen: Seen) -> Reply:
-        if seen.rpc_method == "notifications/cancelled":
-            await anyio.sleep(60)  # never takes it
-        reply: Reply = await base(seen)
-        return reply
-
-    async with raw_server(handler) as server:
+    async with raw_server(slow_to_take_cancel_notices(60)) as server:
         client = legacy_client(server.url, timeout=30)
         async with client as c:
             with pytest.raises(RequestTimeout):

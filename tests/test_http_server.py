@@ -1201,17 +1201,25 @@ async def test_keep_alive_serves_many_requests_on_one_connection(anyio_backend: 
         assert http.stats()["connections"] == 1
 
 
+async def start_stoppable(
+    tg: anyio.abc.TaskGroup, http: HTTPServer
+) -> tuple[int, anyio.CancelScope]:
+    """Start ``http`` in ``tg`` on a free loopback port: the port, and the scope
+    whose cancellation shuts it down (gracefully, as a signal would)."""
+    scope = anyio.CancelScope()
+
+    async def serve(*, task_status: anyio.abc.TaskStatus[int]) -> None:
+        with scope:
+            await http.serve("127.0.0.1", 0, task_status=task_status)
+
+    return await tg.start(serve), scope
+
+
 async def test_graceful_shutdown_finishes_requests_in_flight(anyio_backend: str) -> None:
     app, state = probe_app()
     http = HTTPServer(app, HTTPServerOptions(shutdown_timeout=5))
     async with anyio.create_task_group() as tg:
-        scope = anyio.CancelScope()
-
-        async def serve(*, task_status: anyio.abc.TaskStatus[int]) -> None:
-            with scope:
-                await http.serve("127.0.0.1", 0, task_status=task_status)
-
-        port = await tg.start(serve)
+        port, scope = await start_stoppable(tg, http)
         idle = await Raw.connect(port)  # an idle keep-alive connection: closed at once
         busy = await Raw.connect(port)
         body, headers = modern(1, "tools/call", {"name": "block", "arguments": {"seconds": 0.5}})
@@ -1240,13 +1248,7 @@ async def test_requests_cut_short_by_shutdown_get_503(anyio_backend: str) -> Non
     app, state = probe_app()
     http = HTTPServer(app, HTTPServerOptions(shutdown_timeout=0.3))
     async with anyio.create_task_group() as tg:
-        scope = anyio.CancelScope()
-
-        async def serve(*, task_status: anyio.abc.TaskStatus[int]) -> None:
-            with scope:
-                await http.serve("127.0.0.1", 0, task_status=task_status)
-
-        port = await tg.start(serve)
+        port, scope = await start_stoppable(tg, http)
         async with client(port) as setup:
             sid = await initialize(setup)
         busy = [await Raw.connect(port), await Raw.connect(port)]
