@@ -45,6 +45,7 @@ import h11
 from ._http_exchange import BodyTooLarge, HTTPExchange, PeerGone, ReadTimeout, text_body
 from ._http_fast import response_head
 from ._http_gate import (
+    HeaderItems,
     RequestHead,
     ValidatedHeaders,
     protocol_refusal,
@@ -84,19 +85,14 @@ class HTTPConnection(RequestReader):
         self, status: int, headers: list[tuple[str, str]], length: int | None = None
     ) -> h11.Response:
         """The response head for h11; ``length``, when given, becomes ``Content-Length``."""
-        if self.extra_headers:
-            headers, self.extra_headers = [*headers, *self.extra_headers], []
-        known = validated_head(headers)
-        if known is None or ValidatedHeaders is None:
+        headers, items = self._validated(headers)
+        if items is None or ValidatedHeaders is None:
             if length is not None:
                 headers = [*headers, ("content-length", str(length))]
             for name, value in headers:
                 if name.lower() == "connection" and value.lower() == "close":
                     self.closing = True
             return h11.Response(status_code=status, headers=_encode(headers))
-        items, closing = known
-        if closing:
-            self.closing = True
         # Responses on one connection tend to repeat (the same head, status
         # and length): the last head is kept, as h11's events are immutable.
         last = self._last_head
@@ -108,6 +104,21 @@ class HTTPConnection(RequestReader):
         response = h11.Response(status_code=status, headers=ValidatedHeaders(full))
         self._last_head = (items, status, length, response)
         return response
+
+    def _validated(
+        self, headers: list[tuple[str, str]]
+    ) -> tuple[list[tuple[str, str]], HeaderItems | None]:
+        """A response's headers with the ``extra_headers`` taken in, and the same
+        as h11 validated them (``None`` when they frame the body themselves);
+        ``closing`` is set when validated headers close the connection."""
+        if self.extra_headers:
+            headers, self.extra_headers = [*headers, *self.extra_headers], []
+        known = validated_head(headers)
+        if known is None:
+            return headers, None
+        if known[1]:
+            self.closing = True
+        return headers, known[0]
 
     async def start(self, status: int, headers: list[tuple[str, str]], data: bytes = b"") -> None:
         """Send the head of a response whose body follows in ``write`` calls.
@@ -149,16 +160,11 @@ class HTTPConnection(RequestReader):
         self, cycle: Cycle, status: int, headers: list[tuple[str, str]], body: bytes
     ) -> None:
         """``respond`` for a fast-path request: the bytes h11 would write."""
-        if self.extra_headers:
-            headers, self.extra_headers = [*headers, *self.extra_headers], []
-        known = validated_head(headers)
-        if known is None:
+        headers, items = self._validated(headers)
+        if items is None:
             self._handover()
             await self._send(self._head(status, headers, len(body)), h11.Data(data=body), _END)
             return
-        items, closing = known
-        if closing:
-            self.closing = True
         last = self._fast_head
         if last is not None and last[0] is items and last[1] == status:
             head = last[2]
