@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -1417,6 +1418,19 @@ server.run("http", port=int(sys.argv[1]))
 """
 
 
+@contextmanager
+def restartable(tmp_path: Path) -> Iterator[ChildServer]:
+    """The ``RESTARTABLE`` server in a child process, started; stopped at the end."""
+    script = tmp_path / "restartable.py"
+    script.write_text(RESTARTABLE)
+    child = ChildServer(script, [], tmp_path)
+    child.start()
+    try:
+        yield child
+    finally:
+        child.stop()
+
+
 @pytest.mark.parametrize("mode", ["legacy", MODERN])
 async def test_a_server_restart_fails_only_the_calls_made_while_it_is_down(
     mode: str, tmp_path: Path
@@ -1425,11 +1439,7 @@ async def test_a_server_restart_fails_only_the_calls_made_while_it_is_down(
     ``ConnectionClosed``; the client is not ended by it, and once the server is
     back the same client serves on (legacy: a new session, after the 404 that
     says the old one is gone)."""
-    script = tmp_path / "restartable.py"
-    script.write_text(RESTARTABLE)
-    child = ChildServer(script, [], tmp_path)
-    child.start()
-    try:
+    with restartable(tmp_path) as child:
         with anyio.fail_after(30):
             async with Client.http(child.url, mode=mode, reconnect_delay=0.5) as c:
                 assert (await c.call_tool("echo", {"message": "a"})).text == "a"
@@ -1443,8 +1453,6 @@ async def test_a_server_restart_fails_only_the_calls_made_while_it_is_down(
                 assert not c.session.closed
                 child.start()
                 assert (await c.call_tool("echo", {"message": "b"})).text == "b"
-    finally:
-        child.stop()
 
 
 @pytest.mark.parametrize("mode", ["legacy", MODERN])
@@ -1460,11 +1468,7 @@ async def test_a_tool_call_on_a_kept_alive_socket_to_a_server_gone_is_connection
 
     for cls in (_http_client_sock.StreamSocket, _http_client_sock.ProtocolSocket):
         monkeypatch.setattr(cls, "looks_dead", lambda self: False)
-    script = tmp_path / "restartable.py"
-    script.write_text(RESTARTABLE)
-    child = ChildServer(script, [], tmp_path)
-    child.start()
-    try:
+    with restartable(tmp_path) as child:
         with anyio.fail_after(30):
             async with Client.http(child.url, mode=mode, reconnect_delay=0.5) as c:
                 assert (await c.call_tool("echo", {"message": "a"})).text == "a"
@@ -1474,8 +1478,6 @@ async def test_a_tool_call_on_a_kept_alive_socket_to_a_server_gone_is_connection
                 assert info.match(f"cannot reach the MCP server at {child.url}: ")
                 assert info.match("cannot connect to 127.0.0.1:.*: Connection refused")
                 assert not c.session.closed
-    finally:
-        child.stop()
 
 
 async def test_connection_refused_is_connection_closed() -> None:
