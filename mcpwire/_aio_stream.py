@@ -189,6 +189,12 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
         self.interrupted = True
         self._wake()
 
+    def has_input(self) -> bool:
+        """Whether a receive would return at once: bytes delivered, or the end.
+        (Bytes still in the kernel are not counted: receiving them waits for
+        the loop, which lets other tasks run anyway.)"""
+        return bool(self._chunks) or self._eof
+
     def looks_dead(self) -> bool:
         """True if an idle connection got anything: the peer's FIN (or garbage)."""
         transport = self.transport

@@ -182,7 +182,7 @@ class RequestReader:
         buffered, ended = self.h11.trailing_data
         fast = self._fast
         if fast is not None:
-            if buffered or fast.looks_dead():
+            if buffered or fast.has_input():
                 # Input is waiting already (pipelined requests, or the end):
                 # the receive below will not wait, so let other tasks run
                 # first, as every anyio stream operation does.

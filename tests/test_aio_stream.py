@@ -75,6 +75,33 @@ async def test_bytes_both_ways_max_bytes_and_end_of_stream() -> None:
         assert await peer.receive() == b"after their half-close"
 
 
+async def test_has_input_counts_delivered_bytes_and_the_end_only() -> None:
+    """What the HTTP server asks before each request, to yield first when its
+    next read will not wait: no system call, so bytes still in the kernel
+    (not yet delivered by the loop) do not count, unlike ``looks_dead``."""
+    async with connected() as (ours, peer):
+        assert not ours.has_input()
+        await peer.send(b"abc")
+        with anyio.fail_after(5):
+            while not ours.has_input():  # the loop delivers the bytes
+                await anyio.sleep(0.001)
+        assert await ours.receive_chunk() == b"abc"
+        assert not ours.has_input()
+        ours.transport.pause_reading()  # the next bytes stay in the kernel
+        await peer.send(b"d")
+        with anyio.fail_after(5):
+            while not ours.looks_dead():  # the socket polls readable
+                await anyio.sleep(0.001)
+        assert not ours.has_input()
+        ours.transport.resume_reading()
+        assert await ours.receive_chunk(5) == b"d"
+        await peer.send_eof()
+        with anyio.fail_after(5):
+            while not ours.has_input():
+                await anyio.sleep(0.001)
+        assert await ours.receive_chunk() == b""
+
+
 async def test_timeout_close_and_reset() -> None:
     async with connected() as (ours, peer):
         with pytest.raises(TimeoutError):
