@@ -125,6 +125,8 @@ _REPEATABLE = frozenset(
 def repeatable(message: Outbound) -> bool:
     """Whether POSTing ``message`` twice is harmless (``HTTPClient.request(retry=...)``):
     notifications and responses are, and requests that act on nothing."""
+    if type(message) is m.Request:  # the usual case: one request
+        return message.method in _REPEATABLE
     items = message if isinstance(message, list) else (message,)
     return all(type(one) is not m.Request or one.method in _REPEATABLE for one in items)
 

@@ -47,12 +47,12 @@ from mcpwire import (
 )
 from mcpwire._asks import ORIGIN
 from mcpwire._http_client import HTTPClientTransport, open_http_transport
-from mcpwire._http_client_base import MAX_BACKOFF, MAX_ORIGINS, backoff_delay
+from mcpwire._http_client_base import MAX_BACKOFF, MAX_ORIGINS, backoff_delay, repeatable
 from mcpwire._http_client_conn import URL, HTTPClient, InvalidRequest, RedirectRefused
 from mcpwire._http_client_headers import encode_header_value, media_type, tool_header_map
 from mcpwire._http_client_sock import ProtocolSocket
 from mcpwire._http_client_sse import SSEClientTransport
-from mcpwire.sansio import Notification
+from mcpwire.sansio import Notification, Request, Response
 from mcpwire.sansio._codec import Limits
 from mcpwire.sansio._sse import SSEDecoder
 
@@ -2095,3 +2095,16 @@ async def test_a_notification_post_the_server_stalls_is_bounded_as_a_whole(stall
         with anyio.fail_after(20):  # the stall would last 100 s and more
             async with legacy_client(server.url, timeout=1.0):
                 pass
+
+
+def test_which_messages_may_be_posted_twice() -> None:
+    """A POST is sent once more after a kept-alive socket broke before any answer
+    only if that is harmless: notifications, responses and requests that change
+    nothing; a batch only if every request in it is such."""
+    listing, call = Request(1, "tools/list"), Request(2, "tools/call", {"name": "x"})
+    assert repeatable(listing)
+    assert not repeatable(call)
+    assert repeatable(Notification("notifications/initialized"))
+    assert repeatable(Response(3, {}))
+    assert repeatable([listing, Notification("notifications/cancelled", {"requestId": 9})])
+    assert not repeatable([listing, call])
