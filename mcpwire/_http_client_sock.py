@@ -166,6 +166,11 @@ def _frame(conn: h11.Connection, events: tuple[h11.Event, ...]) -> bytes:
     return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
+def _events(request: h11.Request, body: bytes | None) -> tuple[h11.Event, ...]:
+    """A request's h11 events: its head, its body, its end."""
+    return (request, h11.Data(data=body), _END) if body else (request, _END)
+
+
 def _timed_out(timeout: float) -> ReadTimeout:
     return ReadTimeout(f"no data from the server for {timeout:g} s")
 
@@ -233,14 +238,13 @@ class StreamSocket:
         written it, so that the exchange goes on there as it would have.
         """
         conn = self.h11
-        parts = (request, h11.Data(data=body), _END) if body else (request, _END)
         if (
             head is None
             or conn.our_state is not h11.IDLE
             or conn.their_state is not h11.IDLE
             or conn.trailing_data != _NOTHING
         ):
-            await self.send(*parts)
+            await self.send(*_events(request, body))
             return await self.next_event(timeout, fresh=True)
         await self._write(head + body if body else head)
         data = await self._receive(timeout)
@@ -248,7 +252,7 @@ class StreamSocket:
         if fast is not None:
             self.body = BodyLeft(fast, data)
             return fast
-        _frame(conn, parts)  # h11's now: the bytes are out already
+        _frame(conn, _events(request, body))  # h11's now: the bytes are out already
         event = _feed(conn, data)
         if event is h11.NEED_DATA:
             return await self.next_event(timeout)
