@@ -26,6 +26,9 @@ request the fast path reads is one h11 would read the same way (a property
 test holds it to that), and whenever its answer needs more than a whole
 response (a streamed one, a status without a body), ``HTTPConnection`` hands
 the head and body to h11 after all and goes on there.
+
+The syntax of a field line (``FIELD``, ``field_items``) is shared with the
+client's fast path (``_http_client_fast``).
 """
 
 from __future__ import annotations
