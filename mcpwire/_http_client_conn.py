@@ -7,7 +7,10 @@ Theory of operation
 then read chunk by chunk (``read_chunk``) or whole and bounded (``read_body``),
 so an SSE stream can be consumed while it is still being written. Each socket
 carries one ``h11.Connection``: h11 does the framing (Content-Length, chunked,
-read-until-close) and tells us whether the socket is reusable afterwards.
+read-until-close) and tells us whether the socket is reusable afterwards. A
+plain exchange (a request with a ``Content-Length`` body, answered by a
+response of known length whose head arrives whole) skips h11 for its cycle
+(``_http_client_fast``), with the same outcome: anything else is h11's.
 
 Keep-alive
     A response read to its end on a socket both sides left open goes back to an
@@ -63,6 +66,7 @@ import anyio.abc
 import h11
 
 from ._aio_stream import running_asyncio_loop
+from ._http_client_fast import FastResponse, request_bytes
 from ._http_client_headers import raw_media_type
 from ._http_client_net import URL, Verify, open_socket, redirect_target
 from ._http_client_net import describe as _describe
@@ -111,7 +115,6 @@ DEFAULT_MAX_REDIRECTS = 5
 DEFAULT_MAX_HEADER_SIZE = 64 * 1024
 #: Request heads kept ready to send (h11 validates a head when it is built).
 _REQUEST_CACHE_SIZE = 64
-_END = h11.EndOfMessage()
 #: Methods a request may be repeated with (RFC 9110 section 9.2.2).
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 
@@ -132,9 +135,10 @@ class HTTPResponse:
     __slots__ = (
         "_client",
         "_done",
-        "_head",
         "_headers",
+        "_items",
         "_media",
+        "_reason",
         "_sock",
         "status",
         "timeout",
@@ -146,14 +150,18 @@ class HTTPResponse:
         client: HTTPClient,
         sock: _Socket,
         url: URL,
-        head: h11.Response,
+        status: int,
+        reason: bytes,
+        items: list[tuple[bytes, bytes]],
         timeout: float | None,
     ) -> None:
         self._client = client
         self._sock: _Socket | None = sock
         self.url = url
-        self._head = head
-        self.status: int = head.status_code
+        self.status = status
+        self._reason = reason
+        #: The header fields as received: names as sent, values without OWS.
+        self._items = items
         self._headers: list[tuple[str, str]] | None = None
         self._media: str | None = None
         self.timeout = timeout
@@ -161,7 +169,7 @@ class HTTPResponse:
 
     @property
     def reason(self) -> str:
-        return self._head.reason.decode("latin-1", "replace")
+        return self._reason.decode("latin-1", "replace")
 
     @property
     def headers(self) -> list[tuple[str, str]]:
@@ -169,8 +177,7 @@ class HTTPResponse:
         headers = self._headers
         if headers is None:
             headers = self._headers = [
-                (k.decode("latin-1").lower(), v.decode("latin-1"))
-                for k, v in self._head.headers.raw_items()
+                (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in self._items
             ]
         return headers
 
@@ -187,7 +194,7 @@ class HTTPResponse:
         """The Content-Type without its parameters, lowercased (``""`` if none)."""
         known = self._media
         if known is None:
-            known = self._media = raw_media_type(self._head.headers.raw_items())
+            known = self._media = raw_media_type(self._items)
         return known
 
     async def read_chunk(self) -> bytes:
@@ -200,32 +207,24 @@ class HTTPResponse:
         sock = self._sock
         if self._done or sock is None:
             return b""
-        conn = sock.h11
-        while True:
-            try:
-                # What h11 holds already (usually the whole body, which came
-                # with the head) is taken without a trip through the socket.
-                event = conn.next_event()
-                if event is h11.NEED_DATA:
-                    event = await sock.next_event(self.timeout)
-            except NETWORK_ERRORS as exc:
-                self._done = True
-                await self._discard()
-                raise ConnectionFailed(
-                    f"the connection broke while reading the body: {_describe(exc)}"
-                ) from exc
-            except ReadTimeout:
-                await self._discard()
-                raise
-            if type(event) is h11.Data:
-                if event.data:
-                    return bytes(event.data)
-                continue
+        try:
+            chunk = await sock.body_chunk(self.timeout)
+        except NETWORK_ERRORS as exc:
             self._done = True
-            if type(event) is h11.EndOfMessage:
-                return b""
             await self._discard()
-            raise ConnectionFailed(f"unexpected HTTP event while reading the body: {event!r}")
+            raise ConnectionFailed(
+                f"the connection broke while reading the body: {_describe(exc)}"
+            ) from exc
+        except ReadTimeout:
+            await self._discard()
+            raise
+        except ConnectionFailed:  # an HTTP event that is no part of a body
+            self._done = True
+            await self._discard()
+            raise
+        if not chunk:
+            self._done = True
+        return chunk
 
     async def read_body(self, limit: int, *, truncate: bool = False) -> bytes:
         """The whole body, at most ``limit`` bytes.
@@ -333,7 +332,11 @@ class HTTPClient:
         self._waits: set[anyio.CancelScope] = set()
         self._aborts = 0
         self._on_asyncio: bool | None = None
-        self._requests: dict[tuple[object, ...], h11.Request] = {}
+        #: Request heads ready to send: h11's event, and the bytes of it the
+        #: fast path writes (``_http_client_fast.request_bytes``; ``None``: h11 does).
+        self._requests: dict[tuple[object, ...], tuple[h11.Request, bytes | None]] = {}
+        #: Whether plain exchanges take the fast path (tests compare it with h11's).
+        self._fast_path = True
         self._ssl: ssl.SSLContext | None = None
         self._closed = False
         #: Sockets opened (for tests and diagnostics: reuse keeps this low).
@@ -409,16 +412,19 @@ class HTTPClient:
         size = -1 if body is None else len(body)
         key = (method, url.raw, *headers, size)
         try:
-            request = self._requests.get(key)
+            ready = self._requests.get(key)
             cacheable = True
         except TypeError:  # a header given as a list: build it every time
-            request, cacheable = None, False
-        if request is None:
-            request = self._request_head(method, url, headers, size)
+            ready, cacheable = None, False
+        if ready is None:
+            ready = self._request_head(method, url, headers, size)
             if cacheable:
                 if len(self._requests) >= _REQUEST_CACHE_SIZE:
                     self._requests.clear()
-                self._requests[key] = request
+                self._requests[key] = ready
+        request, head = ready
+        if not self._fast_path:
+            head = None
         slots = self._slots
         aborts = self._aborts
         unsent: NoResponse | None = None  # a request not sent again (below)
@@ -443,8 +449,7 @@ class HTTPClient:
             try:
                 # Head and body in one write: one system call, one segment
                 # for a small request (and no Nagle delay between the two).
-                parts = (request, h11.Data(data=body), _END) if body else (request, _END)
-                event = await sock.exchange(parts, timeout)
+                event = await sock.exchange(request, head, body, timeout)
                 while type(event) is h11.InformationalResponse:
                     event = await sock.next_event(timeout)
             except NETWORK_ERRORS as exc:
@@ -467,14 +472,21 @@ class HTTPClient:
             except BaseException:
                 await self._drop(sock)
                 raise
-            if type(event) is not h11.Response:
+            if type(event) is FastResponse:
+                status, reason, items = event.status, event.reason, event.items
+            elif type(event) is h11.Response:
+                status, reason, items = event.status_code, event.reason, event.headers.raw_items()
+            else:
                 await self._drop(sock)
                 raise NoResponse(f"{method} {url}: unexpected HTTP event {event!r}", reused=reused)
-            return HTTPResponse(self, sock, url, event, timeout)
+            return HTTPResponse(self, sock, url, status, reason, items, timeout)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _request_head(self, method: str, url: URL, headers: Headers, size: int) -> h11.Request:
-        """Build (and so validate) a head; immutable in h11, one serves all alike requests."""
+    def _request_head(
+        self, method: str, url: URL, headers: Headers, size: int
+    ) -> tuple[h11.Request, bytes | None]:
+        """Build (and so validate) a head, with its bytes for the fast path;
+        immutable, one serves all alike requests."""
         all_headers: list[tuple[str, str]] = [("Host", url.authority)]
         all_headers.extend(headers)
         if not any(k.lower() == "user-agent" for k, _ in headers):
@@ -482,9 +494,10 @@ class HTTPClient:
         if size >= 0:
             all_headers.append(("Content-Length", str(size)))
         try:
-            return h11.Request(method=method, target=url.target, headers=all_headers)
+            request = h11.Request(method=method, target=url.target, headers=all_headers)
         except (h11.LocalProtocolError, UnicodeEncodeError) as exc:
             raise InvalidRequest(f"cannot send {method} {url}: {exc}") from None
+        return request, request_bytes(request, size)
 
     async def _acquire_slot(self) -> None:
         """Wait for a free slot where ``abort()`` can stop the wait."""
@@ -545,7 +558,7 @@ class HTTPClient:
             return False
         self._slots.release()
         self._busy.discard(sock)
-        sock.h11.start_next_cycle()
+        sock.next_cycle()
         sock.idle_since = time.monotonic()
         self._idle.setdefault(sock.origin, []).append(sock)
         return True
@@ -556,7 +569,7 @@ class HTTPClient:
         if self._closed:
             await sock.close()
             return
-        sock.h11.start_next_cycle()
+        sock.next_cycle()
         sock.idle_since = time.monotonic()
         idle = self._idle.setdefault(sock.origin, [])
         idle.append(sock)

@@ -1,7 +1,9 @@
 """One HTTP/1.1 client connection: a byte stream and the h11 machine framing it.
 
 Two implementations share one small interface (``send``, ``exchange``,
-``next_event``, ``reusable``, ``looks_dead``, ``abort``, ``close``):
+``next_event``, ``body_chunk``, ``reusable``, ``next_cycle``, ``looks_dead``,
+``abort``, ``close``), and differ only in how bytes are read and written
+(``_receive``, ``_write``):
 
 ``StreamSocket``
     Any anyio byte stream: TLS, and every socket on trio.
@@ -12,7 +14,12 @@ Two implementations share one small interface (``send``, ``exchange``,
     socket knows without a system call whether its peer has closed it.
 
 Both feed h11 one received chunk at a time, only when h11 needs more data, so
-what h11 buffers stays bounded by its ``max_incomplete_event_size``.
+what h11 buffers stays bounded by its ``max_incomplete_event_size``. A plain
+exchange skips h11 altogether (``_http_client_fast``): the request is written
+from bytes made once, and a response whose head arrives whole is read by the
+fast path, its body taken by ``Content-Length`` (``body``); h11 stays idle for
+that cycle. Any other response is handed to h11 as it arrived, after h11 has
+been told of the request, and read there as it would have been.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import h11
 
 from ._aio_stream import AsyncioStream, readable_now
 from ._errors import MCPWireError
+from ._http_client_fast import BodyLeft, FastResponse, parse_response
 
 __all__ = (
     "NETWORK_ERRORS",
@@ -41,6 +49,7 @@ __all__ = (
 )
 
 _RECEIVE_SIZE = 65536
+_END = h11.EndOfMessage()
 #: ``h11.Connection.trailing_data`` when nothing is buffered and the peer has not closed.
 _NOTHING = (b"", False)
 
@@ -157,6 +166,11 @@ def _frame(conn: h11.Connection, events: tuple[h11.Event, ...]) -> bytes:
     return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
+def _events(request: h11.Request, body: bytes | None) -> tuple[h11.Event, ...]:
+    """A request's h11 events: its head, its body, its end."""
+    return (request, h11.Data(data=body), _END) if body else (request, _END)
+
+
 def _timed_out(timeout: float) -> ReadTimeout:
     return ReadTimeout(f"no data from the server for {timeout:g} s")
 
@@ -164,30 +178,85 @@ def _timed_out(timeout: float) -> ReadTimeout:
 class StreamSocket:
     """A connection over an anyio byte stream."""
 
-    __slots__ = ("bytes_in", "h11", "idle_since", "origin", "raw", "stream")
+    __slots__ = ("body", "bytes_in", "h11", "idle_since", "limit", "origin", "raw", "stream")
 
     def __init__(self, stream: anyio.abc.ByteStream, origin: tuple[str, str, int], limit: int):
         self.stream = stream
         self.origin = origin
+        self.limit = limit
         self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=limit)
+        #: The body of this cycle's response when the fast path read its head
+        #: (h11 stays idle for the cycle); ``None`` when h11 reads the cycle.
+        self.body: BodyLeft | None = None
         self.idle_since = 0.0
         #: Bytes received for the current request (0: the server never answered it).
         self.bytes_in = 0
         #: The socket underneath, polled before reuse (looked up once).
         self.raw = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
 
+    # -- bytes: how each kind of socket reads and writes ---------------------------------
+
+    async def _receive(self, timeout: float | None) -> bytes:
+        """The next bytes from the server (``b""``: end of input), counted in
+        ``bytes_in``. Raises ``ReadTimeout`` when none came within ``timeout``."""
+        data = b""
+        try:
+            if timeout is None:  # the caller's own deadline is in charge
+                data = await self.stream.receive(_RECEIVE_SIZE)
+            else:
+                with anyio.move_on_after(timeout) as scope:
+                    data = await self.stream.receive(_RECEIVE_SIZE)
+                if scope.cancelled_caught:
+                    raise _timed_out(timeout)
+        except anyio.EndOfStream:
+            pass
+        self.bytes_in += len(data)
+        return data
+
+    async def _write(self, data: bytes) -> None:
+        """Write ``data`` in one piece."""
+        await self.stream.send(data)
+
+    # -- one exchange ----------------------------------------------------------------------
+
     async def send(self, *events: h11.Event) -> None:
         """Frame ``events`` with h11 and write the bytes in one piece."""
         data = _frame(self.h11, events)
         if data:
-            await self.stream.send(data)
+            await self._write(data)
 
     async def exchange(
-        self, events: tuple[h11.Event, ...], timeout: float | None
-    ) -> h11.Event | type[h11.PAUSED]:
-        """Send a request's ``events``, then return the first event of the answer."""
-        await self.send(*events)
-        return await self.next_event(timeout, fresh=True)
+        self, request: h11.Request, head: bytes | None, body: bytes | None, timeout: float | None
+    ) -> h11.Event | type[h11.PAUSED] | FastResponse:
+        """Send a request (head and body in one write), then return the first
+        event of the answer, or the whole head as the fast path read it.
+
+        ``head`` is the bytes of ``request`` for the fast path
+        (``_http_client_fast.request_bytes``), or ``None`` (h11 writes it).
+        The fast path is taken when h11 is fresh for a new cycle; a response
+        it does not take is handed to h11, told of the request as if it had
+        written it, so that the exchange goes on there as it would have.
+        """
+        conn = self.h11
+        if (
+            head is None
+            or conn.our_state is not h11.IDLE
+            or conn.their_state is not h11.IDLE
+            or conn.trailing_data != _NOTHING
+        ):
+            await self.send(*_events(request, body))
+            return await self.next_event(timeout, fresh=True)
+        await self._write(head + body if body else head)
+        data = await self._receive(timeout)
+        fast = parse_response(data, self.limit)
+        if fast is not None:
+            self.body = BodyLeft(fast, data)
+            return fast
+        _frame(conn, _events(request, body))  # h11's now: the bytes are out already
+        event = _feed(conn, data)
+        if event is h11.NEED_DATA:
+            return await self.next_event(timeout)
+        return event  # type: ignore[return-value]
 
     async def next_event(
         self, timeout: float | None, *, fresh: bool = False
@@ -200,23 +269,43 @@ class StreamSocket:
         conn = self.h11
         event = h11.NEED_DATA if fresh and conn.trailing_data == _NOTHING else conn.next_event()
         while event is h11.NEED_DATA:
-            data = b""
-            if timeout is None:  # the caller's own deadline is in charge
-                try:
-                    data = await self.stream.receive(_RECEIVE_SIZE)
-                except anyio.EndOfStream:
-                    data = b""
-            else:
-                with anyio.move_on_after(timeout) as scope:
-                    try:
-                        data = await self.stream.receive(_RECEIVE_SIZE)
-                    except anyio.EndOfStream:
-                        data = b""
-                if scope.cancelled_caught:
-                    raise _timed_out(timeout)
-            self.bytes_in += len(data)
-            event = _feed(conn, data)
+            event = _feed(conn, await self._receive(timeout))
         return event  # type: ignore[return-value]
+
+    async def body_chunk(self, timeout: float | None) -> bytes:
+        """The next piece of the response body; ``b""`` once it has ended.
+
+        Raises what a broken connection raises (``NETWORK_ERRORS``; the end of
+        input before the body's end is ``anyio.EndOfStream``), ``ReadTimeout``,
+        or ``ConnectionFailed`` for an answer that is no body.
+        """
+        left = self.body
+        if left is not None:
+            held = left.held
+            if held:
+                left.held = b""
+                return held
+            if not left.due:
+                left.ended = True
+                return b""
+            data = await self._receive(timeout)
+            if not data:
+                raise anyio.EndOfStream
+            return left.take(data)
+        conn = self.h11
+        while True:
+            # What h11 holds already (usually the whole body, which came
+            # with the head) is taken without a trip through the socket.
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                event = await self.next_event(timeout)
+            if type(event) is h11.Data:
+                if event.data:
+                    return bytes(event.data)
+                continue
+            if type(event) is h11.EndOfMessage:
+                return b""
+            raise ConnectionFailed(f"unexpected HTTP event while reading the body: {event!r}")
 
     def reusable(self) -> bool:
         """Whether the exchange ended cleanly and nothing came after the response.
@@ -225,12 +314,22 @@ class StreamSocket:
         that fell short) answer no request: RFC 9112 §6.3 forbids reading them as
         the next response, so the socket is not kept.
         """
+        left = self.body
+        if left is not None:
+            return left.ended and not left.past
         conn = self.h11
         return (
             conn.our_state is h11.DONE
             and conn.their_state is h11.DONE
             and conn.trailing_data == _NOTHING
         )
+
+    def next_cycle(self) -> None:
+        """Make a ``reusable`` socket ready for its next exchange."""
+        if self.body is not None:
+            self.body = None  # h11 was left idle
+        else:
+            self.h11.start_next_cycle()
 
     def looks_dead(self) -> bool:
         """True if an idle socket is readable: the peer closed it (or sent garbage)."""
@@ -252,44 +351,18 @@ class ProtocolSocket(StreamSocket):
     def __init__(self, stream: AsyncioStream, origin: tuple[str, str, int], limit: int) -> None:
         super().__init__(stream, origin, limit)
 
-    async def send(self, *events: h11.Event) -> None:
-        """Frame ``events`` with h11 and write the bytes in one piece."""
-        self.stream.write(_frame(self.h11, events))
-        await self.stream.drain()
+    async def _receive(self, timeout: float | None) -> bytes:
+        try:
+            data = await self.stream.receive_chunk(timeout)
+        except TimeoutError:
+            raise _timed_out(timeout or 0.0) from None
+        self.bytes_in += len(data)
+        return data
 
-    async def exchange(
-        self, events: tuple[h11.Event, ...], timeout: float | None
-    ) -> h11.Event | type[h11.PAUSED]:
-        """Send a request's ``events``, then return the first event of the answer."""
-        conn = self.h11
+    async def _write(self, data: bytes) -> None:
         stream = self.stream
-        stream.write(_frame(conn, events))
+        stream.write(data)
         await stream.drain()
-        if conn.trailing_data != _NOTHING:  # h11 holds bytes already: those come first
-            return await self.next_event(timeout)
-        while True:  # ``next_event(timeout, fresh=True)``, one await shorter
-            try:
-                data = await stream.receive_chunk(timeout)
-            except TimeoutError:
-                raise _timed_out(timeout or 0.0) from None
-            self.bytes_in += len(data)
-            event = _feed(conn, data)
-            if event is not h11.NEED_DATA:
-                return event  # type: ignore[return-value]
-
-    async def next_event(
-        self, timeout: float | None, *, fresh: bool = False
-    ) -> h11.Event | type[h11.PAUSED]:
-        conn = self.h11
-        event = h11.NEED_DATA if fresh and conn.trailing_data == _NOTHING else conn.next_event()
-        while event is h11.NEED_DATA:
-            try:
-                data = await self.stream.receive_chunk(timeout)
-            except TimeoutError:
-                raise _timed_out(timeout or 0.0) from None
-            self.bytes_in += len(data)
-            event = _feed(conn, data)
-        return event  # type: ignore[return-value]
 
     def looks_dead(self) -> bool:
         """True if an idle socket got anything: the peer's FIN (or garbage)."""

@@ -26,6 +26,9 @@ request the fast path reads is one h11 would read the same way (a property
 test holds it to that), and whenever its answer needs more than a whole
 response (a streamed one, a status without a body), ``HTTPConnection`` hands
 the head and body to h11 after all and goes on there.
+
+The syntax of a field line (``FIELD``, ``field_items``) is shared with the
+client's fast path (``_http_client_fast``).
 """
 
 from __future__ import annotations
@@ -33,14 +36,17 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ("FastHead", "parse_head", "response_head")
+__all__ = ("FIELD", "FastHead", "field_items", "parse_head", "response_head")
 
 _TOKEN = rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+"
 _VCHAR = rb"[\x21-\x7e]"
-_FIELD = _TOKEN + rb":[ \t]*(?:" + _VCHAR + rb"+(?:[ \t]+" + _VCHAR + rb"+)*)?[ \t]*\r\n"
-_HEAD = re.compile(rb"POST (" + _VCHAR + rb"+) HTTP/1\.1\r\n((?:" + _FIELD + rb")*)\r\n")
+#: One header field line as the fast paths take it (a pattern's source):
+#: ``token ":" OWS value OWS CRLF``, the value visible ASCII with spaces and
+#: tabs inside (RFC 9110 section 5.5, without obs-text and obs-fold).
+FIELD = _TOKEN + rb":[ \t]*(?:" + _VCHAR + rb"+(?:[ \t]+" + _VCHAR + rb"+)*)?[ \t]*\r\n"
+_HEAD = re.compile(rb"POST (" + _VCHAR + rb"+) HTTP/1\.1\r\n((?:" + FIELD + rb")*)\r\n")
 
-#: Each field of a head ``_HEAD`` took: name, and value (after leading OWS).
+#: Each field of a block ``FIELD`` took: name, and value (after leading OWS).
 _FIELDS = re.compile(rb"(" + _TOKEN + rb"):[ \t]*([^\r]*)\r\n")
 _MAX_DIGITS = 18
 
@@ -81,6 +87,16 @@ class FastHead(NamedTuple):
     end: int
 
 
+def field_items(block: bytes) -> list[tuple[bytes, bytes]]:
+    """The ``(name, value)`` pairs of a block of field lines, each one matching
+    ``FIELD``: names as sent, values without the OWS around them (as h11's
+    ``raw_items`` gives them)."""
+    items = _FIELDS.findall(block)
+    if b" \r\n" in block or b"\t\r\n" in block:  # OWS after a value is not part of it
+        items = [(name, value.rstrip(b" \t")) for name, value in items]
+    return items
+
+
 def parse_head(data: bytes, limit: int) -> FastHead | None:
     """The head at the start of ``data`` if the fast path takes it (see the
     module docstring), else ``None``: then h11 is to read ``data``."""
@@ -93,10 +109,7 @@ def parse_head(data: bytes, limit: int) -> FastHead | None:
     match = _HEAD.match(data, 0, end)
     if match is None or match.end() != end:
         return None
-    block = match.group(2)
-    items = _FIELDS.findall(block)
-    if b" \r\n" in block or b"\t\r\n" in block:  # OWS after a value is not part of it
-        items = [(name, value.rstrip(b" \t")) for name, value in items]
+    items = field_items(match.group(2))
     hosts = 0
     length = -1
     kinds = _kinds
