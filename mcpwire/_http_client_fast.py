@@ -47,27 +47,27 @@ from typing import NamedTuple
 
 import h11
 
-from ._http_fast import FIELD, field_items
+from ._http_fast import (
+    CONNECTION,
+    DECLINED,
+    FIELD,
+    LENGTH,
+    FieldKinds,
+    field_items,
+    framing,
+    whole_head,
+)
 
 __all__ = ("BodyLeft", "FastResponse", "parse_response", "request_bytes")
 
 _STATUS = rb"HTTP/1\.1 ([2-5][0-9][0-9])(?: ([ \t\x21-\x7e]*))?\r\n"
 _HEAD = re.compile(_STATUS + rb"((?:" + FIELD + rb")*)\r\n")
-_MAX_DIGITS = 18
 #: Statuses whose response has no body whatever its head says (RFC 9110 section 6.4.1).
 _BODILESS = (b"204", b"304")
-
-#: What a response field name means here: nothing (most), or one of these.
-_PLAIN, _LENGTH, _CONNECTION, _DECLINED = range(4)
-_NAMED = {
-    b"content-length": _LENGTH,
-    b"connection": _CONNECTION,
-    b"transfer-encoding": _DECLINED,
-}
-#: Field names as received, with what they mean (names repeat from response
-#: to response; bounded, and started over when full).
-_kinds: dict[bytes, int] = {}
-_MAX_KINDS = 512
+#: What a response field name means here (``_http_fast.framing``).
+_RESPONSE_KINDS = FieldKinds(
+    {b"content-length": LENGTH, b"connection": CONNECTION, b"transfer-encoding": DECLINED}
+)
 
 #: Request fields that take a request off the fast path (see the module docstring).
 _REQUEST_DECLINED = frozenset({b"transfer-encoding", b"expect", b"upgrade"})
@@ -87,47 +87,20 @@ class FastResponse(NamedTuple):
     end: int
 
 
-def _kind(name: bytes) -> int:
-    kind = _NAMED.get(name.lower(), _PLAIN)
-    if len(_kinds) >= _MAX_KINDS:
-        _kinds.clear()
-    _kinds[name] = kind
-    return kind
-
-
 def parse_response(data: bytes, limit: int) -> FastResponse | None:
     """The response head at the start of ``data`` if the fast path takes it
     (see the module docstring), else ``None``: then h11 is to read ``data``."""
-    end = data.find(b"\r\n\r\n")
-    if end < 0:
-        return None
-    end += 4
-    if end > limit:
-        return None
-    match = _HEAD.match(data, 0, end)
-    if match is None or match.end() != end:
+    match = whole_head(_HEAD, data, limit)
+    if match is None:
         return None
     status = match.group(1)
     if status in _BODILESS:
         return None
     items = field_items(match.group(3))
-    length = -1
-    kinds = _kinds
-    for name, value in items:
-        kind = kinds.get(name)
-        if kind is None:
-            kind = _kind(name)
-        if kind == _PLAIN:
-            continue
-        if kind == _LENGTH:
-            if length >= 0 or not value.isdigit() or len(value) > _MAX_DIGITS:
-                return None
-            length = int(value)
-        elif kind != _CONNECTION or value.lower() != b"keep-alive":
-            return None  # Transfer-Encoding; Connection but keep-alive
-    if length < 0:
-        return None  # read to the end of input: h11's
-    return FastResponse(int(status), match.group(2) or b"", items, length, end)
+    framed = framing(items, _RESPONSE_KINDS)
+    if framed is None or framed[1] < 0:  # no Content-Length: read to the end, h11's
+        return None
+    return FastResponse(int(status), match.group(2) or b"", items, framed[1], match.end())
 
 
 def request_bytes(request: h11.Request, size: int) -> bytes | None:

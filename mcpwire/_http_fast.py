@@ -36,7 +36,21 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ("FIELD", "FastHead", "field_items", "parse_head", "response_head")
+__all__ = (
+    "CONNECTION",
+    "DECLINED",
+    "FIELD",
+    "HOST",
+    "LENGTH",
+    "PLAIN",
+    "FastHead",
+    "FieldKinds",
+    "field_items",
+    "framing",
+    "parse_head",
+    "response_head",
+    "whole_head",
+)
 
 _TOKEN = rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+"
 _VCHAR = rb"[\x21-\x7e]"
@@ -50,28 +64,42 @@ _HEAD = re.compile(rb"POST (" + _VCHAR + rb"+) HTTP/1\.1\r\n((?:" + FIELD + rb")
 _FIELDS = re.compile(rb"(" + _TOKEN + rb"):[ \t]*([^\r]*)\r\n")
 _MAX_DIGITS = 18
 
-#: What a field name means here: nothing (most), or one of these.
-_PLAIN, _HOST, _LENGTH, _CONNECTION, _DECLINED = range(5)
-_NAMED = {
-    b"host": _HOST,
-    b"content-length": _LENGTH,
-    b"connection": _CONNECTION,
-    b"transfer-encoding": _DECLINED,
-    b"expect": _DECLINED,
-    b"upgrade": _DECLINED,
-}
-#: Field names as sent, with what they mean (names repeat from request to
-#: request; bounded, and started over when full).
-_kinds: dict[bytes, int] = {}
-_MAX_KINDS = 512
+#: What a field name means to a fast path: nothing (most), or one of these.
+PLAIN, HOST, LENGTH, CONNECTION, DECLINED = range(5)
+_MAX_NAMES = 512
 
 
-def _kind(name: bytes) -> int:
-    kind = _NAMED.get(name.lower(), _PLAIN)
-    if len(_kinds) >= _MAX_KINDS:
-        _kinds.clear()
-    _kinds[name] = kind
-    return kind
+class FieldKinds:
+    """What each field name means to one fast path: ``named`` maps lowercased
+    names to their kinds, every other name is ``PLAIN``. Names are remembered
+    as sent in ``seen`` (they repeat from message to message; bounded, and
+    started over when full), so that most take one dictionary lookup."""
+
+    __slots__ = ("named", "seen")
+
+    def __init__(self, named: dict[bytes, int]) -> None:
+        self.named = named
+        self.seen: dict[bytes, int] = {}
+
+    def learn(self, name: bytes) -> int:
+        """The kind of a name not in ``seen`` yet, remembered there."""
+        kind = self.named.get(name.lower(), PLAIN)
+        if len(self.seen) >= _MAX_NAMES:
+            self.seen.clear()
+        self.seen[name] = kind
+        return kind
+
+
+_REQUEST_KINDS = FieldKinds(
+    {
+        b"host": HOST,
+        b"content-length": LENGTH,
+        b"connection": CONNECTION,
+        b"transfer-encoding": DECLINED,
+        b"expect": DECLINED,
+        b"upgrade": DECLINED,
+    }
+)
 
 
 class FastHead(NamedTuple):
@@ -97,39 +125,54 @@ def field_items(block: bytes) -> list[tuple[bytes, bytes]]:
     return items
 
 
-def parse_head(data: bytes, limit: int) -> FastHead | None:
-    """The head at the start of ``data`` if the fast path takes it (see the
-    module docstring), else ``None``: then h11 is to read ``data``."""
-    end = data.find(b"\r\n\r\n")
-    if end < 0:
+def whole_head(pattern: re.Pattern[bytes], data: bytes, limit: int) -> re.Match[bytes] | None:
+    """``pattern`` matched against the whole head at the start of ``data``
+    (through its blank line), or ``None`` when the head is not whole in
+    ``data``, is longer than ``limit`` bytes, or does not match all of it."""
+    end = data.find(b"\r\n\r\n") + 4
+    if end < 4 or end > limit:
         return None
-    end += 4
-    if end > limit:
-        return None
-    match = _HEAD.match(data, 0, end)
-    if match is None or match.end() != end:
-        return None
-    items = field_items(match.group(2))
+    match = pattern.match(data, 0, end)
+    return match if match is not None and match.end() == end else None
+
+
+def framing(items: list[tuple[bytes, bytes]], kinds: FieldKinds) -> tuple[int, int] | None:
+    """How many ``Host`` fields ``items`` hold and their ``Content-Length``
+    (-1 when absent); ``None`` when a field takes the message off the fast
+    path: a second or malformed ``Content-Length`` (more than 18 ASCII
+    digits, or anything else), ``Connection`` other than ``keep-alive``, or
+    a field of kind ``DECLINED``."""
     hosts = 0
     length = -1
-    kinds = _kinds
+    seen = kinds.seen
     for name, value in items:
-        kind = kinds.get(name)
+        kind = seen.get(name)
         if kind is None:
-            kind = _kind(name)
-        if kind == _PLAIN:
+            kind = kinds.learn(name)
+        if kind == PLAIN:
             continue
-        if kind == _HOST:
+        if kind == HOST:
             hosts += 1
-        elif kind == _LENGTH:
+        elif kind == LENGTH:
             if length >= 0 or not value.isdigit() or len(value) > _MAX_DIGITS:
                 return None
             length = int(value)
-        elif kind != _CONNECTION or value.lower() != b"keep-alive":
-            return None  # Transfer-Encoding, Expect, Upgrade; Connection but keep-alive
-    if hosts != 1:
+        elif kind != CONNECTION or value.lower() != b"keep-alive":
+            return None
+    return hosts, length
+
+
+def parse_head(data: bytes, limit: int) -> FastHead | None:
+    """The head at the start of ``data`` if the fast path takes it (see the
+    module docstring), else ``None``: then h11 is to read ``data``."""
+    match = whole_head(_HEAD, data, limit)
+    if match is None:
         return None
-    return FastHead(match.group(1), items, max(length, 0), end)
+    items = field_items(match.group(2))
+    framed = framing(items, _REQUEST_KINDS)
+    if framed is None or framed[0] != 1:
+        return None
+    return FastHead(match.group(1), items, max(framed[1], 0), match.end())
 
 
 def response_head(status: int, items: tuple[tuple[bytes, bytes, bytes], ...]) -> bytes:
