@@ -50,9 +50,12 @@ class Leaving:
         self.asked = "restarted"
         self._left: weakref.WeakKeyDictionary[Client, str] = weakref.WeakKeyDictionary()
 
-    def leave(self, client: Client, why: str) -> None:
-        """``client``'s connection is being left on purpose: the server was ``why``."""
+    async def leave(self, client: Client, why: str) -> None:
+        """``client``'s connection is being left on purpose: the server was ``why``.
+        Its session closes now, so that every request still pending on it, the
+        hub's and any made directly (``Hub.clients()``), fails saying so."""
         self._left[client] = why
+        await client.session.close(self._said(why))
 
     def cut_off(self, client: Client, exc: ConnectionClosed) -> ConnectionClosed | None:
         """The error of a call on ``client`` that ``exc`` failed, when the hub left
@@ -61,10 +64,13 @@ class Leaving:
         if why is None:
             return None
         return ConnectionClosed(
-            f"server {self.server!r} was {why} while the call was in flight",
+            self._said(why),
             exit_code=exc.exit_code,
             stderr_tail=exc.stderr_tail,
         )
+
+    def _said(self, why: str) -> str:
+        return f"server {self.server!r} was {why} while the call was in flight"
 
 
 async def watchdog(sup: Supervisor, client: Client, startup: float) -> None:

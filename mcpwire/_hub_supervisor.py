@@ -459,7 +459,7 @@ class Supervisor:
                                 await self._serve(client)
                                 lost = self._unreachable or client.session.close_reason
                                 if lost is None:  # leaving on purpose (``_hub_leave``)
-                                    self.leaving.leave(client, self._leaving_why())
+                                    await self.leaving.leave(client, self._leaving_why())
                             connection.cancel_scope.cancel()
                     except Exception as exc:
                         error = unwrap_group(exc)

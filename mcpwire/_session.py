@@ -243,10 +243,10 @@ class Session:
         """Return when the connection has ended (peer gone or ``close()``)."""
         await self._ended.wait()
 
-    async def close(self) -> None:
-        """End the session: fail pending calls, stop handlers, close the transport (idempotent)."""
-        if self._closed is None:
-            self._shutdown(ConnectionClosed("the session was closed"))
+    async def close(self, reason: str = "the session was closed") -> None:
+        """End the session: fail pending calls (``ConnectionClosed(reason)``), stop
+        handlers, close the transport (idempotent)."""
+        self._shutdown(ConnectionClosed(reason))
         try:
             with anyio.CancelScope(shield=True):
                 await self.cancel_notices.flush(_CANCEL_NOTICE_TIMEOUT)

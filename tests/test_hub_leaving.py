@@ -181,7 +181,8 @@ def hold_config(script: str, *args: str, **options: Any) -> dict[str, Any]:
 async def test_a_call_cut_off_by_the_hub_says_why(tmp_path: Path, how: str, said: str) -> None:
     """A call in flight when the hub ends its server's connection on request fails
     with ``ConnectionClosed`` naming the server and what the hub did, not a bare
-    "the session was closed", which reads like a crash."""
+    "the session was closed", which reads like a crash: a call through the hub,
+    and one made directly on the server's connection (``Hub.clients()``)."""
     script = tmp_path / "hold_server.py"
     script.write_text(HOLD)
     config = tmp_path / "mcp.json"
@@ -189,20 +190,26 @@ async def test_a_call_cut_off_by_the_hub_says_why(tmp_path: Path, how: str, said
     failed: list[ConnectionClosed] = []
     async with Hub([config], watch=False) as hub:
         await ready(hub)
-        in_flight = anyio.Event()
+        direct = hub.clients()["s"]
+        in_flight = [anyio.Event(), anyio.Event()]
 
-        async def progressed(progress: float, total: float | None, message: str | None) -> None:
-            in_flight.set()
+        async def call(i: int) -> None:
+            async def progressed(progress: float, total: float | None, text: str | None) -> None:
+                in_flight[i].set()
 
-        async def call() -> None:
             with pytest.raises(ConnectionClosed) as info:
-                await hub.call_tool("s__hold", {"seconds": 60}, on_progress=progressed)
+                if i == 0:
+                    await hub.call_tool("s__hold", {"seconds": 60}, on_progress=progressed)
+                else:
+                    await direct.call_tool("hold", {"seconds": 60}, on_progress=progressed)
             failed.append(info.value)
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(call)
+            tg.start_soon(call, 0)
+            tg.start_soon(call, 1)
             with anyio.fail_after(WAIT):
-                await in_flight.wait()
+                for event in in_flight:
+                    await event.wait()
                 if how == "restart":
                     await hub.restart("s")
                 elif how == "close":
@@ -215,6 +222,6 @@ async def test_a_call_cut_off_by_the_hub_says_why(tmp_path: Path, how: str, said
                         servers["s"] = hold_config(str(script), disabled=True)
                     write_config(config, servers)
                     await hub.reload()
-    assert len(failed) == 1
-    assert isinstance(failed[0], ConnectionClosed)
-    assert str(failed[0]) == f"server 's' was {said} while the call was in flight"
+    assert len(failed) == 2
+    for error in failed:
+        assert str(error) == f"server 's' was {said} while the call was in flight"
