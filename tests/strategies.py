@@ -6,6 +6,8 @@ Import as ``from strategies import ...`` (``tests/`` is on ``sys.path`` because
 
 from __future__ import annotations
 
+import string
+
 from hypothesis import strategies as st
 
 from mcpwire.sansio import (
@@ -23,9 +25,14 @@ from mcpwire.sansio import (
 __all__ = (
     "INT64_MAX",
     "INT64_MIN",
+    "TCHAR",
+    "VCHAR",
+    "byte_text",
     "chunkings",
     "error_objects",
     "error_responses",
+    "field_names",
+    "field_values",
     "int64",
     "json_objects",
     "json_values",
@@ -113,3 +120,34 @@ def split(data: bytes, points: list[int]) -> list[bytes]:
         start = point
     chunks.append(data[start:])
     return chunks
+
+
+# -- HTTP/1.1 header fields ------------------------------------------------------------------
+
+#: The characters of a token (a field name; RFC 9110 section 5.6.2), and visible ASCII.
+TCHAR = (string.ascii_letters + string.digits + "!#$%&'*+-.^_`|~").encode()
+VCHAR = bytes(range(0x21, 0x7F))
+
+
+def byte_text(alphabet: bytes, min_size: int, max_size: int) -> st.SearchStrategy[bytes]:
+    """Bytes drawn from ``alphabet``, ``min_size`` to ``max_size`` of them."""
+    return st.lists(st.sampled_from(alphabet), min_size=min_size, max_size=max_size).map(bytes)
+
+
+def field_names(typical: list[bytes]) -> st.SearchStrategy[bytes]:
+    """Valid field names: tokens, or one of ``typical``."""
+    return st.one_of(byte_text(TCHAR, 1, 12), st.sampled_from(typical))
+
+
+def field_values(typical: list[bytes]) -> st.SearchStrategy[bytes]:
+    """Valid field values without the OWS around them (visible ASCII, with
+    spaces or a tab inside), or one of ``typical``."""
+    return st.one_of(
+        st.builds(
+            lambda a, gap, b: a + gap + b if b else a,
+            byte_text(VCHAR, 1, 10),
+            st.sampled_from([b" ", b"\t", b"  "]),
+            byte_text(VCHAR, 0, 10),
+        ),
+        st.sampled_from(typical),
+    )

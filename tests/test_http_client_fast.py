@@ -22,7 +22,6 @@ from __future__ import annotations
 import itertools
 import random
 import re
-import string
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -33,6 +32,7 @@ import h11
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import VCHAR, byte_text, field_names, field_values
 
 from mcpwire._http_client_conn import URL, HTTPClient
 from mcpwire._http_client_fast import BodyLeft, parse_response, request_bytes
@@ -42,14 +42,6 @@ LIMIT = 16384
 _REQUEST = h11.Request(
     method="POST", target="/mcp", headers=[("Host", "x"), ("Content-Length", "2")]
 )
-
-_TCHAR = (string.ascii_letters + string.digits + "!#$%&'*+-.^_`|~").encode()
-_VCHAR = bytes(range(0x21, 0x7F))
-
-
-def _text(alphabet: bytes, min_size: int, max_size: int) -> st.SearchStrategy[bytes]:
-    return st.lists(st.sampled_from(alphabet), min_size=min_size, max_size=max_size).map(bytes)
-
 
 # -- what each side makes of a response ---------------------------------------------------
 
@@ -141,22 +133,11 @@ def _agrees(head: bytes, rest: bytes, first: int, cuts: list[int]) -> Reading | 
 
 # -- responses, typical and wild --------------------------------------------------------------
 
-plain_names = st.one_of(
-    _text(_TCHAR, 1, 12),
-    st.sampled_from([b"Content-Type", b"content-type", b"Mcp-Session-Id", b"Date", b"Server"]),
-)
-plain_values = st.one_of(
-    st.builds(
-        lambda a, gap, b: a + gap + b if b else a,
-        _text(_VCHAR, 1, 10),
-        st.sampled_from([b" ", b"\t", b"  "]),
-        _text(_VCHAR, 0, 10),
-    ),
-    st.sampled_from([b"", b"application/json", b"text/event-stream; charset=utf-8"]),
-)
+plain_names = field_names([b"Content-Type", b"content-type", b"Mcp-Session-Id", b"Date", b"Server"])
+plain_values = field_values([b"", b"application/json", b"text/event-stream; charset=utf-8"])
 reasons = st.one_of(
     st.sampled_from([None, b"", b"OK", b"Not Found", b"Accepted ", b" x\ty"]),
-    _text(_VCHAR + b" \t", 0, 12),
+    byte_text(VCHAR + b" \t", 0, 12),
 )
 _LOOKED_AT = {b"content-length", b"transfer-encoding", b"connection"}
 

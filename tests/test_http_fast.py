@@ -16,7 +16,6 @@ stands in for on plain requests.
 from __future__ import annotations
 
 import random
-import string
 from typing import Any
 
 import anyio
@@ -28,6 +27,7 @@ from http_raw import client as raw_client
 from http_raw import running as http_running
 from hypothesis import given
 from hypothesis import strategies as st
+from strategies import TCHAR, VCHAR, byte_text, field_names, field_values
 
 from mcpwire import Server
 from mcpwire._http_fast import parse_head, response_head
@@ -35,30 +35,11 @@ from mcpwire._http_gate import validated_head
 
 LIMIT = 16384
 
-_TCHAR = (string.ascii_letters + string.digits + "!#$%&'*+-.^_`|~").encode()
-_VCHAR = bytes(range(0x21, 0x7F))
-
-
-def _text(alphabet: bytes, min_size: int, max_size: int) -> st.SearchStrategy[bytes]:
-    return st.lists(st.sampled_from(alphabet), min_size=min_size, max_size=max_size).map(bytes)
-
-
-plain_names = st.one_of(
-    _text(_TCHAR, 1, 12),
-    st.sampled_from([b"Content-Type", b"Accept", b"Mcp-Session-Id", b"MCP-Protocol-Version"]),
-)
-plain_values = st.one_of(
-    st.builds(
-        lambda a, gap, b: a + gap + b if b else a,
-        _text(_VCHAR, 1, 10),
-        st.sampled_from([b" ", b"\t", b"  "]),
-        _text(_VCHAR, 0, 10),
-    ),
-    st.sampled_from([b"", b"application/json", b"application/json, text/event-stream"]),
-)
+plain_names = field_names([b"Content-Type", b"Accept", b"Mcp-Session-Id", b"MCP-Protocol-Version"])
+plain_values = field_values([b"", b"application/json", b"application/json, text/event-stream"])
 targets = st.one_of(
     st.sampled_from([b"/mcp", b"/mcp?a=1&b=%20", b"http://127.0.0.1:8000/mcp", b"*"]),
-    _text(_VCHAR, 1, 16),
+    byte_text(VCHAR, 1, 16),
 )
 
 
@@ -244,7 +225,7 @@ def _h11_response(status: int, headers: list[tuple[bytes, bytes]], body: bytes) 
     st.sampled_from([200, 202, 400, 404, 405, 413, 415, 500, 503]),
     st.lists(
         st.tuples(
-            _text(_TCHAR, 1, 10).map(lambda b: b.decode()),
+            byte_text(TCHAR, 1, 10).map(lambda b: b.decode()),
             plain_values.map(lambda b: b.strip(b" \t").decode("latin-1")),
         ),
         max_size=5,

@@ -197,11 +197,12 @@ async def test_a_call_cut_off_by_the_hub_says_why(tmp_path: Path, how: str, said
             async def progressed(progress: float, total: float | None, text: str | None) -> None:
                 in_flight[i].set()
 
+            if i == 0:
+                calling = hub.call_tool("s__hold", {"seconds": 60}, on_progress=progressed)
+            else:
+                calling = direct.call_tool("hold", {"seconds": 60}, on_progress=progressed)
             with pytest.raises(ConnectionClosed) as info:
-                if i == 0:
-                    await hub.call_tool("s__hold", {"seconds": 60}, on_progress=progressed)
-                else:
-                    await direct.call_tool("hold", {"seconds": 60}, on_progress=progressed)
+                await calling
             failed.append(info.value)
 
         async with anyio.create_task_group() as tg:
