@@ -43,6 +43,8 @@ __all__ = (
     "responses",
     "split",
     "texts",
+    "wild_field_names",
+    "wild_field_values",
 )
 
 INT64_MIN = -(2**63)
@@ -150,4 +152,25 @@ def field_values(typical: list[bytes]) -> st.SearchStrategy[bytes]:
             byte_text(VCHAR, 0, 10),
         ),
         st.sampled_from(typical),
+    )
+
+
+def wild_field_names(
+    plain: st.SearchStrategy[bytes], named: list[bytes]
+) -> st.SearchStrategy[bytes]:
+    """Field names a fast path must judge: ``plain`` ones, the ``named`` ones that
+    mean something to it, and malformed ones (empty, a space, obs-text)."""
+    return st.one_of(plain, st.sampled_from([*named, b"", b"Bad Name", b"X\x80"]))
+
+
+def wild_field_values(
+    plain: st.SearchStrategy[bytes], meaningful: list[bytes]
+) -> st.SearchStrategy[bytes]:
+    """Field values a fast path must judge: ``plain`` ones, ``meaningful`` ones
+    (lengths, connection options, codings), bytes no field value may hold
+    (obs-text, NUL, a bare CR), and any bytes at all."""
+    return st.one_of(
+        plain,
+        st.sampled_from([*meaningful, b"\x80\xff", b"a\x00b", b"a\rb"]),
+        st.binary(max_size=8),
     )

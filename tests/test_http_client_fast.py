@@ -32,7 +32,14 @@ import h11
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import VCHAR, byte_text, field_names, field_values
+from strategies import (
+    VCHAR,
+    byte_text,
+    field_names,
+    field_values,
+    wild_field_names,
+    wild_field_values,
+)
 
 from mcpwire._http_client_conn import URL, HTTPClient
 from mcpwire._http_client_fast import BodyLeft, parse_response, request_bytes
@@ -165,45 +172,34 @@ def typical_responses(
     return head, status, reason or b"", fields, body
 
 
-wild_names = st.one_of(
+wild_names = wild_field_names(
     plain_names,
-    st.sampled_from(
-        [
-            b"Content-Length",
-            b"content-length",
-            b"Connection",
-            b"Transfer-Encoding",
-            b"Upgrade",
-            b"",
-            b"Bad Name",
-            b"X\x80",
-        ]
-    ),
+    [
+        b"Content-Length",
+        b"content-length",
+        b"Connection",
+        b"Transfer-Encoding",
+        b"Upgrade",
+    ],
 )
-wild_values = st.one_of(
+wild_values = wild_field_values(
     plain_values,
-    st.sampled_from(
-        [
-            b"5",
-            b"0",
-            b"05",
-            b"5, 5",
-            b"5,6",
-            b"-1",
-            b"+5",
-            b"1" * 18,
-            b"1" * 19,
-            b"close",
-            b"Keep-Alive",
-            b"keep-alive, close",
-            b"chunked",
-            b"identity",
-            b"\x80\xff",
-            b"a\x00b",
-            b"a\rb",
-        ]
-    ),
-    st.binary(max_size=8),
+    [
+        b"5",
+        b"0",
+        b"05",
+        b"5, 5",
+        b"5,6",
+        b"-1",
+        b"+5",
+        b"1" * 18,
+        b"1" * 19,
+        b"close",
+        b"Keep-Alive",
+        b"keep-alive, close",
+        b"chunked",
+        b"identity",
+    ],
 )
 
 

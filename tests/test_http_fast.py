@@ -27,7 +27,15 @@ from http_raw import client as raw_client
 from http_raw import running as http_running
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import TCHAR, VCHAR, byte_text, field_names, field_values
+from strategies import (
+    TCHAR,
+    VCHAR,
+    byte_text,
+    field_names,
+    field_values,
+    wild_field_names,
+    wild_field_values,
+)
 
 from mcpwire import Server
 from mcpwire._http_fast import parse_head, response_head
@@ -72,45 +80,34 @@ _LOOKED_AT = {
     b"upgrade",
 }
 
-wild_names = st.one_of(
+wild_names = wild_field_names(
     plain_names,
-    st.sampled_from(
-        [
-            b"Host",
-            b"Content-Length",
-            b"content-length",
-            b"Connection",
-            b"Transfer-Encoding",
-            b"Expect",
-            b"Upgrade",
-            b"",
-            b"Bad Name",
-            b"X\x80",
-        ]
-    ),
+    [
+        b"Host",
+        b"Content-Length",
+        b"content-length",
+        b"Connection",
+        b"Transfer-Encoding",
+        b"Expect",
+        b"Upgrade",
+    ],
 )
-wild_values = st.one_of(
+wild_values = wild_field_values(
     plain_values,
-    st.sampled_from(
-        [
-            b"5",
-            b"0",
-            b"05",
-            b"5, 5",
-            b"-1",
-            b"1" * 19,
-            b"close",
-            b"Keep-Alive",
-            b"keep-alive, Upgrade",
-            b"chunked",
-            b"100-continue",
-            b"h2c",
-            b"\x80\xff",
-            b"a\x00b",
-            b"a\rb",
-        ]
-    ),
-    st.binary(max_size=8),
+    [
+        b"5",
+        b"0",
+        b"05",
+        b"5, 5",
+        b"-1",
+        b"1" * 19,
+        b"close",
+        b"Keep-Alive",
+        b"keep-alive, Upgrade",
+        b"chunked",
+        b"100-continue",
+        b"h2c",
+    ],
 )
 
 
