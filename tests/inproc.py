@@ -3,7 +3,8 @@
 ``serving(server)`` runs a server on a wire-faithful in-memory pair and gives
 the client ``Session`` and an ``Inbox`` of the notifications it receives;
 ``Gate`` lets a test decide when a handler proceeds; ``until_listening``
-waits for a server another process starts.
+waits for a server another process starts; ``echo_server`` is a server with
+one synchronous ``echo`` tool and nothing else.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import mcpwire
 from mcpwire import Server, Session
 from mcpwire.sansio import Notification
 
-__all__ = ("WAIT", "Gate", "Inbox", "serving", "until_listening")
+__all__ = ("WAIT", "Gate", "Inbox", "echo_server", "serving", "until_listening")
 
 #: Seconds any single wait in these helpers may take.
 WAIT = 5.0
@@ -87,3 +88,16 @@ async def until_listening(port: int, timeout: float = WAIT) -> None:
                 return
             except OSError:
                 await anyio.sleep(0.05)
+
+
+def echo_server(name: str = "echo") -> Server:
+    """A server with one tool, ``echo(message) -> message``, a plain function (so
+    that it is answered where the request is read, on every transport that can)."""
+    server = Server(name, "1.0.0")
+
+    @server.tool()
+    def echo(message: str) -> str:
+        """Echo the message back."""
+        return message
+
+    return server

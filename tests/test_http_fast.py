@@ -27,6 +27,7 @@ from http_raw import client as raw_client
 from http_raw import running as http_running
 from hypothesis import given
 from hypothesis import strategies as st
+from inproc import echo_server
 from strategies import (
     TCHAR,
     VCHAR,
@@ -37,7 +38,6 @@ from strategies import (
     wild_field_values,
 )
 
-from mcpwire import Server
 from mcpwire._http_fast import parse_head, response_head
 from mcpwire._http_gate import validated_head
 
@@ -250,16 +250,6 @@ ENVELOPE = {
 }
 
 
-def _app() -> Server:
-    app = Server("fast", "1.0")
-
-    @app.tool()
-    def echo(message: str) -> str:
-        return message
-
-    return app
-
-
 def _body(rid: int) -> bytes:
     return orjson.dumps(
         {
@@ -340,7 +330,7 @@ async def test_requests_in_any_pieces_get_the_same_answers(anyio_backend: str, h
     """The fast path takes a head that comes whole; in pieces h11 reads it. The
     answers are the same, in order, pipelined or not."""
     data = b"".join(_request(rid, kind) for rid, kind in enumerate(KINDS))
-    async with http_running(_app()) as server, raw_client(server.port) as client:
+    async with http_running(echo_server("fast")) as server, raw_client(server.port) as client:
         stream = client.stream
         for piece in _pieces(data, how):
             await stream.send(piece)
@@ -355,7 +345,7 @@ async def test_requests_in_any_pieces_get_the_same_answers(anyio_backend: str, h
 async def test_one_request_at_a_time_and_then_connection_close(anyio_backend: str) -> None:
     """Fast-path requests one after another keep the connection; one asking
     ``Connection: close`` (h11's to read) is answered and the connection ends."""
-    async with http_running(_app()) as server, raw_client(server.port) as client:
+    async with http_running(echo_server("fast")) as server, raw_client(server.port) as client:
         stream = client.stream
         for rid in range(3):
             await stream.send(_request(rid, "plain"))
@@ -382,7 +372,7 @@ async def test_empty_lines_before_a_request_line_are_ignored(anyio_backend: str,
     received before a request line; some clients send a CRLF after a POST body.
     Before the first request, and after a request the fast path read."""
     data = b"\r\n\r\n" + _request(0, "plain") + b"\r\n" + _request(1, "plain")
-    async with http_running(_app()) as server, raw_client(server.port) as client:
+    async with http_running(echo_server("fast")) as server, raw_client(server.port) as client:
         stream = client.stream
         for piece in _pieces(data, how):
             await stream.send(piece)

@@ -29,24 +29,13 @@ import h11
 import orjson
 import pytest
 from http_raw import LEGACY, Reply, client, init_body, modern, running
-
-from mcpwire import Server
+from inproc import echo_server
 
 pytestmark = pytest.mark.anyio
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MARK = b"zz<mark>zz"
-
-
-def _app() -> Server:
-    app = Server("refusals", "1.0")
-
-    @app.tool()
-    def echo(message: str) -> str:
-        return message
-
-    return app
 
 
 def _echo_call(message: str) -> bytes:
@@ -127,7 +116,7 @@ async def test_a_head_trickled_past_read_timeout_gets_408(
     """Each piece of the head comes well within the keep-alive timeout, but the
     head is not whole within ``read_timeout``: 408, ``Connection: close``, closed;
     on a keep-alive connection, the request served before keeps its answer."""
-    async with running(_app(), read_timeout=0.5, keep_alive_timeout=30) as http:
+    async with running(echo_server("refusals"), read_timeout=0.5, keep_alive_timeout=30) as http:
         stream = await anyio.connect_tcp("127.0.0.1", http.port or 0)
         async with stream, anyio.create_task_group() as tg:
             if served_first:
@@ -149,7 +138,7 @@ async def test_a_head_trickled_past_read_timeout_gets_408(
 async def test_connections_without_a_request_close_silently(anyio_backend: str) -> None:
     """No byte of a request: a new connection past ``read_timeout``, and an idle
     keep-alive one past ``keep_alive_timeout``, are closed with nothing sent."""
-    async with running(_app(), read_timeout=0.3, keep_alive_timeout=0.3) as http:
+    async with running(echo_server("refusals"), read_timeout=0.3, keep_alive_timeout=0.3) as http:
         async with await anyio.connect_tcp("127.0.0.1", http.port or 0) as stream:
             assert await _until_closed(stream) == b""
         async with await anyio.connect_tcp("127.0.0.1", http.port or 0) as stream:
@@ -212,7 +201,7 @@ MALFORMED = [
 async def test_malformed_requests_are_named_not_echoed(
     anyio_backend: str, data: bytes, status: int, text: str
 ) -> None:
-    async with running(_app()) as http:
+    async with running(echo_server("refusals")) as http:
         async with await anyio.connect_tcp("127.0.0.1", http.port or 0) as stream:
             await stream.send(data)
             received = await _until_closed(stream)
@@ -250,7 +239,7 @@ CHARSET_REFUSAL = b"Unsupported Media Type: JSON must be UTF-8 (charset=utf-8 or
 
 
 async def test_a_body_in_another_charset_than_utf8_is_415(anyio_backend: str) -> None:
-    async with running(_app()) as http, client(http.port or 0) as raw:
+    async with running(echo_server("refusals")) as http, client(http.port or 0) as raw:
         body, headers = modern(1, "tools/list")
         for content_type in REFUSED_CHARSETS:
             reply = await raw.request(body=body, headers={**headers, "content-type": content_type})
@@ -266,7 +255,10 @@ async def test_a_body_in_another_charset_than_utf8_is_415(anyio_backend: str) ->
 
 
 async def test_a_deprecated_sse_post_in_another_charset_is_415(anyio_backend: str) -> None:
-    async with running(_app(), legacy_sse=True) as http, client(http.port or 0) as raw:
+    async with (
+        running(echo_server("refusals"), legacy_sse=True) as http,
+        client(http.port or 0) as raw,
+    ):
         await raw.send("GET", path="/sse", headers={"accept": "text/event-stream"})
         assert (await raw.head()).status == 200
         event = await raw.sse().next()

@@ -18,6 +18,7 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from inproc import echo_server
 from pipe_peer import WAIT, Peer, line, serving
 
 import mcpwire._session
@@ -39,17 +40,6 @@ async def settled(peer: Peer) -> None:
     assert (await peer.read())["id"] == "settle"
 
 
-def echo_server() -> Server:
-    server = Server("eager", "1.0.0")
-
-    @server.tool()
-    def echo(message: str) -> str:
-        """Echo the message back."""
-        return message
-
-    return server
-
-
 @pytest.mark.anyio
 async def test_the_fast_path_serves_quick_requests_on_asyncio_only(
     anyio_backend: str, monkeypatch: pytest.MonkeyPatch
@@ -62,7 +52,7 @@ async def test_the_fast_path_serves_quick_requests_on_asyncio_only(
         return taken[-1]
 
     monkeypatch.setattr(mcpwire._session, "serve_eagerly", spy)
-    async with serving(echo_server()) as peer:
+    async with serving(echo_server("eager")) as peer:
         await settled(peer)
         taken.clear()
         for rid in range(1, 4):
@@ -219,7 +209,7 @@ async def test_a_reply_the_pipe_cannot_take_whole_is_finished_and_kept_whole() -
     """A 300 kB reply overflows the pipe while the peer is not reading: the rest is
     written by a task, and the next reply waits for it, so frames never interleave."""
     big = "x" * 300_000
-    async with serving(echo_server()) as peer:
+    async with serving(echo_server("eager")) as peer:
         await peer.send(call(1, "echo", message=big))
         await peer.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
         await anyio.sleep(0.05)  # both served while nothing reads the pipe
@@ -231,7 +221,7 @@ async def test_a_reply_the_pipe_cannot_take_whole_is_finished_and_kept_whole() -
 
 @pytest.mark.anyio
 async def test_an_id_in_use_is_refused_even_for_a_quick_request() -> None:
-    server = echo_server()
+    server = echo_server("eager")
     release = anyio.Event()
 
     @server.tool()
@@ -259,7 +249,7 @@ async def test_a_message_that_is_request_and_response_at_once_is_never_run() -> 
     # JSON-RPC 2.0: a request has no result/error, a response no method. With both,
     # the server neither runs the tool nor takes it as an answer: -32600 with the id,
     # on the fast path (asyncio) as in the reader (trio).
-    server = echo_server()
+    server = echo_server("eager")
     ran: list[str] = []
 
     @server.tool()
@@ -287,7 +277,7 @@ async def test_a_reply_whose_write_fails_is_sent_again_and_the_read_goes_on() ->
     """A write failing for a reason other than the pipe or the codec (a bug) must not
     escape the readiness callback: the reply is sent again from a task, and the rest
     of the same read is served."""
-    server = echo_server()
+    server = echo_server("eager")
     async with serving(server) as peer:
         await settled(peer)
         session = next(iter(server.connections)).session
@@ -313,7 +303,7 @@ async def test_a_reply_whose_write_fails_is_sent_again_and_the_read_goes_on() ->
 async def test_names_of_any_json_type_are_refused_and_the_session_goes_on() -> None:
     """A tool, prompt or resource named by a list or an object (unhashable) is refused
     by dispatch; looking it up to decide how to serve it must not raise first."""
-    async with serving(echo_server()) as peer:
+    async with serving(echo_server("eager")) as peer:
         await settled(peer)
         odd = [
             ("tools/call", {"name": ["x"], "arguments": {}}),
@@ -397,7 +387,7 @@ def test_any_mix_in_any_split_gets_every_answer(
     expected = [(rid, answer) for rid, (_, answer) in enumerate(frames, start=1) if answer]
 
     async def main() -> None:
-        async with serving(echo_server()) as peer:
+        async with serving(echo_server("eager")) as peer:
             for chunk in chunks:
                 await peer.write(chunk)
                 await anyio.sleep(0)
