@@ -1,8 +1,8 @@
 """One HTTP/1.1 client connection: a byte stream and the h11 machine framing it.
 
-Two implementations share one small interface (``send``, ``exchange``,
-``next_event``, ``body_chunk``, ``reusable``, ``next_cycle``, ``looks_dead``,
-``abort``, ``close``), and differ only in how bytes are read and written
+Two implementations share one small interface (``exchange``, ``next_event``,
+``body_chunk``, ``reusable``, ``next_cycle``, ``looks_dead``, ``abort``,
+``close``), and differ only in how bytes are read and written
 (``_receive``, ``_write``):
 
 ``StreamSocket``
@@ -219,12 +219,6 @@ class StreamSocket:
 
     # -- one exchange ----------------------------------------------------------------------
 
-    async def send(self, *events: h11.Event) -> None:
-        """Frame ``events`` with h11 and write the bytes in one piece."""
-        data = _frame(self.h11, events)
-        if data:
-            await self._write(data)
-
     async def exchange(
         self, request: h11.Request, head: bytes | None, body: bytes | None, timeout: float | None
     ) -> h11.Event | type[h11.PAUSED] | FastResponse:
@@ -238,36 +232,36 @@ class StreamSocket:
         written it, so that the exchange goes on there as it would have.
         """
         conn = self.h11
+        events = _events(request, body)
         if (
             head is None
             or conn.our_state is not h11.IDLE
             or conn.their_state is not h11.IDLE
             or conn.trailing_data != _NOTHING
         ):
-            await self.send(*_events(request, body))
-            return await self.next_event(timeout, fresh=True)
-        await self._write(head + body if body else head)
-        data = await self._receive(timeout)
-        fast = parse_response(data, self.limit)
-        if fast is not None:
-            self.body = BodyLeft(fast, data)
-            return fast
-        _frame(conn, _events(request, body))  # h11's now: the bytes are out already
+            await self._write(_frame(conn, events))
+            if conn.trailing_data != _NOTHING:  # h11 holds bytes already: those come first
+                return await self.next_event(timeout)
+            data = await self._receive(timeout)
+        else:
+            await self._write(head + body if body else head)
+            data = await self._receive(timeout)
+            fast = parse_response(data, self.limit)
+            if fast is not None:
+                self.body = BodyLeft(fast, data)
+                return fast
+            _frame(conn, events)  # h11's now: the bytes are out already
+        # Right after a request h11 holds nothing, so it is given the first
+        # bytes before it is asked for an event.
         event = _feed(conn, data)
         if event is h11.NEED_DATA:
             return await self.next_event(timeout)
         return event  # type: ignore[return-value]
 
-    async def next_event(
-        self, timeout: float | None, *, fresh: bool = False
-    ) -> h11.Event | type[h11.PAUSED]:
-        """The next event; ``fresh``: the first one since the request was sent.
-
-        Right after a request h11 usually holds nothing, and asking it would
-        only say NEED_DATA: then the socket is read first.
-        """
+    async def next_event(self, timeout: float | None) -> h11.Event | type[h11.PAUSED]:
+        """The next event of the answer, read from the socket as h11 needs."""
         conn = self.h11
-        event = h11.NEED_DATA if fresh and conn.trailing_data == _NOTHING else conn.next_event()
+        event = conn.next_event()
         while event is h11.NEED_DATA:
             event = _feed(conn, await self._receive(timeout))
         return event  # type: ignore[return-value]
