@@ -15,10 +15,13 @@ live ``Client`` is never cancelled from outside, so both are cooperative:
   or when it went unused for ``idleTimeout``.
 
 A call in flight on a connection left that way fails with ``ConnectionClosed``,
-as it must (the session's close is what fails it, and callers catch that), but
-the session only knows it "was closed", which reads like a crash. ``Leaving``
-remembers why each connection was left (while its ``Client`` lives), so the
-call's error says it: "server 'x' was restarted while the call was in flight".
+as it must (the session's close is what fails it, and callers catch that). A
+bare "the session was closed" would read like a crash, so ``Leaving.leave``
+closes the session itself with the reason, and every call pending on it, made
+through the hub or directly on ``Hub.clients()``, says it: "server 'x' was
+restarted while the call was in flight". ``Leaving`` also remembers which
+connections were left (while their ``Client`` lives), so that such a failure
+does not count the server as lost.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ._errors import ConnectionClosed, MCPWireError
+from ._errors import MCPWireError
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -57,17 +60,11 @@ class Leaving:
         self._left[client] = why
         await client.session.close(self._said(why))
 
-    def cut_off(self, client: Client, exc: ConnectionClosed) -> ConnectionClosed | None:
-        """The error of a call on ``client`` that ``exc`` failed, when the hub left
-        that connection on purpose (``None``: it ended by itself)."""
-        why = self._left.get(client)
-        if why is None:
-            return None
-        return ConnectionClosed(
-            self._said(why),
-            exit_code=exc.exit_code,
-            stderr_tail=exc.stderr_tail,
-        )
+    def left(self, client: Client) -> bool:
+        """Whether the hub left ``client``'s connection on purpose (then its calls
+        fail with the reason ``leave`` closed the session with, and the server is
+        not lost)."""
+        return client in self._left
 
     def _said(self, why: str) -> str:
         return f"server {self.server!r} was {why} while the call was in flight"

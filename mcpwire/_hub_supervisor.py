@@ -201,10 +201,8 @@ class Supervisor:
             try:
                 return await use(client)
             except ConnectionClosed as exc:
-                cut = self.leaving.cut_off(client, exc)  # the hub left it on purpose
-                if cut is not None:
-                    raise cut from exc
-                await self._lose(client, exc)
+                if not self.leaving.left(client):  # else the error says why the hub left it
+                    await self._lose(client, exc)
                 raise
         finally:
             self._busy -= 1
