@@ -312,7 +312,8 @@ class Hub:
         return sup.status(len(self._registry.tools_of(name)))
 
     def clients(self) -> dict[str, Client]:
-        """Each ready server's connection, by name: for what the hub does not wrap."""
+        """Each ready server's connection, by name: for what the hub does not wrap. A
+        request on one that the hub cuts off (a restart, say) fails saying why."""
         return {n: c for n, sup in self._sups.items() if (c := sup.live_client()) is not None}
 
     def statuses(self) -> list[ServerStatus]:
