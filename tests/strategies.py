@@ -31,6 +31,7 @@ __all__ = (
     "chunkings",
     "error_objects",
     "error_responses",
+    "field_lines",
     "field_names",
     "field_values",
     "int64",
@@ -174,3 +175,11 @@ def wild_field_values(
         st.sampled_from([*meaningful, b"\x80\xff", b"a\x00b", b"a\rb"]),
         st.binary(max_size=8),
     )
+
+
+def field_lines(draw: st.DrawFn, fields: list[tuple[bytes, bytes]]) -> bytes:
+    """``fields`` as header lines, each with OWS of any kind (or none) drawn
+    before and after its value."""
+    spaced = [(n, draw(st.sampled_from([b"", b" ", b"\t "])) + v) for n, v in fields]
+    trailing = [draw(st.sampled_from([b"", b"", b" ", b"\t"])) for _ in spaced]
+    return b"".join(b"%s:%s%s\r\n" % (n, v, t) for (n, v), t in zip(spaced, trailing, strict=True))

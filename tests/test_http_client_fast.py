@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 from strategies import (
     VCHAR,
     byte_text,
+    field_lines,
     field_names,
     field_values,
     wild_field_names,
@@ -164,11 +165,8 @@ def typical_responses(
     fields.insert(draw(st.integers(0, len(fields))), (name, b"%d" % len(body)))
     if draw(st.booleans()):
         fields.append((draw(st.sampled_from([b"Connection", b"connection"])), b"keep-alive"))
-    spaced = [(n, draw(st.sampled_from([b"", b" ", b"\t "])) + v) for n, v in fields]
-    trailing = [draw(st.sampled_from([b"", b"", b" ", b"\t"])) for _ in spaced]
-    lines = [b"%s:%s%s\r\n" % (n, v, t) for (n, v), t in zip(spaced, trailing, strict=True)]
     line = b"HTTP/1.1 %d" % status + (b"" if reason is None else b" " + reason)
-    head = line + b"\r\n" + b"".join(lines) + b"\r\n"
+    head = line + b"\r\n" + field_lines(draw, fields) + b"\r\n"
     return head, status, reason or b"", fields, body
 
 

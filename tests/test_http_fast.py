@@ -32,6 +32,7 @@ from strategies import (
     TCHAR,
     VCHAR,
     byte_text,
+    field_lines,
     field_names,
     field_values,
     wild_field_names,
@@ -64,10 +65,7 @@ def typical_heads(draw: st.DrawFn) -> tuple[bytes, bytes, list[tuple[bytes, byte
     if draw(st.booleans()):
         fields.append((draw(st.sampled_from([b"Connection", b"connection"])), b"keep-alive"))
     target = draw(targets)
-    spaced = [(n, draw(st.sampled_from([b"", b" ", b"\t "])) + v) for n, v in fields]
-    trailing = [draw(st.sampled_from([b"", b"", b" ", b"\t"])) for _ in spaced]
-    lines = [b"%s:%s%s\r\n" % (n, v, t) for (n, v), t in zip(spaced, trailing, strict=True)]
-    head = b"POST %s HTTP/1.1\r\n%s\r\n" % (target, b"".join(lines))
+    head = b"POST %s HTTP/1.1\r\n%s\r\n" % (target, field_lines(draw, fields))
     return head, target, fields, length
 
 
