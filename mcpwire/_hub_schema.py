@@ -216,14 +216,22 @@ class _Fitter:
             return {}
         node = dict(node)
         self._nullable(node)
-        if "oneOf" in node and "anyOf" not in node:
-            node["anyOf"] = node.pop("oneOf")
-        for key in ("anyOf", "allOf"):
-            branches = node.get(key)
-            if isinstance(branches, list) and len(branches) == 1 and isinstance(branches[0], dict):
-                del node[key]
-                node = {**branches[0], **node}
-                self._nullable(node)
+        merged = True
+        while merged:  # a branch merged in may hold a one-branch list of its own
+            merged = False
+            if "oneOf" in node and "anyOf" not in node:
+                node["anyOf"] = node.pop("oneOf")
+            for key in ("anyOf", "allOf"):
+                branches = node.get(key)
+                if (
+                    isinstance(branches, list)
+                    and len(branches) == 1
+                    and isinstance(branches[0], dict)
+                ):
+                    del node[key]
+                    node = {**branches[0], **node}
+                    self._nullable(node)
+                    merged = True
         if "const" in node:
             value = node.pop("const")
             if "enum" not in node:

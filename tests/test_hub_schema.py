@@ -272,6 +272,13 @@ def test_inlining_keeps_the_meaning(
 
 @settings(max_examples=150, deadline=None)
 @given(schema=schemas_with_defs())
+@example(  # a $ref to a one-branch anyOf, inside a one-branch anyOf: both merged at once
+    schema={
+        "type": "object",
+        "$defs": {"D0": {"anyOf": [{"type": "string"}]}},
+        "properties": {"a": {"anyOf": [{"$ref": "#/$defs/D0"}]}},
+    }
+)
 def test_the_gemini_form_holds_only_gemini_keywords(schema: dict[str, Any]) -> None:
     before = copy.deepcopy(schema)
     fitted = fit_schema(schema, "gemini")
