@@ -2,9 +2,14 @@
 
 Two ways to wait, with one observable behaviour:
 
-* The general way: the send and the wait run in an anyio cancel scope whose
-  deadline is the request's (a stalled peer that never drains its pipe must
-  not hang the send either), and the answer sets an ``anyio.Event``.
+* The general way: the send and the wait run in an anyio cancel scope that
+  ends them at the request's deadline (a stalled peer that never drains its
+  pipe must not hang the send either), and the answer sets an ``anyio.Event``.
+  On trio the scope keeps the deadline itself. On asyncio the session's
+  ``Sweep`` keeps it and cancels the scope when it passes: a scope with a
+  deadline of its own costs a loop timer made and cancelled per request,
+  about half of its cost there (3 of 6 µs measured here; an HTTP request goes
+  this way).
 * The asyncio way, for a transport that can write a message without waiting
   (``start_send``: stdio with room in the pipe, the usual case). Once the
   request is out, only the wait needs a deadline, and a bare future watched
@@ -128,7 +133,7 @@ class Pending:
         self._event: anyio.Event | None = None
         self._sweep: Sweep | None = None
         self._future: asyncio.Future[None] | None = None
-        #: The asyncio way's deadline, on the loop's clock (``Sweep`` reads it).
+        #: The deadline ``Sweep`` keeps (asyncio, either way), on the loop's clock.
         self.due = math.inf
 
     def result(self) -> JSONObject:
@@ -155,9 +160,18 @@ class Pending:
         elif self._event is not None:
             self._event.set()
 
-    async def send_and_wait(self, sending: Awaitable[None], deadline: float) -> None:
-        """The general way: finish ``sending``, then wait, all before ``deadline``."""
-        with anyio.CancelScope(deadline=deadline) as scope:
+    async def send_and_wait(
+        self, sending: Awaitable[None], deadline: float, sweep: Sweep | None
+    ) -> None:
+        """The general way: finish ``sending``, then wait, all before ``deadline``,
+        which ``sweep`` keeps if given (asyncio), else the scope itself."""
+        if sweep is None:
+            scope = anyio.CancelScope(deadline=deadline)
+        else:
+            scope = anyio.CancelScope()
+            self._sweep = sweep
+            sweep.watch(self, deadline)
+        with scope:
             self.scope = scope
             token = _SENDING.set(self)
             try:
@@ -187,11 +201,34 @@ class Pending:
 
     def extend(self) -> None:
         """Progress arrived: the deadline is ``timeout`` from now, within the hard cap."""
-        deadline = min(anyio.current_time() + self.timeout, self.hard_deadline)
-        if self.scope is not None:
-            self.scope.deadline = deadline
-        elif self._sweep is not None and self._future is not None and not self._future.done():
+        if not self.expired():
+            self.move(min(anyio.current_time() + self.timeout, self.hard_deadline))
+
+    def deadline(self) -> float:
+        """When the wait ends unanswered (``inf``: not waiting, or held)."""
+        if self._sweep is not None:
+            return self.due
+        return self.scope.deadline if self.scope is not None else math.inf
+
+    def move(self, deadline: float) -> None:
+        """Set the deadline (later or earlier) of a request being waited for."""
+        if self._sweep is not None:
             self._sweep.watch(self, deadline)
+        elif self.scope is not None:
+            self.scope.deadline = deadline
+
+    def expired(self) -> bool:
+        """Whether the wait has ended: answered, or its deadline passed."""
+        if self._future is not None:
+            return self._future.done()
+        return self.scope is not None and self.scope.cancel_called
+
+    def expire(self) -> None:
+        """End the wait unanswered: its deadline has passed (``Sweep``)."""
+        if self._future is not None:
+            _release(self._future)
+        elif self.scope is not None:
+            self.scope.cancel()
 
     async def progress(self, params: JSONObject) -> None:
         """A ``notifications/progress`` for this request: ``extend`` and tell ``on_progress``."""
@@ -250,11 +287,10 @@ class Sweep:
         self._at = math.inf
         later = math.inf
         for pending in list(self._waiting.values()):
-            future = pending._future
-            if future is None or future.done() or pending._sweep is not self:
+            if pending._sweep is not self or pending.expired():
                 continue
             if pending.due <= fired:
-                future.set_result(None)
+                pending.expire()
             elif pending.due < later:
                 later = pending.due
         if later != math.inf:
@@ -269,22 +305,21 @@ def deadline_held() -> Iterator[None]:
     moves on by the time spent (see the module docstring). Outside a request's send
     and a work deadline it does nothing."""
     pending = _SENDING.get()
-    scope = pending.scope if pending is not None else None
     work = _WORK.get()
     began = anyio.current_time()
-    saved = scope.deadline if scope is not None else math.inf
+    saved = pending.deadline() if pending is not None else math.inf
     saved_work = work.deadline if work is not None else math.inf
-    if scope is not None:
-        scope.deadline = math.inf
+    if pending is not None:
+        pending.move(math.inf)
     if work is not None:
         work.deadline = math.inf
     try:
         yield
     finally:
         spent = anyio.current_time() - began
-        if pending is not None and scope is not None:
+        if pending is not None:
             pending.hard_deadline += spent
-            scope.deadline = min(saved + spent, pending.hard_deadline)
+            pending.move(min(saved + spent, pending.hard_deadline))
         if work is not None:
             work.deadline = saved_work + spent
 

@@ -203,12 +203,11 @@ class Session:
         if set_fast_path is not None:
             # Responses can be settled where they are parsed, without the reader task.
             set_fast_path(self._settle_now)
-        start_send = getattr(self.transport, "start_send", None)
-        # A transport that can write without waiting lets requests wait on a loop
-        # timer instead of a deadline scope (asyncio only; see _pending).
-        self._loop = running_asyncio_loop() if start_send is not None else None
+        # On asyncio one loop timer keeps every request's deadline (see _pending);
+        # a transport that can write without waiting also spares them the scope.
+        self._loop = running_asyncio_loop()
         if self._loop is not None:
-            self._start_send = start_send
+            self._start_send = getattr(self.transport, "start_send", None)
             self._sweep = Sweep(self._loop, self._pending)
         self._tg.start_soon(self._reader)
         return self
@@ -351,7 +350,7 @@ class Session:
             else:
                 # The deadline covers the send too: a stalled peer (full pipe) must
                 # not hang it. A direct transport may answer during the send.
-                await pending.send_and_wait(rest, started + limit)
+                await pending.send_and_wait(rest, started + limit, self._sweep)
             if pending.value is None:
                 raise timed_out(self.transport, method, limit)
         except ConnectionClosed:
