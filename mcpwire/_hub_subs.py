@@ -12,8 +12,14 @@ else at the one whose resource template matches it, in that server's era:
 
 * a legacy server that offers subscriptions gets ``resources/subscribe`` (and
   ``resources/unsubscribe`` once no client wants the URI);
-* a 2026-07-28 server gets one ``subscriptions/listen`` naming every URI held
-  at it, opened again whenever that set changes.
+* a 2026-07-28 server gets a ``subscriptions/listen`` naming the URIs newly
+  held at it (``_listen_again``). A listen cannot be changed, only replaced,
+  and replacing it means a while with both open (the server drops the old one
+  when it gets to it) or with neither (updates lost): so the listens open at a
+  server name disjoint sets of URIs, and each update comes once. A listen ends
+  once nothing it names is held (while it lingers at the server, the updates
+  it still brings are of URIs no longer held, which the relay drops); one that
+  names some URI still held stays open.
 
 The server's ``notifications/resources/updated`` then reaches the hub's client
 for it, and ``AskRelay`` passes those of a held URI to every ``HubServer``,
@@ -58,6 +64,22 @@ __all__ = ("Subscriptions",)
 
 logger = logging.getLogger("mcpwire.hub")
 
+#: Listens open at one server before they are merged into one naming all held
+#: there: each is a request the server keeps open, and servers bound how many
+#: they serve at once.
+MAX_LISTENS = 8
+
+
+class _Listen:
+    """One ``subscriptions/listen`` open at a 2026-07-28 server, naming ``uris``."""
+
+    __slots__ = ("client", "scope", "uris")
+
+    def __init__(self, client: Client, uris: frozenset[str]) -> None:
+        self.client = client
+        self.uris = uris
+        self.scope = anyio.CancelScope()
+
 
 class Subscriptions:
     """The hub's subscriptions on behalf of its clients upstream (see the module docstring)."""
@@ -71,10 +93,12 @@ class Subscriptions:
         )
         #: Each URI held, and the server it is held at (``None``: no server offers it).
         self._held: dict[str, str | None] = {}
-        #: The open ``subscriptions/listen`` of each 2026-07-28 server.
-        self._listens: dict[str, anyio.CancelScope] = {}
-        #: The pauses before a server's listen is opened again.
+        #: The open ``subscriptions/listen`` of each 2026-07-28 server (disjoint URIs).
+        self._listens: dict[str, list[_Listen]] = {}
+        #: The pauses before a server's listens are opened again.
         self._relisten: dict[str, Relisten] = {}
+        #: The servers whose listens are to be opened again after a pause.
+        self._resuming: set[str] = set()
         self._hub: Hub | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._lock = anyio.Lock()
@@ -135,7 +159,7 @@ class Subscriptions:
             for name, uri in todo:
                 await self._change(name, uri, "resources/subscribe", moved)
             for name in moved:
-                await self._listen_again(name)
+                await self._listen_again(name, renew=again and name == server)
         for uri in gap:
             if self._updated is not None and self.holds(uri):
                 await self._updated(uri)
@@ -185,39 +209,50 @@ class Subscriptions:
         except (MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             logger.warning("server %r: %s %s failed: %s", server, method, uri, exc)
 
-    async def _listen_again(self, server: str) -> None:
-        """Open ``server``'s listen anew, naming what is held at it now. The old one
-        ends once the new one is acknowledged: an update in between may come
-        twice, never not at all."""
-        old = self._listens.pop(server, None)
-        uris = self.at(server)
+    async def _listen_again(self, server: str, *, renew: bool = False) -> None:
+        """Listen at ``server`` for what is held there and no open listen names,
+        and end the listens that name nothing held (see the module docstring).
+
+        With ``renew`` (a new connection, or a listen of this one ended), or past
+        ``MAX_LISTENS``, one new listen names all held there, and the others end
+        once it is acknowledged: an update in between may come twice, never not
+        at all. So may one of a URI held again while the listen that named it
+        before lingers at the server."""
+        held = frozenset(self.at(server))
         client = self._hub.clients().get(server) if self._hub is not None else None
+        listens = self._listens.get(server, [])
+        keep = [ls for ls in listens if not renew and ls.client is client and ls.uris & held]
+        named = frozenset[str]().union(*(ls.uris for ls in keep))
+        if held - named and len(keep) >= MAX_LISTENS:
+            keep, named = [], frozenset()
+        ending = [ls for ls in listens if ls not in keep]
+        self._listens[server] = keep
         try:
-            if uris and client is not None and self._tg is not None:
-                scope = anyio.CancelScope()
-                await self._tg.start(self._listen, server, client, uris, scope)
-                self._listens[server] = scope
+            if held - named and client is not None and self._tg is not None:
+                listen = _Listen(client, held - named)
+                keep.append(listen)  # before it starts: it removes itself when it ends
+                await self._tg.start(self._listen, server, listen)
         finally:
-            if old is not None:
-                old.cancel()
+            for old in ending:
+                old.scope.cancel()
 
     async def _listen(
         self,
         server: str,
-        client: Client,
-        uris: list[str],
-        scope: anyio.CancelScope,
+        listen: _Listen,
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         started = False
+        client = listen.client
         relisten = self._relisten.setdefault(server, Relisten())
-        with scope:
+        with listen.scope:
             try:
-                async with client.listen(uris=uris) as subscription:
+                async with client.listen(uris=sorted(listen.uris)) as subscription:
                     task_status.started()
                     started = True
-                    relisten.opened()
+                    if self._listens.get(server) == [listen]:
+                        relisten.opened()  # listening at the server starts (again)
                     async for _ in subscription:
                         pass  # the updates reach AskRelay through the client's on_notification
             except (MCPWireError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
@@ -227,17 +262,29 @@ class Subscriptions:
                 log("server %r: subscriptions/listen ended: %s", server, exc)
         if not started:
             task_status.started()
-        if self._listens.get(server) is scope:
-            del self._listens[server]
-            if started and not scope.cancel_called and not client.session.closed:
+        listens = self._listens.get(server, [])
+        if listen in listens:
+            listens.remove(listen)
+            if (
+                started
+                and not listen.scope.cancel_called
+                and not client.session.closed
+                and server not in self._resuming
+            ):
                 # Ended under a live connection (a 2026-07-28 stream does not
-                # resume): opened again, and what it held reported updated.
+                # resume): all opened again, once for however many ended, and
+                # what they held reported updated.
+                self._resuming.add(server)
                 pause, _ = relisten.ended()
                 assert self._tg is not None
                 self._tg.start_soon(self._resume, server, pause)
 
     async def _resume(self, server: str, pause: float) -> None:
-        await anyio.sleep(pause)
+        try:
+            await anyio.sleep(pause)
+        finally:
+            # Before the listens are opened again: one of those that ends is news.
+            self._resuming.discard(server)
         await self._place(server, again=True)
 
 

@@ -126,13 +126,34 @@ async def test_a_server_gone_for_good_is_found_lost_without_a_call() -> None:
 def noted() -> Server:
     server = Server("noted", "1.0.0")
     server.add_resource(lambda: "x", "note://x", name="note_x")
+    server.add_resource(lambda: "y", "note://y", name="note_y")
     return server
 
 
-async def test_a_subscription_listen_that_ended_is_opened_again() -> None:
-    """The hub's ``subscriptions/listen`` holding a client's subscription ends with
-    its server: once the new server is there it is opened again, and the client
-    is told the resource was updated (what changed in between went unheard)."""
+def listened(server: Server) -> list[list[str]]:
+    """The URIs each open listen at ``server`` for resources names, sorted."""
+    return sorted(
+        sorted(lst.uris) for c in server.connections for lst in c.listeners.values() if lst.uris
+    )
+
+
+async def test_a_subscription_listen_that_ended_is_opened_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The hub's ``subscriptions/listen`` streams holding a client's subscriptions
+    (one per subscribe: they name disjoint URIs) end with their server: once the
+    new server is there, one listen names them all, and the client is told each
+    resource was updated, once (what changed in between went unheard)."""
+    from mcpwire import _hub_subs
+
+    resumes: list[str] = []
+    resume = _hub_subs.Subscriptions._resume
+
+    async def counted(self: _hub_subs.Subscriptions, server: str, pause: float) -> None:
+        resumes.append(server)
+        await resume(self, server, pause)
+
+    monkeypatch.setattr(_hub_subs.Subscriptions, "_resume", counted)
     port = free_port()
     first, second = Serving(noted(), port), Serving(noted(), port)
     got: list[str] = []
@@ -148,13 +169,17 @@ async def test_a_subscription_listen_that_ended_is_opened_again() -> None:
             Client(HubServer(hub), mode=LEGACY, on_notification=note) as client,
         ):
             await client.subscribe_resource("note://x")
-            await until(lambda: any(c.listeners for c in first.server.connections))
+            await client.subscribe_resource("note://y")
+            await until(lambda: listened(first.server) == [["note://x"], ["note://y"]])
             await first.stop()
             await second.start(tg)
-            await until(lambda: got == ["note://x"])  # the gap, reported
-            await until(lambda: any(c.listeners for c in second.server.connections))
+            await until(lambda: len(got) >= 2)  # the gap, reported
+            assert sorted(got) == ["note://x", "note://y"]
+            await until(lambda: listened(second.server) == [["note://x", "note://y"]])
             await second.server.notify_resource_updated("note://x")
-            await until(lambda: got == ["note://x", "note://x"])
+            await until(lambda: len(got) >= 3)
+            assert got[2:] == ["note://x"]
+            assert resumes == ["w"]  # once for both listens that ended
         tg.cancel_scope.cancel()
 
 
@@ -247,3 +272,47 @@ async def test_subscription_listens_that_end_quickly_are_opened_again_ever_more_
                     await anyio.sleep(0)
         tg.cancel_scope.cancel()
     assert pauses[:3] == [0.01, 0.02, 0.04]
+
+
+async def test_subscription_listens_name_disjoint_uris_and_merge_past_a_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each subscribe opens a listen for its URI alone, each unsubscribe ends the
+    listen left naming nothing held; past ``MAX_LISTENS`` open at a server, one
+    listen naming all held there takes their place. Updates come once throughout."""
+    from mcpwire import _hub_subs
+
+    monkeypatch.setattr(_hub_subs, "MAX_LISTENS", 2)
+    port = free_port()
+    server = noted()
+    server.add_resource(lambda: "z", "note://z", name="note_z")
+    only = Serving(server, port)
+    got: list[str] = []
+
+    async def note(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/resources/updated":
+            got.append(params["uri"])
+
+    async def updated(uri: str) -> None:
+        before = len(got)
+        await server.notify_resource_updated(uri)
+        await until(lambda: len(got) > before)
+
+    async with anyio.create_task_group() as tg:
+        await only.start(tg)
+        async with (
+            hub_at(port, relay=AskRelay()) as hub,
+            Client(HubServer(hub), mode=LEGACY, on_notification=note) as client,
+        ):
+            await client.subscribe_resource("note://x")
+            await client.subscribe_resource("note://y")
+            await until(lambda: listened(server) == [["note://x"], ["note://y"]])
+            await client.unsubscribe_resource("note://x")
+            await until(lambda: listened(server) == [["note://y"]])
+            await client.subscribe_resource("note://x")
+            await client.subscribe_resource("note://z")  # a third listen: merged
+            await until(lambda: listened(server) == [["note://x", "note://y", "note://z"]])
+            for uri in ("note://x", "note://y", "note://z"):
+                await updated(uri)
+            assert got == ["note://x", "note://y", "note://z"]
+        tg.cancel_scope.cancel()

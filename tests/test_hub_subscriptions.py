@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 from http_raw import running
 from mcp import Client as SdkClient
@@ -43,7 +44,19 @@ SUBBER = textwrap.dedent(
     import sys
     from mcpwire import Server
 
-    server = Server("subber", "1.0.0")
+    # "lingering": slow to end a listen its client cancelled (here it never
+    # does), it goes on sending that listen's updates.
+    class Kept(dict):
+        def pop(self, key, default=None):
+            return self.get(key, default)
+
+    class Lingering(Server):
+        async def _on_request(self, conn, request, rctx):
+            if not isinstance(conn.listeners, Kept):
+                conn.listeners = Kept(conn.listeners)
+            return await super()._on_request(conn, request, rctx)
+
+    server = (Lingering if sys.argv[1:] == ["lingering"] else Server)("subber", "1.0.0")
 
     if sys.argv[1:] == ["late"]:
         @server.resource("late://x")
@@ -98,10 +111,10 @@ REF_NOTES = textwrap.dedent(
 
 
 @asynccontextmanager
-async def hub_of(tmp: Path, downstream: str) -> AsyncIterator[tuple[Hub, HubServer]]:
+async def hub_of(tmp: Path, downstream: str, *args: str) -> AsyncIterator[tuple[Hub, HubServer]]:
     script = tmp / "subber.py"
     script.write_text(SUBBER)
-    servers = [ServerConfig(name="d", command=PY, args=[str(script)])]
+    servers = [ServerConfig(name="d", command=PY, args=[str(script), *args])]
     async with Hub(servers=servers, relay=AskRelay(), client_options={"mode": downstream}) as hub:
         await ready(hub)
         yield hub, HubServer(hub)
@@ -166,6 +179,60 @@ async def test_a_subscribed_resources_updates_reach_the_client(
             await touch(client, "note://x")
             assert got.uris == ["note://x", "doc://a"]
     assert held(hub) == {}
+
+
+@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
+async def test_each_update_comes_once_while_a_server_is_slow_to_end_a_listen(
+    tmp_path: Path, upstream: str
+) -> None:
+    """A 2026-07-28 server may go on sending on a listen the hub cancelled for a
+    while (this one for good). The hub names each URI it holds there in one open
+    listen, so each update reaches the client once, and one of a URI no longer
+    held not at all. ``note://y``, touched last, marks the end of each round."""
+    got = Updates()
+    ends: dict[str, anyio.Event] = {}
+    async with (
+        hub_of(tmp_path, MODERN, "lingering") as (hub, server),
+        Client(server, mode=upstream, on_notification=got) as client,
+        anyio.create_task_group() as tg,
+    ):
+
+        async def listening(
+            uri: str, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+        ) -> None:
+            async with client.listen(uris=[uri]):
+                task_status.started()
+                await ends.setdefault(uri, anyio.Event()).wait()
+
+        async def subscribe(uri: str) -> None:
+            if upstream == LEGACY:
+                await client.subscribe_resource(uri)
+            else:
+                await tg.start(listening, uri)
+
+        async def unsubscribe(uri: str) -> None:
+            if upstream == LEGACY:
+                await client.unsubscribe_resource(uri)
+            else:
+                ends[uri].set()
+
+        async def round_of(*uris: str) -> list[str]:
+            got.uris.clear()
+            await touch(client, *uris, "note://y")
+            await until(lambda: "note://y" in got.uris)
+            return got.uris[: got.uris.index("note://y")]
+
+        for uri in ("note://y", "note://x", "doc://a"):
+            await subscribe(uri)
+        await until(lambda: held(hub) == {"note://y": "d", "note://x": "d", "doc://a": "d"})
+        assert await round_of("note://x", "doc://a") == ["note://x", "doc://a"]
+        await unsubscribe("note://x")
+        await until(lambda: held(hub) == {"note://y": "d", "doc://a": "d"})
+        assert await round_of("note://x", "doc://a") == ["doc://a"]
+        await unsubscribe("doc://a")
+        await until(lambda: held(hub) == {"note://y": "d"})
+        assert await round_of("note://x", "doc://a") == []
+        tg.cancel_scope.cancel()
 
 
 @pytest.mark.parametrize("downstream", [LEGACY, MODERN])
