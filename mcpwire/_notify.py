@@ -51,6 +51,8 @@ async def broadcast(
                 targets.append((params, listener.id))
         for target, related in targets:
             try:
+                if related is not None:
+                    await _acknowledged(conn, related)
                 await session.notify(method, target, related=related)
             except Exception:  # the connection is going away; it will be dropped
                 break
@@ -68,6 +70,7 @@ async def notify_task(connections: Iterable[Connection], task: Task) -> None:
             params = task.to_json(detailed=True)
             params["_meta"] = {META_SUBSCRIPTION_ID: listener.id}
             try:
+                await _acknowledged(conn, listener.id)
                 await session.notify("notifications/tasks", params, related=listener.id)
             except Exception:  # the connection is going away; it will be dropped
                 break
@@ -96,6 +99,15 @@ async def log(
             continue
         told += 1
     return told
+
+
+async def _acknowledged(conn: Connection, rid: RequestId) -> None:
+    """Wait until the listen stream ``rid`` has been acknowledged (at once, but
+    while its acknowledgement is being sent: that MUST come first)."""
+    listener = conn.listeners.get(rid)
+    ready = listener.acknowledged if listener is not None else None
+    if ready is not None and not ready.is_set():
+        await ready.wait()
 
 
 def _listener_wants(listener: Listener, kind: str, uri: str | None) -> bool:

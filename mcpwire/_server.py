@@ -72,8 +72,10 @@ _NEVER_WAIT = frozenset(
 DEFAULT_PAGE_SIZE = 100
 
 
-class Listener(Record, frozen=False):
-    """One modern ``subscriptions/listen`` stream."""
+class Listener(Record, frozen=False, hidden=("acknowledged",)):
+    """One modern ``subscriptions/listen`` stream. ``acknowledged`` is set once
+    its acknowledgement is out (or could not be sent): what is published for it
+    before then waits, as the acknowledgement MUST come first."""
 
     id: RequestId
     tools: bool
@@ -81,6 +83,7 @@ class Listener(Record, frozen=False):
     resources: bool
     uris: frozenset[str]
     task_ids: frozenset[str]
+    acknowledged: anyio.Event | None
 
     def __init__(
         self,
@@ -90,6 +93,7 @@ class Listener(Record, frozen=False):
         resources: bool = False,
         uris: frozenset[str] = frozenset(),
         task_ids: frozenset[str] = frozenset(),
+        acknowledged: anyio.Event | None = None,
     ) -> None:
         self.id = id
         self.tools = tools
@@ -97,6 +101,7 @@ class Listener(Record, frozen=False):
         self.resources = resources
         self.uris = uris
         self.task_ids = task_ids
+        self.acknowledged = acknowledged
 
 
 class Connection(Record, frozen=False, eq=False):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import anyio
+
 from . import _tasks
 from ._params import invalid_params
 from ._versions import META_SUBSCRIPTION_ID
@@ -85,6 +87,7 @@ async def listen(call: Call) -> JSONObject:
     if task_ids:
         honored["taskIds"] = list(task_ids)
     rid = call.request.id
+    acknowledged = anyio.Event()
     listener = Listener(
         rid,
         tools="toolsListChanged" in honored,
@@ -96,16 +99,23 @@ async def listen(call: Call) -> JSONObject:
             if isinstance(u, str)
         ),
         task_ids=frozenset(task_ids),
+        acknowledged=acknowledged,
     )
     session = call.rctx.session
-    # The acknowledgement MUST be the first message of the subscription.
-    await session.notify(
-        "notifications/subscriptions/acknowledged",
-        {"_meta": {META_SUBSCRIPTION_ID: rid}, "notifications": honored},
-        related=rid,
-    )
+    # Listening starts before the acknowledgement is sent, so that nothing
+    # published while it is on its way is lost; the acknowledgement MUST be the
+    # first message of the subscription, so what is published meanwhile waits
+    # for it (``_notify``).
     call.conn.listeners[rid] = listener
     try:
+        try:
+            await session.notify(
+                "notifications/subscriptions/acknowledged",
+                {"_meta": {META_SUBSCRIPTION_ID: rid}, "notifications": honored},
+                related=rid,
+            )
+        finally:
+            acknowledged.set()
         await call.conn.server_stopping(rid)
     finally:
         call.conn.listeners.pop(rid, None)

@@ -797,3 +797,48 @@ async def test_listen_keeps_a_string_id() -> None:
         finally:
             await client_end.aclose()
             tg.cancel_scope.cancel()
+
+
+async def test_an_update_published_while_the_listen_is_acknowledged_comes_after_the_ack() -> None:
+    """Listening starts before the acknowledgement goes out: what is published
+    while it is on its way is neither lost nor sent ahead of it (the
+    acknowledgement MUST be the subscription's first message)."""
+    server = build_server()
+    client_end, server_end = mcpwire.memory_pair(wire=True)
+    acking, go = anyio.Event(), anyio.Event()
+    send = server_end.send
+
+    async def held_ack(message: Any, *, related: RequestId | None = None) -> None:
+        if getattr(message, "method", None) == "notifications/subscriptions/acknowledged":
+            acking.set()
+            await go.wait()
+        await send(message, related=related)
+
+    server_end.send = held_ack  # type: ignore[method-assign]
+    inbox = Inbox()
+    listen = Listening()
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, server_end)
+            async with Session(client_end, on_notification=inbox) as session:
+                tg.start_soon(listen.run, session, {"resourceSubscriptions": ["mem://text"]})
+                await acking.wait()
+                published = anyio.Event()
+
+                async def publish() -> None:
+                    await server.notify_resource_updated("mem://text")
+                    published.set()
+
+                tg.start_soon(publish)
+                await anyio.sleep(0.05)  # published while the acknowledgement is held
+                go.set()
+                updated = await inbox.next("notifications/resources/updated")
+                await published.wait()
+                assert [n.method for n in inbox.items] == [
+                    "notifications/subscriptions/acknowledged",
+                    "notifications/resources/updated",
+                ]
+                assert updated.params == {"_meta": {SUB: listen.id}, "uri": "mem://text"}
+                listen.scope.cancel()
+            tg.cancel_scope.cancel()
+    inbox.close()
