@@ -4,12 +4,13 @@
 the client ``Session`` and an ``Inbox`` of the notifications it receives;
 ``Gate`` lets a test decide when a handler proceeds; ``until_listening``
 waits for a server another process starts; ``echo_server`` is a server with
-one synchronous ``echo`` tool and nothing else.
+one synchronous ``echo`` tool and nothing else; ``two_deadlines`` times two
+requests that expire at different deadlines.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import anyio
@@ -18,7 +19,15 @@ import mcpwire
 from mcpwire import Server, Session
 from mcpwire.sansio import Notification
 
-__all__ = ("WAIT", "Gate", "Inbox", "echo_server", "serving", "until_listening")
+__all__ = (
+    "WAIT",
+    "Gate",
+    "Inbox",
+    "echo_server",
+    "serving",
+    "two_deadlines",
+    "until_listening",
+)
 
 #: Seconds any single wait in these helpers may take.
 WAIT = 5.0
@@ -101,3 +110,24 @@ def echo_server(name: str = "echo") -> Server:
         return message
 
     return server
+
+
+async def two_deadlines(expire: Callable[[str, float], Awaitable[None]]) -> dict[str, float]:
+    """How long each of two requests took to expire: ``expire(tag, timeout)``
+    makes one that is never answered and returns once it timed out. "long"
+    (1 s) is made first and "short" (0.2 s) just after, so a timer kept for
+    the earliest deadline must move earlier, and the longer one still expire
+    on time, not before. Within 20 s in all."""
+    expired: dict[str, float] = {}
+
+    async def wait(tag: str, timeout: float) -> None:
+        began = anyio.current_time()
+        await expire(tag, timeout)
+        expired[tag] = anyio.current_time() - began
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait, "long", 1.0)
+            await anyio.sleep(0.05)
+            tg.start_soon(wait, "short", 0.2)
+    return expired

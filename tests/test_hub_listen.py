@@ -144,16 +144,7 @@ async def test_a_subscription_listen_that_ended_is_opened_again(
     (one per subscribe: they name disjoint URIs) end with their server: once the
     new server is there, one listen names them all, and the client is told each
     resource was updated, once (what changed in between went unheard)."""
-    from mcpwire import _hub_subs
-
-    resumes: list[str] = []
-    resume = _hub_subs.Subscriptions._resume
-
-    async def counted(self: _hub_subs.Subscriptions, server: str, pause: float) -> None:
-        resumes.append(server)
-        await resume(self, server, pause)
-
-    monkeypatch.setattr(_hub_subs.Subscriptions, "_resume", counted)
+    resumes = _recorded_resumes(monkeypatch)
     port = free_port()
     first, second = Serving(noted(), port), Serving(noted(), port)
     got: list[str] = []
@@ -179,7 +170,7 @@ async def test_a_subscription_listen_that_ended_is_opened_again(
             await second.server.notify_resource_updated("note://x")
             await until(lambda: len(got) >= 3)
             assert got[2:] == ["note://x"]
-            assert resumes == ["w"]  # once for both listens that ended
+            assert [server for server, _ in resumes] == ["w"]  # once for both that ended
         tg.cancel_scope.cancel()
 
 
@@ -240,18 +231,11 @@ async def test_subscription_listens_that_end_quickly_are_opened_again_ever_more_
 ) -> None:
     """The same for the listen that holds clients' subscriptions: each quick end
     doubles the pause before it is opened again."""
-    from mcpwire import _hub_connect, _hub_subs
+    from mcpwire import _hub_connect
 
     monkeypatch.setattr(_hub_connect, "LISTEN_PAUSE", 0.01)
     monkeypatch.setattr(_hub_connect, "LISTEN_PAUSE_MAX", 10.0)
-    pauses: list[float] = []
-    resume = _hub_subs.Subscriptions._resume
-
-    async def counted(self: _hub_subs.Subscriptions, server: str, pause: float) -> None:
-        pauses.append(pause)
-        await resume(self, server, pause)
-
-    monkeypatch.setattr(_hub_subs.Subscriptions, "_resume", counted)
+    resumes = _recorded_resumes(monkeypatch)
     port = free_port()
     only = Serving(noted(), port)
 
@@ -266,12 +250,12 @@ async def test_subscription_listens_that_end_quickly_are_opened_again_ever_more_
         ):
             await client.subscribe_resource("note://x")
             with anyio.fail_after(WAIT):
-                while len(pauses) < 3:
+                while len(resumes) < 3:
                     await until(listening)
                     only.server.close_subscriptions()
                     await anyio.sleep(0)
         tg.cancel_scope.cancel()
-    assert pauses[:3] == [0.01, 0.02, 0.04]
+    assert [pause for _, pause in resumes[:3]] == [0.01, 0.02, 0.04]
 
 
 async def test_subscription_listens_name_disjoint_uris_and_merge_past_a_bound(
@@ -316,3 +300,19 @@ async def test_subscription_listens_name_disjoint_uris_and_merge_past_a_bound(
                 await updated(uri)
             assert got == ["note://x", "note://y", "note://z"]
         tg.cancel_scope.cancel()
+
+
+def _recorded_resumes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float]]:
+    """Record each time the hub opens a server's subscription listens again
+    (``Subscriptions._resume``): the server and the pause before it."""
+    from mcpwire import _hub_subs
+
+    resumes: list[tuple[str, float]] = []
+    resume = _hub_subs.Subscriptions._resume
+
+    async def recorded(self: _hub_subs.Subscriptions, server: str, pause: float) -> None:
+        resumes.append((server, pause))
+        await resume(self, server, pause)
+
+    monkeypatch.setattr(_hub_subs.Subscriptions, "_resume", recorded)
+    return resumes

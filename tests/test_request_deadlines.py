@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 from http_raw import running
-from inproc import echo_server
+from inproc import echo_server, two_deadlines
 
 from mcpwire import Client, Context, RequestTimeout, Server
 
@@ -58,20 +58,14 @@ async def test_requests_with_different_timeouts_each_expire_at_their_own_deadlin
     # One timer serves every waiting request on asyncio: a shorter deadline set
     # after a longer one must move it earlier, and the longer one must still
     # expire, on time and not before, once the shorter one has.
-    expired: dict[str, float] = {}
     async with _client(how, _slow_server()) as client:
 
-        async def wait(tag: str, timeout: float) -> None:
-            began = anyio.current_time()
+        async def expire(tag: str, timeout: float) -> None:
             with pytest.raises(RequestTimeout):
                 await client.call_tool("nap", {"seconds": 30, "tag": tag}, timeout=timeout)
-            expired[tag] = anyio.current_time() - began
 
+        expired = await two_deadlines(expire)
         with anyio.fail_after(WAIT):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(wait, "long", 1.0)
-                await anyio.sleep(0.05)
-                tg.start_soon(wait, "short", 0.2)
             answer = await client.call_tool("nap", {"seconds": 0, "tag": "after"}, timeout=5)
         assert answer.structured == {"result": "after"}
         assert client.session._pending == {}

@@ -19,6 +19,7 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from inproc import two_deadlines
 
 from mcpwire import ConnectionClosed, RequestTimeout, Session, StdioClientTransport
 from mcpwire._fdio import FDWriter
@@ -141,21 +142,13 @@ async def test_requests_with_different_timeouts_each_expire_at_their_own_deadlin
     # On asyncio one timer serves every waiting request: a shorter deadline after
     # a longer one must move the timer earlier, and the longer one must still
     # expire, on time and not before, once the shorter one has.
-    expired: dict[str, float] = {}
-
     async with session_for(peer, "silent") as session:
 
-        async def wait(tag: str, timeout: float) -> None:
-            began = anyio.current_time()
+        async def expire(tag: str, timeout: float) -> None:
             with pytest.raises(RequestTimeout):
                 await session.request("work", {"tag": tag}, timeout=timeout)
-            expired[tag] = anyio.current_time() - began
 
-        with anyio.fail_after(WAIT):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(wait, "long", 1.0)
-                await anyio.sleep(0.05)
-                tg.start_soon(wait, "short", 0.2)
+        expired = await two_deadlines(expire)
         assert session._pending == {}
     assert 0.2 <= expired["short"] < 0.9
     assert expired["long"] >= 1.0
