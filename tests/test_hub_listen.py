@@ -8,7 +8,7 @@ the other's place, as a restarted process would.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -155,13 +155,7 @@ async def test_a_subscription_listen_that_ended_is_opened_again(
 
     async with anyio.create_task_group() as tg:
         await first.start(tg)
-        async with (
-            hub_at(port, relay=AskRelay()) as hub,
-            Client(HubServer(hub), mode=LEGACY, on_notification=note) as client,
-        ):
-            await client.subscribe_resource("note://x")
-            await client.subscribe_resource("note://y")
-            await until(lambda: listened(first.server) == [["note://x"], ["note://y"]])
+        async with _subscribed_to_x_and_y(port, first.server, note):
             await first.stop()
             await second.start(tg)
             await until(lambda: len(got) >= 2)  # the gap, reported
@@ -284,13 +278,7 @@ async def test_subscription_listens_name_disjoint_uris_and_merge_past_a_bound(
 
     async with anyio.create_task_group() as tg:
         await only.start(tg)
-        async with (
-            hub_at(port, relay=AskRelay()) as hub,
-            Client(HubServer(hub), mode=LEGACY, on_notification=note) as client,
-        ):
-            await client.subscribe_resource("note://x")
-            await client.subscribe_resource("note://y")
-            await until(lambda: listened(server) == [["note://x"], ["note://y"]])
+        async with _subscribed_to_x_and_y(port, server, note) as client:
             await client.unsubscribe_resource("note://x")
             await until(lambda: listened(server) == [["note://y"]])
             await client.subscribe_resource("note://x")
@@ -316,3 +304,19 @@ def _recorded_resumes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float]
 
     monkeypatch.setattr(_hub_subs.Subscriptions, "_resume", recorded)
     return resumes
+
+
+@asynccontextmanager
+async def _subscribed_to_x_and_y(
+    port: int, server: Server, note: Callable[[str, dict[str, Any]], Awaitable[None]]
+) -> AsyncIterator[Client]:
+    """A legacy client of a hub in front of the server on ``port``, subscribed
+    to ``note://x`` and then ``note://y``: two listens there, one for each."""
+    async with (
+        hub_at(port, relay=AskRelay()) as hub,
+        Client(HubServer(hub), mode=LEGACY, on_notification=note) as client,
+    ):
+        await client.subscribe_resource("note://x")
+        await client.subscribe_resource("note://y")
+        await until(lambda: listened(server) == [["note://x"], ["note://y"]])
+        yield client
