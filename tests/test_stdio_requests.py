@@ -1,10 +1,11 @@
 """Waiting for answers over stdio: deadlines, progress, cancellation, partial writes.
 
-On asyncio a request written whole waits on a loop timer (``mcpwire/_pending.py``);
-a send the pipe cannot take at once, and everything on trio, waits in a
-deadline scope. Both must behave the same, so every test runs on both backends
-against real child processes: plain Python peers that stay silent, report
-progress, read slowly, stall or die.
+On asyncio a request written whole waits on the session's loop timer
+(``mcpwire/_pending.py``); a send the pipe cannot take at once waits in a cancel
+scope that the same timer cancels at the deadline, and everything on trio in a
+scope with a deadline of its own. All must behave the same, so every test runs
+on both backends against real child processes: plain Python peers that stay
+silent, report progress, read slowly, stall or die.
 """
 
 from __future__ import annotations
