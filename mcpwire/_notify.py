@@ -51,8 +51,8 @@ async def broadcast(
                 targets.append((params, listener.id))
         for target, related in targets:
             try:
-                if related is not None:
-                    await _acknowledged(conn, related)
+                if related is not None and not await _acknowledged(conn, related):
+                    continue  # its listen ended meanwhile
                 await session.notify(method, target, related=related)
             except Exception:  # the connection is going away; it will be dropped
                 break
@@ -70,7 +70,8 @@ async def notify_task(connections: Iterable[Connection], task: Task) -> None:
             params = task.to_json(detailed=True)
             params["_meta"] = {META_SUBSCRIPTION_ID: listener.id}
             try:
-                await _acknowledged(conn, listener.id)
+                if not await _acknowledged(conn, listener.id):
+                    continue  # its listen ended meanwhile
                 await session.notify("notifications/tasks", params, related=listener.id)
             except Exception:  # the connection is going away; it will be dropped
                 break
@@ -101,13 +102,16 @@ async def log(
     return told
 
 
-async def _acknowledged(conn: Connection, rid: RequestId) -> None:
+async def _acknowledged(conn: Connection, rid: RequestId) -> bool:
     """Wait until the listen stream ``rid`` has been acknowledged (at once, but
-    while its acknowledgement is being sent: that MUST come first)."""
+    while its acknowledgement is being sent: that MUST come first); False if
+    the stream has ended by then."""
     listener = conn.listeners.get(rid)
     ready = listener.acknowledged if listener is not None else None
-    if ready is not None and not ready.is_set():
-        await ready.wait()
+    if ready is None or ready.is_set():
+        return listener is not None
+    await ready.wait()
+    return conn.listeners.get(rid) is listener
 
 
 def _listener_wants(listener: Listener, kind: str, uri: str | None) -> bool:

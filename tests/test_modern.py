@@ -842,3 +842,46 @@ async def test_an_update_published_while_the_listen_is_acknowledged_comes_after_
                 listen.scope.cancel()
             tg.cancel_scope.cancel()
     inbox.close()
+
+
+async def test_an_update_waiting_for_an_acknowledgement_that_never_went_out_is_dropped() -> None:
+    """A listen cancelled while its acknowledgement is on its way ends without
+    one; what was published for it meanwhile is not sent either."""
+    server = build_server()
+    client_end, server_end = mcpwire.memory_pair(wire=True)
+    acking = anyio.Event()
+    send = server_end.send
+
+    async def stuck_ack(message: Any, *, related: RequestId | None = None) -> None:
+        if getattr(message, "method", None) == "notifications/subscriptions/acknowledged":
+            acking.set()
+            await anyio.sleep_forever()
+        await send(message, related=related)
+
+    server_end.send = stuck_ack  # type: ignore[method-assign]
+    inbox = Inbox()
+    listen = Listening()
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve, server_end)
+            async with Session(client_end, on_notification=inbox) as session:
+                tg.start_soon(listen.run, session, {"resourceSubscriptions": ["mem://text"]})
+                await acking.wait()
+                published = anyio.Event()
+
+                async def publish() -> None:
+                    await server.notify_resource_updated("mem://text")
+                    published.set()
+
+                tg.start_soon(publish)
+                await anyio.sleep(0.05)  # waiting for the acknowledgement
+                assert not published.is_set()
+                await session.notify("notifications/cancelled", {"requestId": listen.id})
+                await published.wait()
+                await request(session, "tools/list", mp())
+                (conn,) = server.connections
+                assert conn.listeners == {}
+                assert inbox.items == []
+                listen.scope.cancel()
+            tg.cancel_scope.cancel()
+    inbox.close()
