@@ -799,89 +799,80 @@ async def test_listen_keeps_a_string_id() -> None:
             tg.cancel_scope.cancel()
 
 
-async def test_an_update_published_while_the_listen_is_acknowledged_comes_after_the_ack() -> None:
-    """Listening starts before the acknowledgement goes out: what is published
-    while it is on its way is neither lost nor sent ahead of it (the
-    acknowledgement MUST be the subscription's first message)."""
+class AckHeld:
+    """A listen of ``mem://text`` whose acknowledgement the server's transport
+    holds until ``go`` is set, and an update of it published meanwhile
+    (``published`` is set once the server has done with that update)."""
+
+    def __init__(self, server: Server, session: Session, inbox: Inbox, go: anyio.Event) -> None:
+        self.server = server
+        self.session = session
+        self.inbox = inbox
+        self.go = go
+        self.listen = Listening()
+        self.published = anyio.Event()
+
+
+@asynccontextmanager
+async def ack_held() -> AsyncIterator[AckHeld]:
     server = build_server()
     client_end, server_end = mcpwire.memory_pair(wire=True)
     acking, go = anyio.Event(), anyio.Event()
     send = server_end.send
 
-    async def held_ack(message: Any, *, related: RequestId | None = None) -> None:
+    async def holding(message: Any, *, related: RequestId | None = None) -> None:
         if getattr(message, "method", None) == "notifications/subscriptions/acknowledged":
             acking.set()
             await go.wait()
         await send(message, related=related)
 
-    server_end.send = held_ack  # type: ignore[method-assign]
+    server_end.send = holding  # type: ignore[method-assign]
     inbox = Inbox()
-    listen = Listening()
     with anyio.fail_after(WAIT):
         async with anyio.create_task_group() as tg:
             tg.start_soon(server.serve, server_end)
             async with Session(client_end, on_notification=inbox) as session:
-                tg.start_soon(listen.run, session, {"resourceSubscriptions": ["mem://text"]})
+                held = AckHeld(server, session, inbox, go)
+                uris = {"resourceSubscriptions": ["mem://text"]}
+                tg.start_soon(held.listen.run, session, uris)
                 await acking.wait()
-                published = anyio.Event()
 
                 async def publish() -> None:
                     await server.notify_resource_updated("mem://text")
-                    published.set()
+                    held.published.set()
 
                 tg.start_soon(publish)
                 await anyio.sleep(0.05)  # published while the acknowledgement is held
-                go.set()
-                updated = await inbox.next("notifications/resources/updated")
-                await published.wait()
-                assert [n.method for n in inbox.items] == [
-                    "notifications/subscriptions/acknowledged",
-                    "notifications/resources/updated",
-                ]
-                assert updated.params == {"_meta": {SUB: listen.id}, "uri": "mem://text"}
-                listen.scope.cancel()
+                yield held
+                held.listen.scope.cancel()
             tg.cancel_scope.cancel()
     inbox.close()
+
+
+async def test_an_update_published_while_the_listen_is_acknowledged_comes_after_the_ack() -> None:
+    """Listening starts before the acknowledgement goes out: what is published
+    while it is on its way is neither lost nor sent ahead of it (the
+    acknowledgement MUST be the subscription's first message)."""
+    async with ack_held() as held:
+        held.go.set()
+        updated = await held.inbox.next("notifications/resources/updated")
+        await held.published.wait()
+        assert [n.method for n in held.inbox.items] == [
+            "notifications/subscriptions/acknowledged",
+            "notifications/resources/updated",
+        ]
+        assert updated.params == {"_meta": {SUB: held.listen.id}, "uri": "mem://text"}
 
 
 async def test_an_update_waiting_for_an_acknowledgement_that_never_went_out_is_dropped() -> None:
     """A listen cancelled while its acknowledgement is on its way ends without
     one; what was published for it meanwhile is not sent either."""
-    server = build_server()
-    client_end, server_end = mcpwire.memory_pair(wire=True)
-    acking = anyio.Event()
-    send = server_end.send
-
-    async def stuck_ack(message: Any, *, related: RequestId | None = None) -> None:
-        if getattr(message, "method", None) == "notifications/subscriptions/acknowledged":
-            acking.set()
-            await anyio.sleep_forever()
-        await send(message, related=related)
-
-    server_end.send = stuck_ack  # type: ignore[method-assign]
-    inbox = Inbox()
-    listen = Listening()
-    with anyio.fail_after(WAIT):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(server.serve, server_end)
-            async with Session(client_end, on_notification=inbox) as session:
-                tg.start_soon(listen.run, session, {"resourceSubscriptions": ["mem://text"]})
-                await acking.wait()
-                published = anyio.Event()
-
-                async def publish() -> None:
-                    await server.notify_resource_updated("mem://text")
-                    published.set()
-
-                tg.start_soon(publish)
-                await anyio.sleep(0.05)  # waiting for the acknowledgement
-                assert not published.is_set()
-                await session.notify("notifications/cancelled", {"requestId": listen.id})
-                await published.wait()
-                await request(session, "tools/list", mp())
-                (conn,) = server.connections
-                assert conn.listeners == {}
-                assert inbox.items == []
-                listen.scope.cancel()
-            tg.cancel_scope.cancel()
-    inbox.close()
+    async with ack_held() as held:
+        assert not held.published.is_set()
+        session = held.session
+        await session.notify("notifications/cancelled", {"requestId": held.listen.id})
+        await held.published.wait()
+        await request(session, "tools/list", mp())
+        (conn,) = held.server.connections
+        assert conn.listeners == {}
+        assert held.inbox.items == []
