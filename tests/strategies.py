@@ -25,7 +25,9 @@ from mcpwire.sansio import (
 __all__ = (
     "INT64_MAX",
     "INT64_MIN",
+    "ONE_BYTE_EDITS",
     "TCHAR",
+    "WILD_LINE_ENDS",
     "VCHAR",
     "byte_text",
     "chunkings",
@@ -44,6 +46,8 @@ __all__ = (
     "responses",
     "split",
     "texts",
+    "edited",
+    "wild_field_lines",
     "wild_field_names",
     "wild_field_values",
 )
@@ -183,3 +187,41 @@ def field_lines(draw: st.DrawFn, fields: list[tuple[bytes, bytes]]) -> bytes:
     spaced = [(n, draw(st.sampled_from([b"", b" ", b"\t "])) + v) for n, v in fields]
     trailing = [draw(st.sampled_from([b"", b"", b" ", b"\t"])) for _ in spaced]
     return b"".join(b"%s:%s%s\r\n" % (n, v, t) for (n, v), t in zip(spaced, trailing, strict=True))
+
+
+#: Line ends a fast path must judge: CRLF (twice as likely), a bare LF, and CRLF
+#: followed by a space (an obsolete line folding).
+WILD_LINE_ENDS = st.sampled_from([b"\r\n", b"\r\n", b"\n", b"\r\n "])
+
+
+def wild_field_lines(
+    names: st.SearchStrategy[bytes], values: st.SearchStrategy[bytes]
+) -> st.SearchStrategy[bytes]:
+    """Up to eight header lines of ``names`` and ``values``, each with any
+    spacing around its colon and any of ``WILD_LINE_ENDS``."""
+    colons = st.sampled_from([b":", b": ", b" :", b":\t"])
+    lines = st.lists(st.tuples(names, colons, values, WILD_LINE_ENDS), max_size=8)
+    return lines.map(lambda fields: b"".join(n + c + v + end for n, c, v, end in fields))
+
+
+#: One-byte edits of a typical message for ``edited``: how, where (taken modulo
+#: the message's length) and which byte (framing bytes, controls, obs-text, text).
+ONE_BYTE_EDITS = st.tuples(
+    st.sampled_from(["change", "insert", "delete"]),
+    st.integers(0, 10**6),
+    st.sampled_from(list(b"\x00\r\n \t:,\x7f\x80\xffaA0")),
+)
+
+
+def edited(data: bytes, edit: tuple[str, int, int]) -> bytes:
+    """``data`` with one byte changed, inserted or removed (``ONE_BYTE_EDITS``)."""
+    how, at, byte = edit
+    out = bytearray(data)
+    at %= len(out)
+    if how == "change":
+        out[at] = byte
+    elif how == "insert":
+        out.insert(at, byte)
+    else:
+        del out[at]
+    return bytes(out)

@@ -33,11 +33,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import (
+    ONE_BYTE_EDITS,
     VCHAR,
+    WILD_LINE_ENDS,
     byte_text,
+    edited,
     field_lines,
     field_names,
     field_values,
+    wild_field_lines,
     wild_field_names,
     wild_field_values,
 )
@@ -210,15 +214,8 @@ def wild_responses(draw: st.DrawFn) -> bytes:
     )
     reason = draw(st.one_of(reasons, st.binary(max_size=6)))
     line = b"%s %s" % (version, status) + (b"" if reason is None else b" " + reason)
-    line_end = st.sampled_from([b"\r\n", b"\r\n", b"\n", b"\r\n "])
-    fields = draw(
-        st.lists(
-            st.tuples(wild_names, st.sampled_from([b":", b": ", b" :", b":\t"]), wild_values),
-            max_size=8,
-        )
-    )
-    lines = [b"%s%s%s%s" % (n, colon, v, draw(line_end)) for n, colon, v in fields]
-    return line + draw(line_end) + b"".join(lines) + b"\r\n"
+    fields = draw(wild_field_lines(wild_names, wild_values))
+    return line + draw(WILD_LINE_ENDS) + fields + b"\r\n"
 
 
 pieces = st.lists(st.integers(0, 100), max_size=6)
@@ -236,33 +233,15 @@ def test_what_the_fast_path_takes_h11_reads_alike(
     _agrees(head, rest, first, cuts)
 
 
-@given(
-    typical_responses(),
-    st.sampled_from(["change", "insert", "delete"]),
-    st.integers(0, 10**6),
-    st.sampled_from(list(b"\x00\r\n \t:,\x7f\x80\xffaA0")),
-    st.binary(max_size=8),
-    st.integers(0, 100),
-    pieces,
-)
+@given(typical_responses(), ONE_BYTE_EDITS, st.binary(max_size=8), st.integers(0, 100), pieces)
 def test_a_typical_response_with_one_byte_changed(
     typical: tuple[bytes, int, bytes, list[tuple[bytes, bytes]], bytes],
-    how: str,
-    at: int,
-    byte: int,
+    edit: tuple[str, int, int],
     after: bytes,
     first: int,
     cuts: list[int],
 ) -> None:
-    head = bytearray(typical[0])
-    at %= len(head)
-    if how == "change":
-        head[at] = byte
-    elif how == "insert":
-        head.insert(at, byte)
-    else:
-        del head[at]
-    _agrees(bytes(head), typical[4] + after, first, cuts)
+    _agrees(edited(typical[0], edit), typical[4] + after, first, cuts)
 
 
 @given(typical_responses(), st.binary(max_size=8), st.integers(0, 100), pieces)

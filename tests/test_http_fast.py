@@ -29,12 +29,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 from inproc import echo_server
 from strategies import (
+    ONE_BYTE_EDITS,
     TCHAR,
     VCHAR,
     byte_text,
+    edited,
     field_lines,
     field_names,
     field_values,
+    wild_field_lines,
     wild_field_names,
     wild_field_values,
 )
@@ -114,15 +117,8 @@ def wild_heads(draw: st.DrawFn) -> bytes:
     method = draw(st.sampled_from([b"POST", b"post", b"GET", b"HEAD", b"CONNECT", b"P\x80ST"]))
     version = draw(st.sampled_from([b"HTTP/1.1", b"HTTP/1.0", b"HTTP/2.0", b"http/1.1"]))
     target = draw(st.one_of(targets, st.binary(max_size=6)))
-    line_end = st.sampled_from([b"\r\n", b"\r\n", b"\n", b"\r\n "])
-    fields = draw(
-        st.lists(
-            st.tuples(wild_names, st.sampled_from([b":", b": ", b" :", b":\t"]), wild_values),
-            max_size=8,
-        )
-    )
-    lines = [b"%s%s%s%s" % (n, colon, v, draw(line_end)) for n, colon, v in fields]
-    return b"%s %s %s\r\n%s\r\n" % (method, target, version, b"".join(lines))
+    fields = draw(wild_field_lines(wild_names, wild_values))
+    return b"%s %s %s\r\n%s\r\n" % (method, target, version, fields)
 
 
 def _h11_reading(head: bytes, length: int) -> tuple[h11.Request, h11.Connection] | None:
@@ -172,24 +168,11 @@ def test_what_the_fast_path_takes_h11_takes_alike(head: bytes, after: bytes) -> 
     _agrees(head + after)
 
 
-@given(
-    typical_heads(),
-    st.sampled_from(["change", "insert", "delete"]),
-    st.integers(0, 10**6),
-    st.sampled_from(list(b"\x00\r\n \t:,\x7f\x80\xffaA0")),
-)
+@given(typical_heads(), ONE_BYTE_EDITS)
 def test_a_typical_head_with_one_byte_changed(
-    typical: tuple[bytes, bytes, list[tuple[bytes, bytes]], int], how: str, at: int, byte: int
+    typical: tuple[bytes, bytes, list[tuple[bytes, bytes]], int], edit: tuple[str, int, int]
 ) -> None:
-    head = bytearray(typical[0])
-    at %= len(head)
-    if how == "change":
-        head[at] = byte
-    elif how == "insert":
-        head.insert(at, byte)
-    else:
-        del head[at]
-    _agrees(bytes(head))
+    _agrees(edited(typical[0], edit))
 
 
 @given(typical_heads(), st.binary(max_size=24))
