@@ -6,7 +6,9 @@ any task. A request that the session's ``serve_inline`` approves (its handler ne
 synchronous tool, ``ping``, a list method) is served right there: the handler's
 coroutine is stepped by hand and ends in its first step, and the reply is written
 at once when the pipe has room. That saves what the reader task would cost, a loop
-iteration and a task wakeup per request.
+iteration and a task wakeup per request. Any other request gets its handler task
+right there (``_handler_tasks``), when ``Inflow`` admits it at once; one that
+would be parked is left to the reader, which parks it.
 
 Nothing else changes. The fast path runs only when nothing is queued ahead of the
 request and the reader task is not part-way through an earlier message, so
@@ -41,7 +43,7 @@ logger = logging.getLogger("mcpwire")
 
 
 def serve_eagerly(session: Session, request: Request) -> bool:
-    """Serve ``request`` now if its handler never waits; False to leave it to the reader.
+    """Serve ``request`` now, or start its handler task; False to leave it to the reader.
 
     Only from a loop callback: a transport that parses in its reader task (any
     transport on trio) offers requests to the fast path too, but there the reader
@@ -50,13 +52,21 @@ def serve_eagerly(session: Session, request: Request) -> bool:
     loop = session._loop
     if loop is None or not outside_task(loop):
         return False
-    approve = session.serve_inline
-    if approve is None or session._closed is not None or not approve(request):
-        return False
-    if session.inflow.congested():
+    if session._closed is not None or session.inflow.congested():
         return False  # the reader holds it until the peer takes our output (_inflow)
+    approve = session.serve_inline
+    inline = approve is not None and approve(request)
+    if not inline and not session.inflow.free():
+        return False  # the reader parks it
     if not session.rpc.request_received(request):
         return False  # an id in use: the reader answers it (and finds it in use again)
+    if not inline:
+        # A handler that may wait gets its task here (_handler_tasks): no pass
+        # through the reader task.
+        assert session._handlers is not None
+        session.inflow.admit(request)
+        session._handlers.start(request)
+        return True
     step = session._reply(request, RequestContext(session, request, session._no_cancel))
     assert session._tg is not None
     try:

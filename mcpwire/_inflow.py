@@ -68,9 +68,13 @@ class Inflow:
         if (cls is Request or cls is Invalid or cls is Batch) and self._uncongested is not None:
             await self._uncongested()
 
+    def free(self) -> bool:
+        """Whether a request would be admitted now."""
+        return self.handlers < MAX_HANDLERS and not self.parked
+
     def admit(self, request: Request) -> bool:
         """True if ``request`` may start a handler now (counted); else it must ``park``."""
-        if self.handlers >= MAX_HANDLERS or self.parked:
+        if not self.free():
             return False
         self.handlers += 1
         return True

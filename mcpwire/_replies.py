@@ -64,7 +64,7 @@ async def serve_batch(session: Session, batch: Batch) -> None:
     """
     gathered = Gathered()
     replies = gathered.replies
-    assert session._tg is not None
+    assert session._handlers is not None
     for item in batch.items:
         cls = type(item)
         if cls is Request:
@@ -78,7 +78,7 @@ async def serve_batch(session: Session, batch: Batch) -> None:
             else:
                 gathered.outstanding += 1
                 if session.inflow.admit(req):
-                    session._tg.start_soon(session._handler, req, gathered)
+                    session._handlers.start(req, gathered)
                 else:
                     await session.inflow.park(req, gathered)
         elif cls is Invalid:

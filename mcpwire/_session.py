@@ -60,10 +60,11 @@ from ._errors import (
     MCPWireError,
     RemoteProtocolError,
 )
+from ._handler_tasks import HandlerTasks
 from ._inflow import Inflow
 from ._loops import running_asyncio_loop
 from ._pending import Pending, Sweep, log_stray, timed_out
-from ._replies import Gathered, refuse_batch, serve_batch, writable
+from ._replies import refuse_batch, serve_batch, writable
 from ._request_context import RequestContext
 from .sansio._json import JSONObject
 from .sansio._messages import (
@@ -175,7 +176,9 @@ class Session:
         self._pending: dict[RequestId, Pending] = {}
         self._running: dict[RequestId, anyio.CancelScope] = {}
         self._tg: anyio.abc.TaskGroup | None = None
+        self._handlers: HandlerTasks | None = None
         self._reader_scope = anyio.CancelScope()
+        self._reader_ended = False  # then close() need not cancel it (anyio's cancel is dear)
         self._closed: ConnectionClosed | None = None
         self._ended = anyio.Event()
         #: ``transport.start_send`` and the loop, when requests may wait on a timer.
@@ -209,19 +212,22 @@ class Session:
         if self._loop is not None:
             self._start_send = getattr(self.transport, "start_send", None)
             self._sweep = Sweep(self._loop, self._pending)
+        self._handlers = HandlerTasks(self, self._tg, self._loop)
         self._tg.start_soon(self._reader)
         return self
 
     async def __aexit__(self, *exc_info: object) -> bool | None:
-        assert self._tg is not None
+        assert self._tg is not None and self._handlers is not None
         try:
             await self.close()
         except BaseException:
             # A transport whose close failed still leaves our task group to exit
             # here, or anyio's cancel-scope stack is left corrupted and the
             # failure is masked by a RuntimeError about scopes.
+            await self._handlers.join()
             await self._tg.__aexit__(None, None, None)
             raise
+        await self._handlers.join()  # plain asyncio tasks: the group does not wait for them
         try:
             return await self._tg.__aexit__(*exc_info)  # type: ignore[arg-type]
         except BaseExceptionGroup as group:  # pragma: no cover - defensive
@@ -254,7 +260,8 @@ class Session:
             # Only our own tasks stop (the reader here, handlers in _shutdown); the
             # task group's scope also covers the caller's ``async with`` body, which
             # must not be cancelled behind its back.
-            self._reader_scope.cancel()
+            if not self._reader_ended:
+                self._reader_scope.cancel()
 
     def _shutdown(self, error: ConnectionClosed) -> None:
         if self._closed is not None:
@@ -416,6 +423,7 @@ class Session:
         except MCPWireError as exc:
             error = exc if isinstance(exc, ConnectionClosed) else ConnectionClosed(str(exc))
         finally:
+            self._reader_ended = True
             self._shutdown(error or ConnectionClosed("the session was closed"))
 
     async def _deliver(self, item: object) -> None:
@@ -444,8 +452,8 @@ class Session:
             if not self.inflow.admit(req):
                 await self.inflow.park(req)  # started by a handler as it finishes
                 return
-            assert self._tg is not None
-            self._tg.start_soon(self._handler, req)
+            assert self._handlers is not None
+            self._handlers.start(req)
         elif cls is Response or cls is ErrorResponse:
             self._resolve(item)  # type: ignore[arg-type]
         elif cls is Notification:
@@ -514,16 +522,6 @@ class Session:
             await self.on_notification(note)
         except Exception:
             logger.exception("notification handler failed for %s", method)
-
-    async def _handler(self, request: Request | None, batch: Gathered | None = None) -> None:
-        """A handler task (see ``_inflow``): serves its request, then parked ones."""
-        while request is not None:
-            try:
-                await self._serve(request, None if batch is None else batch.replies)
-            finally:
-                done, (request, batch) = batch, self.inflow.finished()
-            if done is not None:
-                await done.done(self)
 
     async def _serve(
         self, request: Request, collect: list[Message] | None, *, scoped: bool = True

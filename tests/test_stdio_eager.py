@@ -11,8 +11,9 @@ fast path is really taken on asyncio (and never on trio), so the others test it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import pytest
@@ -102,10 +103,21 @@ async def test_a_plain_tool_that_waits_after_all_is_finished_in_a_task(anyio_bac
     assert second["result"]["content"] == [later_answer]
 
 
+def _in_task() -> bool:
+    """Whether the caller runs in a task (on trio, always; on asyncio, not in a callback)."""
+    try:
+        return asyncio.current_task() is not None
+    except RuntimeError:  # no asyncio loop: trio
+        return True
+
+
 class ScopedHook(Server):
     """A request hook that enters a cancel scope, which needs a task."""
 
+    ran: ClassVar[list[tuple[str, bool]]] = []
+
     async def _on_request(self, conn: Any, request: Any, rctx: Any) -> Any:
+        self.ran.append((request.method, _in_task()))
         with anyio.move_on_after(WAIT):
             await anyio.sleep(0)
         return await super()._on_request(conn, request, rctx)
@@ -116,8 +128,10 @@ class DeclaredHook(Server):
     declared (it does not set ``_inline_calls``)."""
 
     _never_wait = frozenset({"ping"})
+    ran: ClassVar[list[tuple[str, bool]]] = []
 
     async def _on_request(self, conn: Any, request: Any, rctx: Any) -> Any:
+        self.ran.append((request.method, _in_task()))
         if request.method != "ping":
             with anyio.move_on_after(WAIT):
                 await anyio.sleep(0)
@@ -127,19 +141,12 @@ class DeclaredHook(Server):
 @pytest.mark.anyio
 @pytest.mark.parametrize("kind", [ScopedHook, DeclaredHook])
 async def test_a_subclass_request_hook_is_served_in_tasks_unless_it_declares_otherwise(
-    anyio_backend: str, monkeypatch: pytest.MonkeyPatch, kind: type[Server]
+    anyio_backend: str, kind: type[ScopedHook] | type[DeclaredHook]
 ) -> None:
     """A subclass's own ``_on_request`` may wait and enter cancel scopes: its requests
     are served in tasks (before, on asyncio, each failed with -32603, the scope
-    entered outside any task), but for the methods it declares in ``_never_wait``."""
-    taken: list[tuple[str, bool]] = []
-    real = mcpwire._session.serve_eagerly
-
-    def spy(session: Any, request: Any) -> bool:
-        taken.append((request.method, real(session, request)))
-        return taken[-1][1]
-
-    monkeypatch.setattr(mcpwire._session, "serve_eagerly", spy)
+    entered outside any task), but for the methods it declares in ``_never_wait``,
+    which on asyncio are served in the stdio reader's readiness callback."""
     server = kind("hooked", "1.0.0")
 
     @server.tool()
@@ -149,7 +156,7 @@ async def test_a_subclass_request_hook_is_served_in_tasks_unless_it_declares_oth
 
     async with serving(server) as peer:
         await settled(peer)
-        taken.clear()
+        kind.ran.clear()
         await peer.send(call(1, "echo", message="m"))
         answer = await peer.read()
         assert answer["id"] == 1
@@ -157,8 +164,8 @@ async def test_a_subclass_request_hook_is_served_in_tasks_unless_it_declares_oth
         await peer.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
         assert await peer.read() == {"jsonrpc": "2.0", "id": 2, "result": {}}
     eager = anyio_backend == "asyncio"
-    expected = [("tools/call", False), ("ping", eager and kind is DeclaredHook)]
-    assert taken == expected
+    expected = [("tools/call", True), ("ping", not (eager and kind is DeclaredHook))]
+    assert kind.ran == expected
     assert Server._never_wait >= {"ping", "tools/list"}  # the base class keeps its own
     assert Server._inline_calls
 

@@ -1,0 +1,103 @@
+"""The tasks that serve requests whose handlers may wait.
+
+A request whose handler may wait (an ``async def`` tool, anything but what
+``Session.serve_inline`` approves) is served in a task of its own, so that the
+connection goes on while it waits. On trio, and on asyncio with no loop known,
+that task is started in the session's anyio task group. On asyncio it is a
+plain asyncio task: anyio's ``start_soon`` gives each task a state record, a
+wrapper coroutine and a done callback with a loop turn of its own, which cost
+more than everything else an asynchronous tool call does on the server.
+
+The session owns these tasks all the same, as it owns its group's:
+
+- each handler runs in its own anyio cancel scope (``Session._serve``), so a
+  ``notifications/cancelled`` and the end of the session reach it as before;
+  anything a handler does with anyio (scopes, task groups, threads, sleeps)
+  works the same in a plain asyncio task;
+- the session waits for all of them before its task group exits (``join``);
+- an exception that escapes one is raised in the session's task group, which
+  ends the session with it, as it would have from a task of the group. (The
+  handler's own errors become error replies; only a fault of ours could escape.)
+
+Each task runs in a copy of the context it was started from, as anyio's are: a
+context variable set by a handler stays its own. The stdio reader on asyncio
+starts them in its readiness callback (``_eager``), a loop turn and a wakeup of
+the session's reader task sooner.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import anyio
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ._replies import Gathered
+    from ._session import Session
+    from .sansio._messages import Request
+
+__all__ = ("HandlerTasks",)
+
+
+class HandlerTasks:
+    """Starts, and waits for, a session's handler tasks (see the module docstring)."""
+
+    __slots__ = ("_loop", "_session", "_tasks", "_tg")
+
+    def __init__(
+        self,
+        session: Session,
+        tg: anyio.abc.TaskGroup,
+        loop: asyncio.AbstractEventLoop | None,
+    ) -> None:
+        self._session = session
+        self._tg = tg
+        self._loop = loop
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def start(self, request: Request, batch: Gathered | None = None) -> None:
+        """Serve ``request`` (admitted by ``Inflow.admit``) in a new task."""
+        if self._loop is None:
+            self._tg.start_soon(self._serve, request, batch)
+        else:
+            self._tasks.add(self._loop.create_task(self._plain(request, batch)))
+
+    async def _plain(self, request: Request, batch: Gathered | None) -> None:
+        import asyncio
+
+        try:
+            await self._serve(request, batch)
+        except Exception as exc:
+            self._tg.start_soon(_reraise, exc)
+        finally:
+            self._tasks.discard(asyncio.current_task())
+
+    async def _serve(self, request: Request | None, batch: Gathered | None) -> None:
+        """Serve ``request``, then each parked request that ``Inflow`` hands over."""
+        session = self._session
+        while request is not None:
+            try:
+                await session._serve(request, None if batch is None else batch.replies)
+            finally:
+                done, (request, batch) = batch, session.inflow.finished()
+            if done is not None:
+                await done.done(session)
+
+    async def join(self) -> None:
+        """Wait until every plain task has ended (the session has cancelled them)."""
+        if not self._tasks:
+            return
+        import asyncio
+
+        with anyio.CancelScope(shield=True):
+            # A task that never ran (cancelled by someone else before its first
+            # step) never left the set: it is done all the same.
+            while running := [task for task in self._tasks if not task.done()]:
+                await asyncio.wait(running)
+        self._tasks.clear()
+
+
+async def _reraise(exc: Exception) -> None:
+    raise exc
