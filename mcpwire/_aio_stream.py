@@ -78,6 +78,9 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
         #: Set by ``interrupt``: the next receive that would wait raises
         #: ``TimeoutError`` instead (cleared by that receive, or by the owner).
         self.interrupted = False
+        #: Called (once, then cleared) when input ends: the peer's FIN or a broken
+        #: connection. Lets an owner hear of it while nobody is receiving.
+        self.on_end: Callable[[], None] | None = None
 
     # -- asyncio.BufferedProtocol: called by the loop ----------------------------
 
@@ -100,6 +103,7 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
     def eof_received(self) -> bool:
         self._eof = True
         self._wake()
+        self._ended()
         return True  # half-close: we may still write (the server's answer, say)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -108,6 +112,12 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
             self._lost = exc
         self._wake()
         self.resume_writing()
+        self._ended()
+
+    def _ended(self) -> None:
+        callback, self.on_end = self.on_end, None
+        if callback is not None:
+            callback()
 
     def pause_writing(self) -> None:
         if self._drained is None:
@@ -188,6 +198,11 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
         deadline kept by the owner's timer, the connection left open."""
         self.interrupted = True
         self._wake()
+
+    @property
+    def at_end(self) -> bool:
+        """Whether input has ended (``on_end`` would not be called again)."""
+        return self._eof
 
     def has_input(self) -> bool:
         """Whether a receive would return at once: bytes delivered, or the end.

@@ -222,6 +222,9 @@ class ASGIExchange:
         while not self.disconnected:
             await self._next()
 
+    def on_disconnect(self, callback: Callable[[], None]) -> Callable[[], None] | None:
+        return None  # only ``receive`` tells: ``watch_disconnect`` reads it
+
 
 class ASGIApp:
     """The ASGI 3 application of ``asgi_app`` (see the module docstring).

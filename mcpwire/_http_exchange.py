@@ -9,6 +9,7 @@ slow, or sending too much.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 __all__ = ("BodyTooLarge", "HTTPExchange", "HeadTimeout", "PeerGone", "ReadTimeout", "text_body")
@@ -37,7 +38,8 @@ class HTTPExchange(Protocol):
     ``HTTPConnection`` (h11 on a socket) and ``_asgi.ASGIExchange`` (an ASGI
     host) implement it. A response is whole (``respond``) or streamed
     (``start``, ``write``..., ``finish``); ``watch_disconnect`` returns when
-    the client goes away, for use beside a streamed response. Writing to a
+    the client goes away, for use beside a streamed response (or, where the
+    connection can tell without a reader, ``on_disconnect``). Writing to a
     client that is gone raises ``PeerGone``.
 
     Every call is one write to the client: ``respond`` sends head and body
@@ -66,6 +68,13 @@ class HTTPExchange(Protocol):
     ) -> None: ...
 
     async def watch_disconnect(self) -> None: ...
+
+    def on_disconnect(self, callback: Callable[[], None]) -> Callable[[], None] | None:
+        """Have ``callback`` called once if the client goes away, with no task
+        reading meanwhile, where the connection can tell (asyncio's own TCP
+        streams). Returns what stops that; ``None`` where ``watch_disconnect``
+        must be awaited instead."""
+        ...
 
     #: Headers the next response carries besides its own, added before the
     #: response is made (the auth layer's ``DPoP-Nonce``); a response takes them.

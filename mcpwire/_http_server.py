@@ -79,7 +79,7 @@ from ._http_gate import (
 )
 from ._http_legacy import LegacyEndpoint
 from ._http_options import HostList, HTTPServerOptions, http_options
-from ._http_streams import JSON_HEADERS, PumpResult, ResponseStream, pump
+from ._http_streams import JSON_HEADERS, PumpResult, ResponseStream, pump_watched
 from ._http_wire import HTTPConnection, RequestHead
 from ._versions import LEGACY_VERSIONS
 from .sansio._http import (
@@ -526,17 +526,9 @@ class HTTPServer:
         self, http: HTTPExchange, stream: ResponseStream, *, started: bool = False
     ) -> PumpResult:
         """Write ``stream`` to the client, watching for it to hang up meanwhile."""
-        result: PumpResult = "gone"
-        async with anyio.create_task_group() as tg:
-
-            async def watch() -> None:
-                await http.watch_disconnect()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(watch)
-            result = await pump(http, stream, keepalive=self.options.sse_keepalive, started=started)
-            tg.cancel_scope.cancel()
-        return result
+        return await pump_watched(
+            http, stream, keepalive=self.options.sse_keepalive, started=started
+        )
 
 
 async def serve_http(

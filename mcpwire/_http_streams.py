@@ -71,6 +71,7 @@ __all__ = (
     "ResponseStream",
     "encode_sse",
     "pump",
+    "pump_watched",
 )
 
 #: Why a modern request's handler cannot send a request to the client.
@@ -431,6 +432,38 @@ async def pump(
                 return "done"
     except PeerGone:
         return "gone"
+
+
+async def pump_watched(
+    http: HTTPExchange, stream: ResponseStream, *, keepalive: float, started: bool = False
+) -> PumpResult:
+    """``pump``, stopped ("gone") if the client hangs up meanwhile.
+
+    Where the connection reports its end by itself (``on_disconnect``), the
+    pump runs in a cancel scope that the report cancels. Elsewhere a second
+    task awaits ``watch_disconnect`` beside it, and is cancelled when the pump
+    ends: a task group, a task and a cancellation more per response.
+    """
+    with anyio.CancelScope() as scope:
+        stop = http.on_disconnect(scope.cancel)
+        if stop is not None:
+            try:
+                return await pump(http, stream, keepalive=keepalive, started=started)
+            finally:
+                stop()
+    if stop is not None:
+        return "gone"
+    result: PumpResult = "gone"
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            await http.watch_disconnect()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        result = await pump(http, stream, keepalive=keepalive, started=started)
+        tg.cancel_scope.cancel()
+    return result
 
 
 class OneShotTransport:

@@ -38,6 +38,7 @@ lists are validated by h11 once each.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import anyio
 import h11
@@ -207,6 +208,31 @@ class HTTPConnection(RequestReader):
                 self.h11.receive_data(data)
         await anyio.sleep_forever()
 
+    def on_disconnect(self, callback: Callable[[], None]) -> Callable[[], None] | None:
+        """On an ``AsyncioStream``: ``callback`` is called once input ends, told by
+        the stream itself, so no task reads beside the response. Bytes that arrive
+        meanwhile (a pipelined request) stay in the stream, bounded by its
+        ``max_buffered``, for the next cycle. Elsewhere ``None``: use
+        ``watch_disconnect``."""
+        fast = self._fast
+        if fast is None:
+            return None
+
+        def ended() -> None:
+            self.peer_closed = True
+            callback()
+
+        if fast.at_end:
+            ended()
+            return _keep
+        fast.on_end = ended
+
+        def stop() -> None:
+            if fast.on_end is ended:
+                fast.on_end = None
+
+        return stop
+
     @property
     def reusable(self) -> bool:
         """Whether another request may follow on this connection."""
@@ -298,6 +324,10 @@ class HTTPConnection(RequestReader):
                 except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
                     return
                 drained += len(data)
+
+
+def _keep() -> None:
+    """Nothing to stop (``on_disconnect`` found the input ended already)."""
 
 
 def _encode(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:

@@ -26,6 +26,7 @@ from mcpwire._aio_stream import (
     open_tcp_listener,
     serve_listener,
 )
+from mcpwire._http_wire import HTTPConnection
 
 pytestmark = pytest.mark.anyio
 
@@ -259,3 +260,41 @@ def test_a_literal_address_is_bound_without_a_lookup_thread(host: str) -> None:
     before, after, address = anyio.run(main, backend="asyncio")
     assert after == before
     assert address[0] == host and address[1] > 0
+
+
+async def test_on_end_hears_the_peer_finish_while_nobody_receives() -> None:
+    """``on_end`` is called once, for the FIN or a broken connection, and cleared."""
+    async with connected() as (ours, peer):
+        heard: list[str] = []
+        ours.on_end = lambda: heard.append("end")
+        await peer.send(b"a pipelined request")  # bytes alone are not an end
+        await anyio.sleep(0.05)
+        assert heard == [] and not ours.at_end
+        await peer.send_eof()
+        with anyio.fail_after(5):
+            while not heard:
+                await anyio.sleep(0.01)
+        assert heard == ["end"] and ours.at_end and ours.on_end is None
+        assert await ours.receive_chunk() == b"a pipelined request"  # kept, unread
+        assert await ours.receive_chunk() == b""
+
+
+async def test_on_disconnect_reports_an_end_that_came_before_it() -> None:
+    """``HTTPConnection.on_disconnect`` on a stream whose input had already ended
+    calls back at once (and marks the peer closed); on a live one it waits for the
+    end, and what it returns stops it."""
+    async with connected() as (ours, peer):
+        http = HTTPConnection(ours, max_header_size=16384, read_timeout=5, write_timeout=5)
+        heard: list[str] = []
+        stop = http.on_disconnect(lambda: heard.append("first"))
+        assert stop is not None and heard == [] and not http.peer_closed
+        stop()
+        assert ours.on_end is None  # stopped: the end will not be reported to it
+        await peer.send_eof()
+        with anyio.fail_after(5):
+            while not ours.at_end:
+                await anyio.sleep(0.01)
+        assert heard == []
+        stop = http.on_disconnect(lambda: heard.append("second"))
+        assert stop is not None and heard == ["second"] and http.peer_closed
+        stop()

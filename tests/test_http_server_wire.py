@@ -243,6 +243,12 @@ def _app() -> Server:
     def big(size: int) -> str:
         return "x" * size
 
+    @app.tool()
+    async def later(message: str) -> str:
+        """Echo, after a pause: its response is streamed beside a disconnect watch."""
+        await anyio.sleep(0.002)
+        return message
+
     return app
 
 
@@ -314,6 +320,26 @@ async def test_pipelined_requests_are_answered_in_order(anyio_backend: str) -> N
             messages = ["m" * (i % 7) + str(i) for i in range(40)]
             await stream.send(
                 b"".join(_call(i, "echo", {"message": m}) for i, m in enumerate(messages))
+            )
+            replies = Replies(stream)
+            for i, message in enumerate(messages):
+                status, answer = await replies.next()
+                assert status == 200 and answer["id"] == i
+                assert answer["result"]["content"][0]["text"] == message
+
+
+async def test_requests_pipelined_behind_waiting_handlers_are_answered_in_order(
+    anyio_backend: str,
+) -> None:
+    """Each answer is streamed while the connection is watched for the client going
+    away; the requests already sent behind it are kept for the next cycles (on
+    asyncio in the stream, unread; elsewhere read by the watcher into h11)."""
+    async with running() as http:
+        stream = await anyio.connect_tcp("127.0.0.1", http.port or 0)
+        async with stream:
+            messages = [f"p{i}" for i in range(12)]
+            await stream.send(
+                b"".join(_call(i, "later", {"message": m}) for i, m in enumerate(messages))
             )
             replies = Replies(stream)
             for i, message in enumerate(messages):
