@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from ._errors import JSONRPCError
+from ._errors import ConnectionClosed, JSONRPCError
 from ._http_streams import (
     JSON_HEADERS,
     NO_SERVER_REQUESTS,
@@ -156,6 +156,52 @@ class InlineSession:
             self.events.append(encode_sse(message, None))
         else:
             self.dropped += 1
+
+    async def request(self, method: str, *args: Any, **kwargs: Any) -> JSONObject:
+        raise JSONRPCError(ErrorCode.INTERNAL_ERROR, NO_SERVER_REQUESTS)
+
+
+class StreamedSession:
+    """What a handler that may wait sees as its session (a stand-in for ``Session``).
+
+    A modern request is one message and its answer, so a handler that may wait
+    needs none of a session's machinery (reader, correlation, deadlines), only
+    somewhere to send: everything goes through the request's
+    ``OneShotTransport``, whose response stream ``exchange`` writes meanwhile
+    (related notifications as SSE events, the response last). A request to the
+    client fails: the modern era has none. It is closed once the response ended.
+    """
+
+    __slots__ = ("_closed", "on_request", "transport")
+
+    # ``Session._send_quietly`` works on it: it sends through ``transport.send``
+    # and, should the codec refuse a reply, calls itself again.
+    _start_send = None
+    _send_quietly = Session._send_quietly
+
+    def __init__(self, on_request: RequestHandler, transport: OneShotTransport) -> None:
+        self.on_request = on_request
+        self.transport = transport
+        self._closed: ConnectionClosed | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    def close(self) -> None:
+        self._closed = ConnectionClosed("the HTTP request ended")
+
+    async def notify(
+        self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
+    ) -> None:
+        await self.send(Notification(method, params), related=related)
+
+    async def send(
+        self, message: Outbound | list[Message], *, related: RequestId | None = None
+    ) -> None:
+        if self._closed is not None:
+            raise self._closed.again()
+        await self.transport.send(message, related=related)
 
     async def request(self, method: str, *args: Any, **kwargs: Any) -> JSONObject:
         raise JSONRPCError(ErrorCode.INTERNAL_ERROR, NO_SERVER_REQUESTS)
@@ -289,18 +335,30 @@ class ModernEndpoint:
         transport = OneShotTransport(req, stream)
         self._oneshots.add(transport)
         self.app.modern_requests += 1
+        server = self.app.server
+        conn = Connection(server)
+        streamed = StreamedSession(functools.partial(server._on_request, conn), transport)
+        session = cast(Session, streamed)
+        scope = anyio.CancelScope()
+        ended = False
 
         async def run() -> None:
+            nonlocal ended
             try:
-                await self.app.server.serve(transport)
+                with scope:
+                    reply = await Session._reply(session, req, RequestContext(session, req, scope))
+                    await Session._send_quietly(session, reply)
             finally:
+                ended = True
                 stream.end(503)
 
         try:
-            async with anyio.create_task_group() as tg:
+            async with server._connected(conn, session), anyio.create_task_group() as tg:
                 tg.start_soon(run)
                 await self.app.exchange(http, stream)
-                transport.finish()  # disconnect or done: the handler, if still running, stops
+                streamed.close()
+                if not ended:
+                    scope.cancel()  # the client went away: disconnect is cancellation
         finally:
             self._oneshots.discard(transport)
 

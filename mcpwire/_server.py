@@ -19,8 +19,9 @@ and how results are decorated (``resultType``, caching hints, ``serverInfo``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import anyio
@@ -444,16 +445,24 @@ class Server:
             transport, on_request=on_request, on_notification=on_notification
         ) as session:
             session.serve_inline = self._serve_inline
-            conn.session = session
-            self.connections.add(conn)
-            try:
-                # Tasks outlive their request: the server-wide host (HTTP), else this one's.
-                async with self.tasks.connection_host() as host:
-                    conn.task_host = host
-                    await session.wait_closed()
-            finally:
-                self.connections.discard(conn)
-                self.tasks.forget_connection(conn)
+            async with self._connected(conn, session):
+                await session.wait_closed()
+
+    @contextlib.asynccontextmanager
+    async def _connected(self, conn: Connection, session: Session) -> AsyncIterator[None]:
+        """For the block, ``conn`` (served by ``session``) is one of this server's
+        connections: server-wide notifications reach it, its tasks are hosted, and
+        are forgotten after."""
+        conn.session = session
+        self.connections.add(conn)
+        try:
+            # Tasks outlive their request: the server-wide host (HTTP), else this one's.
+            async with self.tasks.connection_host() as host:
+                conn.task_host = host
+                yield
+        finally:
+            self.connections.discard(conn)
+            self.tasks.forget_connection(conn)
 
     async def serve_stdio(self) -> None:
         """Serve MCP on this process's stdin/stdout until stdin closes."""

@@ -70,6 +70,7 @@ from mcpwire import (
     Server,
     Session,
 )
+from mcpwire._http_modern import StreamedSession
 from mcpwire._http_wire import HTTPConnection
 from mcpwire.examples.everything import server as everything
 from mcpwire.sansio import (
@@ -1889,14 +1890,23 @@ def test_inline_path_answers_exactly_like_the_full_path() -> None:
 async def test_quick_requests_need_no_session_and_no_task(
     anyio_backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A modern request whose handler never waits is answered in the connection's
+    task; one that may wait or stream gets a task and a ``StreamedSession``; no
+    modern request makes a ``Session``."""
     created: list[Session] = []
-    init = Session.__init__
+    streamed: list[StreamedSession] = []
+    init, streamed_init = Session.__init__, StreamedSession.__init__
 
     def counting(self: Session, *args: Any, **kwargs: Any) -> None:
         created.append(self)
         init(self, *args, **kwargs)
 
+    def counting_streamed(self: StreamedSession, *args: Any, **kwargs: Any) -> None:
+        streamed.append(self)
+        streamed_init(self, *args, **kwargs)
+
     monkeypatch.setattr(Session, "__init__", counting)
+    monkeypatch.setattr(StreamedSession, "__init__", counting_streamed)
     app = inline_app()
     async with running(app) as http, client(http.port or 0) as raw:
         for i in range(3):
@@ -1904,13 +1914,13 @@ async def test_quick_requests_need_no_session_and_no_task(
             reply = await raw.request(body=body, headers=headers)
             assert reply.headers["content-type"] == "application/json"
             assert reply.json()["result"]["content"][0]["text"] == "m"
-        assert created == []
-        # A request that may stream (progress asked for) takes the full path.
+        assert created == [] and streamed == []
+        # A request that may stream (progress asked for) takes the streamed path.
         body, headers = modern(
             9, "tools/call", {"name": "echo", "arguments": {"message": "m"}}, progressToken=1
         )
         assert (await raw.request(body=body, headers=headers)).status == 200
-        assert len(created) == 1
+        assert created == [] and len(streamed) == 1
         assert http.stats()["modern_requests"] == 4
 
 

@@ -1,0 +1,117 @@
+"""Modern requests whose handlers may wait: the streamed path (``_http_modern``).
+
+Such a request is served by a task of its own with a ``StreamedSession``, no
+``Session``; its response is written while the connection is watched for the
+client going away (``pump_watched``): on asyncio by the stream itself, elsewhere
+by a second task.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from http_raw import Raw, modern, running
+
+from mcpwire import Context, Server
+from mcpwire._http_wire import HTTPConnection
+
+pytestmark = pytest.mark.anyio
+
+
+def waiting_app(state: dict[str, Any]) -> Server:
+    app = Server("streamed", "1.0")
+
+    @app.tool()
+    async def block(seconds: float = 30.0) -> str:
+        """Wait, noting whether it was cancelled."""
+        state["connections"] = len(app.connections)
+        state["started"].set()
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            state["cancelled"].set()
+            raise
+        return "slept"
+
+    @app.tool()
+    async def count(n: int, ctx: Context) -> str:
+        """Report progress n times, then answer."""
+        for i in range(n):
+            await ctx.report_progress(i + 1, n)
+        return "counted"
+
+    return app
+
+
+def fresh() -> dict[str, Any]:
+    return {"started": anyio.Event(), "cancelled": anyio.Event(), "connections": 0}
+
+
+async def test_a_streamed_response_needs_no_watcher_task_on_asyncio(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On asyncio the stream reports the client's hang-up itself, so nothing reads
+    beside a streamed response; on trio a watcher task does."""
+    watched: list[int] = []
+    real = HTTPConnection.watch_disconnect
+
+    async def counting(self: HTTPConnection) -> None:
+        watched.append(1)
+        await real(self)
+
+    monkeypatch.setattr(HTTPConnection, "watch_disconnect", counting)
+    state = fresh()
+    async with running(waiting_app(state)) as http, await Raw.connect(http.port or 0) as raw:
+        body, headers = modern(1, "tools/call", {"name": "count", "arguments": {"n": 3}})
+        body["params"]["_meta"]["progressToken"] = "p"
+        reply = await raw.request(body=body, headers=headers)
+        messages = reply.messages()
+        assert [m["params"]["progress"] for m in messages[:-1]] == [1, 2, 3]
+        assert messages[-1]["result"]["content"][0]["text"] == "counted"
+    assert len(watched) == (0 if anyio_backend == "asyncio" else 1)
+
+
+async def test_a_client_that_half_closes_cancels_the_waiting_handler() -> None:
+    """End of the client's input is its going away (as ``watch_disconnect`` has
+    it): the handler is cancelled, on either backend."""
+    state = fresh()
+    async with running(waiting_app(state)) as http, await Raw.connect(http.port or 0) as raw:
+        body, headers = modern(1, "tools/call", {"name": "block", "arguments": {}})
+        await raw.send(body=body, headers=headers)
+        with anyio.fail_after(5):
+            await state["started"].wait()
+        await raw.stream.send_eof()
+        with anyio.fail_after(5):
+            await state["cancelled"].wait()
+            while http.stats()["busy_requests"]:
+                await anyio.sleep(0.01)
+
+
+async def test_a_waiting_request_is_a_connection_of_the_server_while_it_runs() -> None:
+    """Server-wide notifications reach a modern request's connection while its
+    handler runs; the server forgets it once the response is written."""
+    state = fresh()
+    app = waiting_app(state)
+    async with running(app) as http, await Raw.connect(http.port or 0) as raw:
+        body, headers = modern(1, "tools/call", {"name": "block", "arguments": {"seconds": 0}})
+        reply = await raw.request(body=body, headers=headers)
+        assert reply.json()["result"]["content"][0]["text"] == "slept"
+        assert state["connections"] == 1
+        with anyio.fail_after(5):  # the response may come before the request's end
+            while app.connections:
+                await anyio.sleep(0.01)
+
+
+async def test_a_request_followed_at_once_by_the_end_of_input_is_cancelled() -> None:
+    """The client's input had ended before the response began (request and FIN
+    together): the waiting handler does not run on to its end, on either backend."""
+    state = fresh()
+    async with running(waiting_app(state)) as http, await Raw.connect(http.port or 0) as raw:
+        body, headers = modern(1, "tools/call", {"name": "block", "arguments": {}})
+        await raw.send(body=body, headers=headers)
+        await raw.stream.send_eof()
+        with anyio.fail_after(5):
+            while http.stats()["modern_requests"] == 0 or http.stats()["busy_requests"]:
+                await anyio.sleep(0.01)
