@@ -778,6 +778,7 @@ SECTIONS = (
     ),
     ("httpraw", "8c. raw client (plain socket, keep-alive POSTs) → server over streamable HTTP"),
     ("httplimit", "8d. h11 limits (HTTP/1.1 keep-alive POST echo, raw socket client)"),
+    ("async", "11. raw client → server, the echo tool an `async def` (stdio, streamable HTTP)"),
 )
 
 

@@ -45,6 +45,8 @@ FASTMCP_SERVER = str(SERVERS / "fastmcp_echo.py")
 H11_ECHO = str(SERVERS / "h11_echo.py")
 #: Canned answers on anyio + orjson (+ h11): the floor of startup time and memory.
 ANYIO_FLOOR = str(SERVERS / "anyio_floor.py")
+#: Set to "1" in a server's environment: its echo tool is an ``async def``.
+ASYNC_TOOL_ENV = "BENCH_ASYNC_TOOL"
 SERVER_SCRIPTS = {"mcpwire": MCPWIRE_SERVER, "sdk": SDK_SERVER, "fastmcp": FASTMCP_SERVER}
 #: Benchmark-only virtual environments (``run.py`` creates them; git-ignored).
 VENVS = HERE / ".venvs"
@@ -118,10 +120,14 @@ def python_for(impl: str) -> str:
     return str(venv_python(FASTMCP_VENV)) if impl == "fastmcp" else sys.executable
 
 
-def child_env() -> dict[str, str]:
-    """Environment additions so the servers import this checkout's mcpwire."""
+def child_env(async_tool: bool = False) -> dict[str, str]:
+    """Environment additions so the servers import this checkout's mcpwire;
+    ``async_tool``: the server's echo tool is an ``async def``."""
     path = os.environ.get("PYTHONPATH")
-    return {"PYTHONPATH": str(ROOT) + (os.pathsep + path if path else "")}
+    env = {"PYTHONPATH": str(ROOT) + (os.pathsep + path if path else "")}
+    if async_tool:
+        env[ASYNC_TOOL_ENV] = "1"
+    return env
 
 
 # -- the case table ------------------------------------------------------------------
@@ -361,7 +367,8 @@ def _cases() -> list[Case]:
                     )
                 )
 
-    # 3. raw client (os.write/os.read, no framework) against each server.
+    # 3. raw client (os.write/os.read, no framework) against each server, and 11. the
+    # same and the raw HTTP client with the echo tool an ``async def`` on both servers.
     for era in ("modern", "legacy"):
         for server in ("mcpwire", "sdk"):
             out.append(
@@ -377,6 +384,25 @@ def _cases() -> list[Case]:
                     limit="pipe",
                 )
             )
+    for transport, setup, limit, title in (
+        ("stdio", "raw", "pipe", "stdio"),
+        ("http", "raw_http", "h11", "streamable HTTP"),
+    ):
+        for era in ("modern", "legacy"):
+            for server in ("mcpwire", "sdk"):
+                out.append(
+                    Case(
+                        f"async-{transport}-raw-{server}-{era}",
+                        "async",
+                        f"tools/call async echo, {title}, raw client",
+                        f"raw client → {names[server]} server",
+                        era,
+                        setup,
+                        {"server": server, "era": era, "async_tool": True},
+                        ref=f"async-{transport}-raw-sdk-{era}",
+                        limit=limit,
+                    )
+                )
 
     # 4. the physical limit (as the stdio cases run: unpinned), the same pinned to show how
     # much of it is the scheduler's placement, and with an anyio loop on both ends.
@@ -646,9 +672,9 @@ async def setup_client(
 class LineChild:
     """A child process spoken to with bare os.write/os.read, one JSON line each way."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], *, async_tool: bool = False) -> None:
         env = dict(os.environ)
-        env.update(child_env())
+        env.update(child_env(async_tool))
         self.proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=env
         )
@@ -719,10 +745,15 @@ def _result_text(answer: dict[str, Any]) -> object:
 
 
 async def setup_raw(
-    stack: contextlib.AsyncExitStack, *, server: str, era: str, payload: int = 0
+    stack: contextlib.AsyncExitStack,
+    *,
+    server: str,
+    era: str,
+    payload: int = 0,
+    async_tool: bool = False,
 ) -> Runner:
     """Section 3: a framework-free client loop against a server child process."""
-    child = LineChild([python_for(server), SERVER_SCRIPTS[server]])
+    child = LineChild([python_for(server), SERVER_SCRIPTS[server]], async_tool=async_tool)
     stack.callback(child.close)
     raw_handshake(child, era)
     info = {"protocol_version": MODERN if era == "modern" else LEGACY}
@@ -787,9 +818,9 @@ def free_port() -> int:
 class HTTPChild:
     """A server child process listening on a free port: ``argv + [PORT]``."""
 
-    def __init__(self, argv: list[str], *, stderr: Any = None) -> None:
+    def __init__(self, argv: list[str], *, stderr: Any = None, async_tool: bool = False) -> None:
         env = dict(os.environ)
-        env.update(child_env())
+        env.update(child_env(async_tool))
         self.port = free_port()
         self.proc = subprocess.Popen(
             [*argv, str(self.port)],
@@ -972,10 +1003,15 @@ def http_handshake(raw: RawHTTP, era: str) -> list[tuple[str, str]]:
 
 
 async def setup_raw_http(
-    stack: contextlib.AsyncExitStack, *, server: str, era: str, payload: int = 0
+    stack: contextlib.AsyncExitStack,
+    *,
+    server: str,
+    era: str,
+    payload: int = 0,
+    async_tool: bool = False,
 ) -> Runner:
     """Section 8: a framework-free HTTP client loop against a server child process."""
-    child = HTTPChild([python_for(server), SERVER_SCRIPTS[server], "http"])
+    child = HTTPChild([python_for(server), SERVER_SCRIPTS[server], "http"], async_tool=async_tool)
     stack.callback(child.close)
     child.wait_ready()
     raw = RawHTTP(child.port)

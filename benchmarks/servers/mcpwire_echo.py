@@ -5,6 +5,7 @@ streamable HTTP (both eras) at ``http://127.0.0.1:PORT/mcp``. Imported for the
 in-process cases.
 """
 
+import os
 import sys
 
 from mcpwire import Server
@@ -16,10 +17,18 @@ server = Server("bench-echo", "1.0.0")
 MAX_SIZE = 64 * 1024 * 1024
 
 
-@server.tool()
 def echo(message: str) -> str:
     """Echo the message back."""
     return message
+
+
+async def echo_async(message: str) -> str:
+    """Echo the message back."""
+    return message
+
+
+# Section 11 of the report serves the same tool as a coroutine function.
+server.tool(name="echo")(echo_async if os.environ.get("BENCH_ASYNC_TOOL") == "1" else echo)
 
 
 def main(argv: list[str]) -> None:

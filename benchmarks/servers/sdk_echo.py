@@ -5,6 +5,7 @@ streamable-HTTP app (legacy sessions and 2026-07-28 on one endpoint) under uvico
 ``http://127.0.0.1:PORT/mcp``. Imported for the in-process cases.
 """
 
+import os
 import sys
 
 from mcp.server.mcpserver import MCPServer
@@ -15,10 +16,18 @@ server = MCPServer("bench-echo", version="1.0.0", log_level="WARNING")
 MAX_SIZE = 64 * 1024 * 1024
 
 
-@server.tool()
 def echo(message: str) -> str:
     """Echo the message back."""
     return message
+
+
+async def echo_async(message: str) -> str:
+    """Echo the message back."""
+    return message
+
+
+# Section 11 of the report serves the same tool as a coroutine function.
+server.tool(name="echo")(echo_async if os.environ.get("BENCH_ASYNC_TOOL") == "1" else echo)
 
 
 if __name__ == "__main__":
