@@ -23,13 +23,19 @@ Each task runs in a copy of the context it was started from, as anyio's are: a
 context variable set by a handler stays its own. The stdio reader on asyncio
 starts them in its readiness callback (``_eager``), a loop turn and a wakeup of
 the session's reader task sooner.
+
+``beside`` does the same for one task run beside the caller's own work: a
+modern HTTP request's handler, beside the response pump (``_http_modern``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
+
+from ._loops import running_asyncio_loop
 
 if TYPE_CHECKING:
     import asyncio
@@ -38,7 +44,9 @@ if TYPE_CHECKING:
     from ._session import Session
     from .sansio._messages import Request
 
-__all__ = ("HandlerTasks",)
+__all__ = ("HandlerTasks", "beside")
+
+T = TypeVar("T")
 
 
 class HandlerTasks:
@@ -101,3 +109,39 @@ class HandlerTasks:
 
 async def _reraise(exc: Exception) -> None:
     raise exc
+
+
+async def beside(
+    side: Callable[[], Coroutine[Any, Any, None]],
+    main: Callable[[], Awaitable[T]],
+    stop: Callable[[], None],
+) -> T:
+    """Await ``main()`` while ``side()`` runs in a task of its own; once ``main``
+    has ended, call ``stop`` (which must end ``side`` soon) and wait for ``side``.
+
+    On asyncio ``side`` is a plain asyncio task, for the reasons above; an
+    exception that escapes it is raised here once ``main`` has ended. Elsewhere
+    it is a task of a task group around ``main``, which also cancels it outright
+    if ``main`` fails.
+    """
+    loop = running_asyncio_loop()
+    if loop is not None:
+        import asyncio
+
+        task = loop.create_task(side())
+        try:
+            return await main()
+        finally:
+            stop()
+            if not task.done():
+                with anyio.CancelScope(shield=True):
+                    await asyncio.wait((task,))
+            if not task.cancelled():
+                task.result()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(side)
+        try:
+            result = await main()
+        finally:
+            stop()
+    return result

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 from ._errors import ConnectionClosed, JSONRPCError
+from ._handler_tasks import beside
 from ._http_streams import (
     JSON_HEADERS,
     NO_SERVER_REQUESTS,
@@ -352,13 +353,14 @@ class ModernEndpoint:
                 ended = True
                 stream.end(503)
 
+        def stop() -> None:
+            streamed.close()
+            if not ended:
+                scope.cancel()  # the client went away: disconnect is cancellation
+
         try:
-            async with server._connected(conn, session), anyio.create_task_group() as tg:
-                tg.start_soon(run)
-                await self.app.exchange(http, stream)
-                streamed.close()
-                if not ended:
-                    scope.cancel()  # the client went away: disconnect is cancellation
+            async with server._connected(conn, session):
+                await beside(run, functools.partial(self.app.exchange, http, stream), stop)
         finally:
             self._oneshots.discard(transport)
 

@@ -44,6 +44,7 @@ import anyio
 
 from ._errors import ConnectionClosed, JSONRPCError
 from ._http_wire import HTTPExchange, PeerGone
+from ._loops import running_asyncio_loop
 from ._transport import Outbound
 from .sansio._http import http_status_for_error
 from .sansio._messages import (
@@ -58,6 +59,8 @@ from .sansio._messages import (
 )
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ._http_sessions import HTTPSession
 
 __all__ = (
@@ -106,11 +109,12 @@ class Frame:
 class Outbox:
     """A bounded queue of frames with one waiting consumer; ``put`` never blocks."""
 
-    __slots__ = ("_items", "_wakeup", "limit")
+    __slots__ = ("_items", "_waiter", "_wakeup", "limit")
 
     def __init__(self, limit: int = OUTBOX_LIMIT) -> None:
         self._items: collections.deque[Frame] = collections.deque()
         self._wakeup: anyio.Event | None = None
+        self._waiter: asyncio.Future[None] | None = None  # ``get_within`` on asyncio
         self.limit = limit
 
     def put(self, frame: Frame) -> bool:
@@ -123,6 +127,9 @@ class Outbox:
         if self._wakeup is not None:
             self._wakeup.set()
             self._wakeup = None
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
         return ok
 
     async def get(self) -> Frame:
@@ -130,6 +137,29 @@ class Outbox:
             self._wakeup = anyio.Event()
             await self._wakeup.wait()
         return self._items.popleft()
+
+    async def get_within(self, timeout: float) -> Frame | None:
+        """The next frame, or ``None`` if none came within ``timeout`` seconds.
+
+        On asyncio the wait is a future and a loop timer: a cancel scope per
+        frame costs more than the rest of a short response's pumping.
+        """
+        items = self._items
+        if items:
+            return items.popleft()
+        loop = running_asyncio_loop()
+        if loop is None:
+            with anyio.move_on_after(timeout):
+                return await self.get()
+            return None
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(timeout, _expire, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+        return items.popleft() if items else None
 
     def take_stream_frame(self) -> Frame | None:
         """The next frame if it is one more piece of an SSE body (to write together)."""
@@ -144,6 +174,11 @@ class Outbox:
         if len(items) == 1 and items[0].kind == "json":
             return items.popleft()
         return None
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 # The SSE encoders (``sansio._sse``, mostly the client's decoder) load with the
@@ -378,9 +413,7 @@ async def pump(
         return "gone"
     try:
         while True:
-            frame: Frame | None = None
-            with anyio.move_on_after(keepalive):
-                frame = await outbox.get()
+            frame = await outbox.get_within(keepalive)
             if frame is None:
                 if not stream.sse and stream.sse_ok:
                     await stream.commit()  # its priming frame (if any) is next in line

@@ -16,6 +16,7 @@ import pytest
 from pipe_peer import WAIT, serving
 
 from mcpwire import Server
+from mcpwire._handler_tasks import beside
 from mcpwire._session import Session, unwrap_group
 
 
@@ -179,3 +180,71 @@ async def test_a_context_variable_a_handler_sets_stays_its_own() -> None:
             answer = await peer.read()
             assert answer["id"] == rid and text(answer) == "unset"
     assert var.get() == "unset"
+
+
+# -- beside: a task beside the one awaiting ---------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_beside_runs_the_side_task_until_main_ends_then_stops_and_waits_for_it() -> None:
+    order: list[str] = []
+    stop_side = anyio.Event()
+
+    async def side() -> None:
+        order.append("side started")
+        await stop_side.wait()
+        await anyio.sleep(0.02)  # its end takes a while: beside waits for it
+        order.append("side ended")
+
+    async def main() -> str:
+        await anyio.sleep(0.01)
+        order.append("main ended")
+        return "result"
+
+    def stop() -> None:
+        order.append("stop")
+        stop_side.set()
+
+    assert await beside(side, main, stop) == "result"
+    assert order == ["side started", "main ended", "stop", "side ended"]
+
+
+@pytest.mark.anyio
+async def test_beside_raises_what_escaped_the_side_task_once_main_has_ended() -> None:
+    async def side() -> None:
+        raise Fault("in the side task")
+
+    async def main() -> str:
+        await anyio.sleep(0.01)
+        return "result"
+
+    with pytest.raises(BaseException) as caught:
+        await beside(side, main, lambda: None)
+    assert type(unwrap_group(caught.value)) is Fault
+
+
+@pytest.mark.anyio
+async def test_beside_stops_and_waits_for_the_side_task_when_main_fails_or_is_cancelled() -> None:
+    ended: list[str] = []
+    scope = anyio.CancelScope()
+
+    async def side() -> None:
+        try:
+            with scope:
+                await anyio.sleep_forever()
+            await anyio.sleep(0.01)
+        finally:  # stopped, or (a task group's way, on trio) cancelled outright
+            ended.append("side")
+
+    async def failing() -> None:
+        await anyio.sleep(0)
+        raise Fault("in main")
+
+    with pytest.raises(BaseException) as caught:
+        await beside(side, failing, scope.cancel)
+    assert type(unwrap_group(caught.value)) is Fault and ended == ["side"]
+
+    scope = anyio.CancelScope()
+    with anyio.move_on_after(0.05) as outer:
+        await beside(side, anyio.sleep_forever, scope.cancel)
+    assert outer.cancelled_caught and ended == ["side", "side"]

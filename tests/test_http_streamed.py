@@ -15,6 +15,7 @@ import pytest
 from http_raw import Raw, modern, running
 
 from mcpwire import Context, Server
+from mcpwire._http_streams import Frame, Outbox
 from mcpwire._http_wire import HTTPConnection
 
 pytestmark = pytest.mark.anyio
@@ -115,3 +116,45 @@ async def test_a_request_followed_at_once_by_the_end_of_input_is_cancelled() -> 
         with anyio.fail_after(5):
             while http.stats()["modern_requests"] == 0 or http.stats()["busy_requests"]:
                 await anyio.sleep(0.01)
+
+
+# -- Outbox.get_within: the pump's wait for the next frame ---------------------------------
+
+
+async def test_get_within_gives_a_queued_frame_at_once_and_none_after_the_timeout() -> None:
+    outbox = Outbox()
+    outbox.put(Frame("sse", b"queued"))
+    frame = await outbox.get_within(10)
+    assert frame is not None and frame.data == b"queued"
+    with anyio.fail_after(5):
+        assert await outbox.get_within(0.02) is None
+    outbox.put(Frame("sse", b"after a timeout"))  # the expired wait left nothing behind
+    frame = await outbox.get_within(10)
+    assert frame is not None and frame.data == b"after a timeout"
+
+
+async def test_get_within_wakes_for_a_frame_put_while_it_waits() -> None:
+    outbox = Outbox()
+    got: list[bytes] = []
+
+    async def consumer() -> None:
+        frame = await outbox.get_within(10)
+        assert frame is not None
+        got.append(frame.data)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(consumer)
+            await anyio.sleep(0.01)
+            outbox.put(Frame("sse", b"woken"))
+    assert got == [b"woken"]
+
+
+async def test_a_cancelled_get_within_leaves_the_outbox_usable() -> None:
+    outbox = Outbox()
+    with anyio.move_on_after(0.02) as scope:
+        await outbox.get_within(10)
+    assert scope.cancelled_caught
+    outbox.put(Frame("sse", b"later"))
+    frame = await outbox.get_within(10)
+    assert frame is not None and frame.data == b"later"
