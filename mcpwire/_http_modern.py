@@ -99,7 +99,27 @@ async def _answered(request: Request, ctx: RequestContext) -> JSONObject:
     raise JSONRPCError(ErrorCode.INTERNAL_ERROR, "this request has been answered")
 
 
-class InlineSession:
+class _StandIn:
+    """What the stand-ins for ``Session`` share: ``notify`` is ``send`` of a
+    notification, and a request to the client fails (the modern era has none)."""
+
+    __slots__ = ()
+
+    async def send(
+        self, message: Outbound | list[Message], *, related: RequestId | None = None
+    ) -> None:
+        raise NotImplementedError
+
+    async def notify(
+        self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
+    ) -> None:
+        await self.send(Notification(method, params), related=related)
+
+    async def request(self, method: str, *args: Any, **kwargs: Any) -> JSONObject:
+        raise JSONRPCError(ErrorCode.INTERNAL_ERROR, NO_SERVER_REQUESTS)
+
+
+class InlineSession(_StandIn):
     """What a handler served inline sees as its session (see the module docstring).
 
     It routes what the handler sends as ``OneShotTransport`` does: related
@@ -127,11 +147,6 @@ class InlineSession:
         """Where ``Context`` looks for transport features (``close_sse_stream``): none."""
         return self
 
-    async def notify(
-        self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
-    ) -> None:
-        await self.send(Notification(method, params), related=related)
-
     async def send(
         self, message: Outbound | list[Message], *, related: RequestId | None = None
     ) -> None:
@@ -158,11 +173,8 @@ class InlineSession:
         else:
             self.dropped += 1
 
-    async def request(self, method: str, *args: Any, **kwargs: Any) -> JSONObject:
-        raise JSONRPCError(ErrorCode.INTERNAL_ERROR, NO_SERVER_REQUESTS)
 
-
-class StreamedSession:
+class StreamedSession(_StandIn):
     """What a handler that may wait sees as its session (a stand-in for ``Session``).
 
     A modern request is one message and its answer, so a handler that may wait
@@ -170,7 +182,7 @@ class StreamedSession:
     somewhere to send: everything goes through the request's
     ``OneShotTransport``, whose response stream ``exchange`` writes meanwhile
     (related notifications as SSE events, the response last). A request to the
-    client fails: the modern era has none. It is closed once the response ended.
+    client fails (``_StandIn``). It is closed once the response ended.
     """
 
     __slots__ = ("_closed", "on_request", "transport")
@@ -192,20 +204,12 @@ class StreamedSession:
     def close(self) -> None:
         self._closed = ConnectionClosed("the HTTP request ended")
 
-    async def notify(
-        self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
-    ) -> None:
-        await self.send(Notification(method, params), related=related)
-
     async def send(
         self, message: Outbound | list[Message], *, related: RequestId | None = None
     ) -> None:
         if self._closed is not None:
             raise self._closed.again()
         await self.transport.send(message, related=related)
-
-    async def request(self, method: str, *args: Any, **kwargs: Any) -> JSONObject:
-        raise JSONRPCError(ErrorCode.INTERNAL_ERROR, NO_SERVER_REQUESTS)
 
 
 class ModernEndpoint:

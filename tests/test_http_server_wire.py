@@ -313,33 +313,17 @@ async def _closed_by_server(stream: anyio.abc.ByteStream) -> None:
         await _read_all(stream)
 
 
-async def test_pipelined_requests_are_answered_in_order(anyio_backend: str) -> None:
+@pytest.mark.parametrize("tool", ["echo", "later"])
+async def test_pipelined_requests_are_answered_in_order(anyio_backend: str, tool: str) -> None:
+    """``later`` waits: each answer is streamed while the connection is watched for
+    the client going away, and the requests already sent behind it are kept for the
+    next cycles (on asyncio in the stream, unread; elsewhere read into h11)."""
     async with running() as http:
         stream = await anyio.connect_tcp("127.0.0.1", http.port or 0)
         async with stream:
             messages = ["m" * (i % 7) + str(i) for i in range(40)]
             await stream.send(
-                b"".join(_call(i, "echo", {"message": m}) for i, m in enumerate(messages))
-            )
-            replies = Replies(stream)
-            for i, message in enumerate(messages):
-                status, answer = await replies.next()
-                assert status == 200 and answer["id"] == i
-                assert answer["result"]["content"][0]["text"] == message
-
-
-async def test_requests_pipelined_behind_waiting_handlers_are_answered_in_order(
-    anyio_backend: str,
-) -> None:
-    """Each answer is streamed while the connection is watched for the client going
-    away; the requests already sent behind it are kept for the next cycles (on
-    asyncio in the stream, unread; elsewhere read by the watcher into h11)."""
-    async with running() as http:
-        stream = await anyio.connect_tcp("127.0.0.1", http.port or 0)
-        async with stream:
-            messages = [f"p{i}" for i in range(12)]
-            await stream.send(
-                b"".join(_call(i, "later", {"message": m}) for i, m in enumerate(messages))
+                b"".join(_call(i, tool, {"message": m}) for i, m in enumerate(messages))
             )
             replies = Replies(stream)
             for i, message in enumerate(messages):
