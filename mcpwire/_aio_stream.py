@@ -52,6 +52,9 @@ __all__ = (
 
 #: The reused read buffer; a copy of at most this size stays on the heap.
 READ_SIZE = 64 * 1024
+#: The buffer's first size: it grows to ``READ_SIZE`` the first time a read fills
+#: it, so an idle keep-alive connection holds 8 KiB for its reads, not 64.
+FIRST_READ_SIZE = 8 * 1024
 #: Unread bytes queued before the transport stops reading.
 DEFAULT_MAX_BUFFERED = 1024 * 1024
 _EXPIRED = object()
@@ -66,7 +69,7 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
         self.transport: asyncio.Transport | None = None
         self._loop = loop
         self._max_buffered = max_buffered
-        self._view = memoryview(bytearray(READ_SIZE))
+        self._view = memoryview(bytearray(FIRST_READ_SIZE))
         self._chunks: collections.deque[bytes] = collections.deque()
         self._buffered = 0
         self._reading_paused = False
@@ -92,7 +95,10 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
         return self._view
 
     def buffer_updated(self, nbytes: int) -> None:
-        self._chunks.append(bytes(self._view[:nbytes]))
+        view = self._view
+        self._chunks.append(bytes(view[:nbytes]))
+        if nbytes == len(view) and nbytes < READ_SIZE:
+            self._view = memoryview(bytearray(READ_SIZE))
         self._buffered += nbytes
         if self._buffered >= self._max_buffered and not self._reading_paused:
             self._reading_paused = True

@@ -34,6 +34,10 @@ __all__ = ("FDReader", "FDWriter", "readiness_capable")
 
 #: The most one read returns: a pipe's whole default capacity on Linux.
 READ_CHUNK = 64 * 1024
+#: The reused read buffer's first size; it grows to ``READ_CHUNK`` the first time a
+#: read fills it. A zero-filled buffer is resident whole, and a peer that only ever
+#: sends small messages need not cost 64 KiB of memory for them.
+FIRST_READ_CHUNK = 8 * 1024
 #: Bytes read ahead on asyncio before reading pauses (back-pressure on the pipe).
 MAX_BUFFERED = 4 * 1024 * 1024
 
@@ -98,8 +102,8 @@ class FDReader(_FD):
         super().__init__(fd, owned=owned)
         self._chunks: collections.deque[bytes] = collections.deque()
         self._buffered = 0
-        #: Reads land here first (see ``_read_into``).
-        self._view = memoryview(bytearray(READ_CHUNK))
+        #: Reads land here first (see ``_read_into``, ``FIRST_READ_CHUNK``).
+        self._view = memoryview(bytearray(FIRST_READ_CHUNK))
         self._eof = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._waiter: asyncio.Future[None] | None = None
@@ -154,7 +158,7 @@ class FDReader(_FD):
             return await self._read_asyncio(loop)
         while True:
             try:
-                return _read_into(self.fd, self._view[:max_bytes])
+                return self._read_now(max_bytes)
             except BlockingIOError:
                 pass
             except OSError:
@@ -188,9 +192,17 @@ class FDReader(_FD):
                 pass
             self._loop = None
 
+    def _read_now(self, max_bytes: int = READ_CHUNK) -> bytes:
+        """One read into the reused buffer, which grows once a read fills it."""
+        view = self._view
+        data = _read_into(self.fd, view[:max_bytes])
+        if len(data) == len(view) and len(view) < READ_CHUNK:
+            self._view = memoryview(bytearray(READ_CHUNK))
+        return data
+
     def _on_readable(self) -> None:
         try:
-            data = _read_into(self.fd, self._view)
+            data = self._read_now()
         except BlockingIOError:
             return
         except OSError:

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from mcpwire._aio_stream import (
     DEFAULT_MAX_BUFFERED,
+    FIRST_READ_SIZE,
     READ_SIZE,
     AsyncioStream,
     open_tcp_listener,
@@ -298,3 +299,22 @@ async def test_on_disconnect_reports_an_end_that_came_before_it() -> None:
         stop = http.on_disconnect(lambda: heard.append("second"))
         assert stop is not None and heard == ["second"] and http.peer_closed
         stop()
+
+
+async def test_the_read_buffer_starts_small_and_grows_once_a_read_fills_it() -> None:
+    """An idle keep-alive connection holds ``FIRST_READ_SIZE`` for its reads; a read
+    that fills it makes the buffer ``READ_SIZE``, and no byte is lost meanwhile."""
+    async with connected() as (ours, peer):
+        assert len(ours._view) == FIRST_READ_SIZE
+        await peer.send(b"small")
+        assert await ours.receive() == b"small"
+        assert len(ours._view) == FIRST_READ_SIZE
+        payload = bytes(range(256)) * 1024
+        received = bytearray()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(peer.send, payload)
+            with anyio.fail_after(10):
+                while len(received) < len(payload):
+                    received += await ours.receive()
+        assert bytes(received) == payload
+        assert len(ours._view) == READ_SIZE

@@ -1029,3 +1029,39 @@ def test_the_stderr_tail_keeps_a_traceback_before_a_last_short_line() -> None:
     tail.append(b"log line\n" * 2000 + b"Traceback ...\nRuntimeError: boom\n")
     tail.append(b"exiting\n")
     assert tail.text().splitlines()[-3:] == ["Traceback ...", "RuntimeError: boom", "exiting"]
+
+
+@pytest.mark.anyio
+async def test_the_read_buffer_starts_small_and_grows_once_a_read_fills_it() -> None:
+    """An idle or small-message pipe costs ``FIRST_READ_CHUNK`` of resident buffer;
+    a read that fills it makes it ``READ_CHUNK``, and no byte is lost either side
+    of the change (both backends: push mode on asyncio, pulled reads on trio)."""
+    from mcpwire._fdio import FIRST_READ_CHUNK, READ_CHUNK, FDReader
+
+    r, w = os.pipe()
+    reader = FDReader(r, owned=True)
+    try:
+        assert len(reader._view) == FIRST_READ_CHUNK
+        os.write(w, b"small")
+        with anyio.fail_after(5):
+            assert await reader.read() == b"small"
+        assert len(reader._view) == FIRST_READ_CHUNK
+        payload = bytes(range(256)) * 1024  # 256 KiB: several full reads
+        received = bytearray()
+
+        def write_all() -> None:
+            view = memoryview(payload)
+            while view:
+                view = view[os.write(w, view[:16384]) :]
+            os.close(w)
+
+        writer = threading.Thread(target=write_all)
+        writer.start()
+        with anyio.fail_after(10):
+            while chunk := await reader.read():
+                received += chunk
+        writer.join()
+        assert bytes(received) == payload
+        assert len(reader._view) == READ_CHUNK
+    finally:
+        reader.close()
