@@ -4,10 +4,12 @@ Theory of operation
 -------------------
 A modern request carries everything it needs (``params._meta``: version,
 client capabilities, client info, log level), so it is served by a
-connection of its own: a ``OneShotTransport`` and an ordinary
-``Server.serve``, created for the request and gone with it. Nothing is kept
-between requests (no session, no ``Mcp-Session-Id``, no resumption), so the
-memory one request costs is bounded by that request.
+connection of its own, created for the request and gone with it: while its
+handler runs it is one of the server's connections (``Server._connected``),
+and what the handler sends goes through a ``OneShotTransport`` to the
+request's response stream. Nothing is kept between requests (no session, no
+``Mcp-Session-Id``, no resumption), so the memory one request costs is
+bounded by that request.
 
 Before anything runs, the request is checked the way the reference SDK
 orders it (``basic/transports/streamable-http.mdx``, "Required headers"):
@@ -19,9 +21,12 @@ the tool's ``x-mcp-header`` properties (-32020). Each is answered as
 dispatcher's -32601, HTTP 404.
 
 The response is JSON, or SSE as soon as a related notification (progress, a
-log message, a subscription event) comes first. A client that closes the
-response has cancelled the request: the pump returns, the transport reports
-end of input, and the session cancels the handler. Notifications POSTed to
+log message, a subscription event) comes first. The handler runs in a task
+of its own beside the pump (``beside``), with a ``StreamedSession`` standing
+in for a session: a request is one message and its answer, so it needs no
+reader, correlation or deadlines of a session's. A client that closes the
+response has cancelled the request: the pump returns and the handler's
+cancel scope is cancelled. Notifications POSTed to
 a modern endpoint are accepted with 202 and dropped: no client->server
 notification means anything on this wire.
 
@@ -34,11 +39,11 @@ stream has nothing to carry but the response. Such a request is dispatched
 right in the connection's task, through the same ``Server`` handler and the
 same reply shaping as a session's (``Session._reply``), with an
 ``InlineSession`` standing in for the session, and its response is written
-with one ``respond``: no ``Session``, no tasks, no extra cancel scopes, no
-pass round the event loop between the request and its response. The bytes
-are the ones the full path would write; should such a handler send related
+with one ``respond``: no task, no extra cancel scopes, no pass round the
+event loop between the request and its response. The bytes are the ones the
+streamed path would write; should such a handler send related
 notifications after all (a plain function returning an awaitable), they are
-kept and the response becomes the SSE stream the full path would have sent.
+kept and the response becomes the SSE stream the streamed path would have sent.
 """
 
 from __future__ import annotations
@@ -217,7 +222,8 @@ class ModernEndpoint:
 
     def __init__(self, app: HTTPServer) -> None:
         self.app = app
-        self._oneshots: set[OneShotTransport] = set()
+        #: Those of requests in progress (a session's ``transport`` is typed otherwise).
+        self._oneshots: set[object] = set()
         #: Never entered, so never cancelled: the scope of handlers served inline.
         self._no_cancel: anyio.CancelScope | None = None
         #: Per tool (by identity): the schema seen and whether it annotates headers.

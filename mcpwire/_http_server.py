@@ -24,13 +24,14 @@ malformed input with status 400) and its era chosen per request:
   exists only in the modern era, or which comes without a session but with a
   modern ``MCP-Protocol-Version`` or an ``Mcp-Method`` header. The headers are
   checked against the body before anything runs (-32020, -32022, 400), and
-  the request is served by a one-request connection: ``OneShotTransport``
-  plus an ordinary ``Server.serve``, so nothing outlives the exchange and the
-  memory a request costs is freed with it. The response is JSON, or SSE as
-  soon as a related notification comes first (``_http_streams``); when the
-  client disconnects, the handler is cancelled. A request whose handler never
-  waits and that asked for no progress is answered inline instead, with the
-  same bytes and one write. Notifications get 202. See ``_http_modern``.
+  the request is served by a one-request connection (``_http_modern``:
+  a ``StreamedSession`` sending through a ``OneShotTransport``), so nothing
+  outlives the exchange and the memory a request costs is freed with it. The
+  response is JSON, or SSE as soon as a related notification comes first
+  (``_http_streams``); when the client disconnects, the handler is cancelled.
+  A request whose handler never waits and that asked for no progress is
+  answered inline instead, with the same bytes and one write. Notifications
+  get 202. See ``_http_modern``.
 * **legacy** (2025-03-26 ... 2025-11-25): ``initialize``, and everything
   bound to a session by ``Mcp-Session-Id``; see ``_http_legacy`` (sessions
   in ``_http_sessions``, resumable SSE in ``_http_events``).

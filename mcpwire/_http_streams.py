@@ -31,7 +31,7 @@ opens the stream for 2025-11-25 sessions, and a lock per stream keeps ids and
 frames in the same order; in the modern era there are no ids and nothing is
 kept. A stream whose client went away is *detached*: in a legacy session
 what it produces is still recorded for a ``Last-Event-ID`` resume; in the
-modern era disconnect means cancellation (``OneShotTransport``).
+modern era disconnect means cancellation (``_http_modern``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Literal
 
 import anyio
 
-from ._errors import ConnectionClosed, JSONRPCError
+from ._errors import JSONRPCError
 from ._http_wire import HTTPExchange, PeerGone
 from ._loops import running_asyncio_loop
 from ._transport import Outbound
@@ -50,7 +50,6 @@ from .sansio._http import http_status_for_error
 from .sansio._messages import (
     ErrorCode,
     ErrorResponse,
-    Incoming,
     Message,
     Request,
     RequestId,
@@ -500,29 +499,21 @@ async def pump_watched(
 
 
 class OneShotTransport:
-    """A ``Transport`` for one modern (2026-07-28) request over HTTP.
+    """Where what the handler of one modern (2026-07-28) request sends goes.
 
-    ``receive()`` yields the request once, then waits until ``finish()`` (the
-    response was written, or the client went away) and reports end of input,
-    which makes the session cancel a handler still running: disconnect is
-    cancellation (streamable-http.mdx, "Cancellation"). Notifications that
-    name the request go to its stream; the modern era has no server->client
-    requests, so sending one fails.
+    The request's own response ends its stream; notifications that name the
+    request go to the stream (as SSE events); anything else is counted in
+    ``dropped``. The modern era has no server->client requests, so sending one
+    fails. (``_http_modern.StreamedSession`` sends through it; a disconnect is
+    cancellation, streamable-http.mdx "Cancellation", done by its caller.)
     """
+
+    __slots__ = ("dropped", "request", "stream")
 
     def __init__(self, request: Request, stream: ResponseStream) -> None:
         self.request = request
         self.stream = stream
         self.dropped = 0
-        self._given = False
-        self._done = anyio.Event()
-
-    async def receive(self) -> Incoming:
-        if not self._given:
-            self._given = True
-            return self.request
-        await self._done.wait()
-        raise anyio.EndOfStream
 
     async def send(self, message: Outbound, *, related: RequestId | None = None) -> None:
         if isinstance(message, list):
@@ -542,12 +533,3 @@ class OneShotTransport:
             await self.stream.event(message)
         else:
             self.dropped += 1
-
-    def finish(self) -> None:
-        self._done.set()
-
-    async def aclose(self) -> None:
-        self._done.set()
-
-    def close_error(self) -> ConnectionClosed:
-        return ConnectionClosed("the HTTP request ended")

@@ -1740,7 +1740,7 @@ def test_command_line_allow_lists_apply_to_http_only() -> None:
 def inline_app() -> Server:
     """Handlers of every kind the inline path meets: plain functions that answer, fail or
     read their context, one that returns an awaitable (it logs: the answer becomes SSE),
-    and a coroutine function (never inline: the full path on both sides)."""
+    and a coroutine function (never inline: the streamed path on both sides)."""
     app = Server("inline", "1.0")
 
     @app.tool()
