@@ -369,37 +369,40 @@ def _cases() -> list[Case]:
 
     # 3. raw client (os.write/os.read, no framework) against each server, and 11. the
     # same and the raw HTTP client with the echo tool an ``async def`` on both servers.
-    for era in ("modern", "legacy"):
-        for server in ("mcpwire", "sdk"):
-            out.append(
-                Case(
-                    f"raw-{server}-{era}",
-                    "raw",
-                    "tools/call echo, stdio, raw client",
-                    f"raw client → {names[server]} server",
-                    era,
-                    "raw",
-                    {"server": server, "era": era},
-                    ref=f"raw-sdk-{era}",
-                    limit="pipe",
-                )
-            )
-    for transport, setup, limit, title in (
-        ("stdio", "raw", "pipe", "stdio"),
-        ("http", "raw_http", "h11", "streamable HTTP"),
+    for prefix, group, measure, setup, limit, async_tool in (
+        ("raw", "raw", "tools/call echo, stdio, raw client", "raw", "pipe", False),
+        (
+            "async-stdio-raw",
+            "async",
+            "tools/call async echo, stdio, raw client",
+            "raw",
+            "pipe",
+            True,
+        ),
+        (
+            "async-http-raw",
+            "async",
+            "tools/call async echo, streamable HTTP, raw client",
+            "raw_http",
+            "h11",
+            True,
+        ),
     ):
         for era in ("modern", "legacy"):
             for server in ("mcpwire", "sdk"):
+                args = {"server": server, "era": era}
+                if async_tool:
+                    args["async_tool"] = True
                 out.append(
                     Case(
-                        f"async-{transport}-raw-{server}-{era}",
-                        "async",
-                        f"tools/call async echo, {title}, raw client",
+                        f"{prefix}-{server}-{era}",
+                        group,
+                        measure,
                         f"raw client → {names[server]} server",
                         era,
                         setup,
-                        {"server": server, "era": era, "async_tool": True},
-                        ref=f"async-{transport}-raw-sdk-{era}",
+                        args,
+                        ref=f"{prefix}-sdk-{era}",
                         limit=limit,
                     )
                 )

@@ -48,6 +48,7 @@ kept and the response becomes the SSE stream the streamed path would have sent.
 
 from __future__ import annotations
 
+import abc
 import functools
 from typing import TYPE_CHECKING, Any, cast
 
@@ -104,16 +105,17 @@ async def _answered(request: Request, ctx: RequestContext) -> JSONObject:
     raise JSONRPCError(ErrorCode.INTERNAL_ERROR, "this request has been answered")
 
 
-class _StandIn:
+class _StandIn(abc.ABC):
     """What the stand-ins for ``Session`` share: ``notify`` is ``send`` of a
     notification, and a request to the client fails (the modern era has none)."""
 
     __slots__ = ()
 
+    @abc.abstractmethod
     async def send(
         self, message: Outbound | list[Message], *, related: RequestId | None = None
     ) -> None:
-        raise NotImplementedError
+        """Route ``message`` as the stand-in does (each says where)."""
 
     async def notify(
         self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
