@@ -44,11 +44,11 @@ from ._client_learn import ToolListing
 from ._client_tasks import TaskMethods, await_task, legacy_task_wanted, legacy_tool_task
 from ._errors import MCPWireError, RemoteProtocolError
 from ._handshake import (
+    DECLARE_TASKS,
     DEFAULT_PROBE_TIMEOUT,
     capabilities,
     check_client_arguments,
     connect,
-    declaring_tasks,
     envelope,
 )
 from ._listen import Listen, ListenState, Subscription
@@ -354,11 +354,11 @@ class Client(TaskMethods):
         A plain function returning the session's awaitable: one coroutine fewer a call."""
         if self.era == "modern":
             params = dict(params) if params else {}
-            envelope = self._envelope(self.protocol_version)
+            fresh = envelope(self, self.protocol_version)  # self._envelope, one call less
             meta = params.get("_meta")
             if isinstance(meta, dict):
-                envelope = {**meta, **envelope}
-            params["_meta"] = envelope
+                fresh = {**meta, **fresh}
+            params["_meta"] = fresh
         if timeout is None:  # the session's default
             return self.session.request(method, params or None, on_progress=on_progress)
         return self.session.request(
@@ -440,10 +440,14 @@ class Client(TaskMethods):
         if legacy_tasks and await legacy_task_wanted(self, name, task):
             raw = await legacy_tool_task(self, params, timeout, on_progress)
         else:
-            with declaring_tasks(task):
+            # ``declaring_tasks(task)``, spelt out: no context manager's calls on every call.
+            token = DECLARE_TASKS.set(task)
+            try:
                 raw = await send_tool_call(self, params, timeout, on_progress)
                 if raw.get("resultType") == "task":
                     raw = await await_task(self, Task.from_json(raw), timeout=timeout)
+            finally:
+                DECLARE_TASKS.reset(token)
         result = CallToolResult.from_json(raw)
         # Learn the tool's outputSchema once, as a validating client must, with one
         # listing for all the first calls in flight. No answer: the result is the

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from ._client import Client
 
 __all__ = (
+    "DECLARE_TASKS",
     "DEFAULT_PROBE_TIMEOUT",
     "ERA_CACHE_TTL",
     "capabilities",
@@ -93,7 +94,7 @@ _ERA_CACHE: dict[Hashable, tuple[Era, float]] = {}
 ERA_CACHE_TTL = 600.0
 _ERA_CACHE_MAX = 256
 #: This call's override of ``Client.tasks`` (``None``: the client's setting).
-_DECLARE_TASKS: ContextVar[bool | None] = ContextVar("mcpwire_declare_tasks", default=None)
+DECLARE_TASKS: ContextVar[bool | None] = ContextVar("mcpwire_declare_tasks", default=None)
 
 
 class declaring_tasks:
@@ -108,15 +109,15 @@ class declaring_tasks:
         self._declare = declare
 
     def __enter__(self) -> None:
-        self._token = _DECLARE_TASKS.set(self._declare)
+        self._token = DECLARE_TASKS.set(self._declare)
 
     def __exit__(self, *exc_info: object) -> None:
-        _DECLARE_TASKS.reset(self._token)
+        DECLARE_TASKS.reset(self._token)
 
 
 def tasks_declared(client: Client) -> bool:
     """Whether requests made now declare the tasks extension."""
-    override = _DECLARE_TASKS.get()
+    override = DECLARE_TASKS.get()
     return client.tasks if override is None else override
 
 
@@ -153,6 +154,7 @@ def capabilities(client: Client, version: str) -> JSONObject:
 def envelope(client: Client, version: str, *, with_level: bool = True) -> JSONObject:
     """The modern ``_meta`` envelope (a fresh dict; the parts are computed once)."""
     level = client.log_level if with_level else None
+    override = DECLARE_TASKS.get()  # tasks_declared(client), inline
     # Everything the envelope depends on (callbacks decide the capabilities).
     key = (
         version,
@@ -161,7 +163,7 @@ def envelope(client: Client, version: str, *, with_level: bool = True) -> JSONOb
         client.sampling is None,
         client.elicitation is None,
         client.roots is None,
-        tasks_declared(client),
+        client.tasks if override is None else override,
     )
     cache = client._envelopes
     cached = cache.get(key)

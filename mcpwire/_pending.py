@@ -155,8 +155,10 @@ class Pending:
     ) -> None:
         """Record the outcome and wake the caller."""
         self.value = value
-        if self._future is not None:
-            _release(self._future)
+        future = self._future
+        if future is not None:
+            if not future.done():  # _release, inline
+                future.set_result(None)
         elif self._event is not None:
             self._event.set()
 

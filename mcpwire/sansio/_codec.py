@@ -132,6 +132,9 @@ DEFAULT_LIMITS = Limits()
 _LONG_RUN = 19
 _DIGITS_AS_ZERO = bytes.maketrans(b"0123456789", b"0" * 10)
 _ZERO_RUN = b"0" * _LONG_RUN
+# The same map that also makes every "[" a "{": one pass over a frame then
+# serves both of its scans, the digit runs and the count of openers.
+_SCAN = bytes.maketrans(b"0123456789[", b"0" * 10 + b"{")
 _LONG_DIGITS_S = re.compile(rf"[0-9]{{{_LONG_RUN}}}")
 
 
@@ -268,14 +271,15 @@ def loads(data: bytes | bytearray | memoryview | str, limits: Limits = DEFAULT_L
                 raise IntegerTooWide
             return value
     if type(data) is bytes:  # the usual frame: the two scans below, inline
+        scanned = data.translate(_SCAN)  # digits as "0", "[" as "{"
         # Nesting needs an opening bracket per level: count them (C speed) first.
         if (
-            data.count(b"{") + data.count(b"[") > limits.max_depth
+            scanned.count(b"{") > limits.max_depth
             and isinstance(value, (dict, list))
             and _depth_exceeds(value, limits.max_depth)
         ):
             raise MessageTooDeep(limits.max_depth)
-        if data.translate(_DIGITS_AS_ZERO).find(_ZERO_RUN) >= 0 and _has_wide_int(data):
+        if scanned.find(_ZERO_RUN) >= 0 and _has_wide_int(data):
             raise IntegerTooWide
         return value
     if (

@@ -218,7 +218,8 @@ class RPCState:
                     self.counters.null_id_errors += 1
             return None
         out.state = _OUT[(out.state, _OutInput.RESPONSE)]
-        self._forget_token(out)
+        if out.progress_token is not None:
+            self._forget_token(out)
         return out
 
     def was_abandoned(self, rid: RequestId | None) -> bool:
