@@ -38,6 +38,10 @@ what the foundations alone cost a call, and its inverse a ceiling for any MCP
 layer built on them this way: the report gives it as calls/s and as a multiple of
 the reference SDK's rate in the same ``run.py`` report.
 
+Then the stdio round trip event by event (``timeline.py``): how much of it is
+the two processes' Python and how much the kernel's writes and wake-ups, next to
+a bare pair of processes that do nothing between them.
+
 Then idle memory, stage by stage: a bare interpreter, the three dependencies and
 the asyncio backend that any mcpwire server loads (the floor's imports), and
 mcpwire's server and HTTP modules on top, with the size of mcpwire's bytecode.
@@ -65,6 +69,7 @@ sys.path.insert(0, str(HERE))
 
 import profile_echo  # noqa: E402  (needs the path above)
 import run  # noqa: E402
+import timeline  # noqa: E402
 import workloads  # noqa: E402
 
 SHARES = ("system calls", "event loop", "anyio", "h11", "orjson", "mcpwire", "workload")
@@ -392,7 +397,11 @@ def _cpu(measured: dict[str, Any], case: str, end: str) -> float | None:
 
 
 def report(
-    rows: list[dict[str, Any]], memory: dict[str, Any], n: int, cost: tuple[float, float]
+    rows: list[dict[str, Any]],
+    memory: dict[str, Any],
+    n: int,
+    cost: tuple[float, float],
+    trips: list[dict[str, Any]],
 ) -> str:
     measured = _measured()
     source = measured.get("machine", {})
@@ -485,6 +494,19 @@ def report(
         )
     lines += [
         "",
+        "## The stdio round trip, event by event",
+        "",
+        "Both processes of a sequential stdio loop record when each write starts and "
+        "returns, when each `epoll_wait` starts and returns and when each read returns, "
+        "on the clock they share (`timeline.py`, which says what each segment spans). "
+        "The segments follow each other and add up to the round trip. The bare pair is "
+        "two processes echoing one line through `epoll` and nothing else: what the "
+        "kernel and the hypervisor charge any pair of processes on this machine. "
+        f"{trips[0]['calls']:,} calls each; the wrapped calls add a little to the "
+        "Python segments.",
+        "",
+        *timeline.table(trips),
+        "",
         "## Idle memory, stage by stage",
         "",
         f"mcpwire modules an HTTP server loads: {memory['modules']}, "
@@ -514,7 +536,10 @@ def main() -> None:
         target = cpu * args.n / 1e6 if cpu else None
         found = attribute(stats, cost, target)
         rows.append({"title": title, "era": era, "case": case, "end": end, **found})
-    text = report(rows, memory_stages(), args.n, cost)
+    print("bounds: the stdio round trip, event by event", file=sys.stderr, flush=True)
+    trips = [timeline.measure("bare", args.n)]
+    trips += [timeline.measure("mcpwire", args.n, era) for era in ("modern", "legacy")]
+    text = report(rows, memory_stages(), args.n, cost, trips)
     Path(args.out).write_text(text)
     print(text)
 

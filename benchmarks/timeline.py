@@ -1,0 +1,314 @@
+"""Where one stdio round trip's time goes: both processes' events on one clock.
+
+Usage::
+
+    python benchmarks/timeline.py [-n CALLS] [--legacy]
+
+A sequential ``tools/call`` over stdio is a relay: the client writes, the server
+wakes, reads, works and writes, the client wakes, reads and works until its next
+write. CPU profiles (``bounds.py``) see each end's work but not the time between
+them. Here both ends record, on the monotonic clock they share
+(``time.perf_counter_ns``), when each write starts and returns, when each wait of
+the event loop's selector (``epoll_wait``) starts and returns, and when each read
+returns: ``os.write``, ``os.readv`` and ``selectors.EpollSelector.select`` are
+wrapped before anything runs. Lined up, one call's events split its round trip
+into eight segments that follow each other and add up to it:
+
+1. the client's ``write`` system call (on this machine it also wakes the server's
+   idle CPU, which makes it dear);
+2. the server's wake-up: from that write's return to the server's
+   ``epoll_wait`` returning (kernel and hypervisor; the client's few µs of work
+   after its write overlap it);
+3. the server's event loop, from there to its ``readv`` returning;
+4. the server's work: parse, dispatch, the tool, serialize, up to its ``write``;
+5. the server's ``write`` system call;
+6. the client's wake-up;
+7. the client's event loop up to its ``readv`` returning;
+8. the client's work: parse, settle the request, a second loop turn to resume
+   the caller, and the next call up to its ``write``.
+
+Segments 1, 2, 5 and 6 are the kernel's (with the hypervisor's), whatever runs
+above it; the rest is Python. The same eight are measured for a bare pair, two
+processes echoing one line through ``epoll`` with no work between the calls:
+what any pair of processes pays for a round trip on this machine. Each wrapped
+call adds its own cost (a clock read and an append, under a µs) to the Python
+segments. Linux only (epoll).
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import itertools
+import json
+import os
+import selectors
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import workloads  # noqa: E402
+
+#: Event kinds.
+WRITE_START, WRITE_END, READ_END, WAIT_START, WAIT_END = range(5)
+
+SEGMENTS = (
+    ("client's write system call", "kernel"),
+    ("server wakes: client's write returned → server's epoll_wait returns", "kernel"),
+    ("server's event loop → its readv returns", "server"),
+    ("server's work: parse, dispatch, tool, serialize → write", "server"),
+    ("server's write system call", "kernel"),
+    ("client wakes: server's write returned → client's epoll_wait returns", "kernel"),
+    ("client's event loop → its readv returns", "client"),
+    ("client's work: parse, settle, resume the caller, next request → write", "client"),
+)
+
+
+class Tap:
+    """Records this process's writes, reads and selector waits (see the docstring)."""
+
+    def __init__(self) -> None:
+        self.times = array.array("q")
+        self.kinds = array.array("b")
+
+    def install(self) -> None:
+        clock, times, kinds = time.perf_counter_ns, self.times, self.kinds
+        readv, write = os.readv, os.write
+        select = selectors.EpollSelector.select
+
+        def tapped_readv(fd: int, buffers: Any) -> int:
+            n = readv(fd, buffers)
+            times.append(clock())
+            kinds.append(READ_END)
+            return n
+
+        def tapped_write(fd: int, data: Any) -> int:
+            times.append(clock())
+            kinds.append(WRITE_START)
+            n = write(fd, data)
+            times.append(clock())
+            kinds.append(WRITE_END)
+            return n
+
+        def tapped_select(self: selectors.EpollSelector, timeout: float | None = None) -> Any:
+            times.append(clock())
+            kinds.append(WAIT_START)
+            ready = select(self, timeout)
+            times.append(clock())
+            kinds.append(WAIT_END)
+            return ready
+
+        os.readv = tapped_readv
+        os.write = tapped_write
+        selectors.EpollSelector.select = tapped_select  # type: ignore[method-assign]
+
+    def save(self, path: str) -> None:
+        Path(path).write_text(json.dumps([list(self.times), list(self.kinds)]))
+
+
+def _events(path: str) -> list[tuple[int, int]]:
+    times, kinds = json.loads(Path(path).read_text())
+    return list(zip(times, kinds, strict=True))
+
+
+# -- the two children ------------------------------------------------------------------
+
+
+def serve_mcpwire(path: str) -> None:
+    """The benchmark's mcpwire echo server on stdio, tapped; its events go to ``path``."""
+    tap = Tap()
+    tap.install()
+    from servers import mcpwire_echo
+
+    try:
+        mcpwire_echo.main(["mcpwire_echo.py"])
+    finally:
+        tap.save(path)
+
+
+def serve_bare(path: str) -> None:
+    """Echo each line read from stdin to stdout, waiting in epoll, nothing else."""
+    tap = Tap()
+    tap.install()
+    selector = selectors.EpollSelector()
+    selector.register(0, selectors.EVENT_READ)
+    buffer = memoryview(bytearray(65536))
+    try:
+        while True:
+            selector.select()
+            n = os.readv(0, (buffer,))
+            if not n:
+                return
+            os.write(1, buffer[:n])
+    finally:
+        tap.save(path)
+
+
+# -- the client ends -------------------------------------------------------------------
+
+
+def _mcpwire_client(n: int, era: str, server_events: str) -> tuple[Tap, int, int]:
+    import anyio
+
+    from mcpwire import Client
+
+    tap = Tap()
+    tap.install()
+    mode = workloads.MODERN if era == "modern" else workloads.LEGACY
+    argv = [str(Path(__file__).resolve()), "--serve", "mcpwire", server_events]
+    window = [0, 0]
+
+    async def loop() -> None:
+        env = workloads.child_env()
+        async with Client.stdio(sys.executable, argv, env=env, mode=mode) as client:  # type: ignore[arg-type]
+            for _ in range(200):
+                await client.call_tool("echo", workloads.ARGS)
+            window[0] = time.perf_counter_ns()
+            for _ in range(n):
+                await client.call_tool("echo", workloads.ARGS)
+            window[1] = time.perf_counter_ns()
+
+    anyio.run(loop)
+    return tap, window[0], window[1]
+
+
+def _bare_client(n: int, server_events: str) -> tuple[Tap, int, int]:
+    tap = Tap()
+    tap.install()
+    argv = [sys.executable, str(Path(__file__).resolve()), "--serve", "bare", server_events]
+    child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    assert child.stdin is not None and child.stdout is not None
+    wfd, rfd = child.stdin.fileno(), child.stdout.fileno()
+    selector = selectors.EpollSelector()
+    selector.register(rfd, selectors.EVENT_READ)
+    buffer = memoryview(bytearray(65536))
+    line = workloads.REQUEST_LINE % 1
+
+    def calls(count: int) -> None:
+        for _ in range(count):
+            os.write(wfd, line)
+            got = 0
+            while got < len(line):  # one line back (a pipe may split it)
+                selector.select()
+                got += os.readv(rfd, (buffer,))
+
+    calls(200)
+    start = time.perf_counter_ns()
+    calls(n)
+    end = time.perf_counter_ns()
+    child.stdin.close()
+    child.wait(10)
+    child.stdout.close()
+    return tap, start, end
+
+
+# -- lining the events up ----------------------------------------------------------------
+
+
+def segments(
+    client: list[tuple[int, int]], server: list[tuple[int, int]], start: int, end: int
+) -> tuple[list[list[int]], int]:
+    """Each complete call's eight segments (ns), and how many calls were incomplete."""
+    merged = sorted(
+        [(t, "c", k) for t, k in client if start <= t <= end]
+        + [(t, "s", k) for t, k in server if start <= t <= end]
+    )
+    writes = [i for i, (_, side, kind) in enumerate(merged) if side == "c" and kind == WRITE_START]
+    out: list[list[int]] = []
+    broken = 0
+    for a, b in itertools.pairwise(writes):
+        steps = (
+            ("c", WRITE_END),
+            ("s", WAIT_END),
+            ("s", READ_END),
+            ("s", WRITE_START),
+            ("s", WRITE_END),
+            ("c", WAIT_END),
+            ("c", READ_END),
+        )
+        marks = [merged[a][0]]
+        i = a
+        for side, kind in steps:
+            i += 1
+            while i < b and not (merged[i][1] == side and merged[i][2] == kind):
+                i += 1
+            if i >= b:
+                break
+            marks.append(merged[i][0])
+        if len(marks) != len(steps) + 1:
+            broken += 1
+            continue
+        marks.append(merged[b][0])
+        out.append([y - x for x, y in itertools.pairwise(marks)])
+    return out, broken
+
+
+def measure(pair: str, n: int, era: str = "modern") -> dict[str, Any]:
+    """The segments of ``n`` sequential calls of ``pair`` ("mcpwire" or "bare")."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "server.json")
+        if pair == "bare":
+            tap, start, end = _bare_client(n, path)
+        else:
+            tap, start, end = _mcpwire_client(n, era, path)
+        server = _events(path)
+    calls, broken = segments(list(zip(tap.times, tap.kinds, strict=True)), server, start, end)
+    if not calls:
+        raise RuntimeError(f"timeline: no complete call among {n} ({pair})")
+    columns = list(zip(*calls, strict=True))
+    return {
+        "pair": pair,
+        "era": era,
+        "calls": len(calls),
+        "incomplete": broken,
+        "round_trip_us": (end - start) / n / 1000,
+        "median_us": [statistics.median(c) / 1000 for c in columns],
+        "mean_us": [statistics.fmean(c) / 1000 for c in columns],
+    }
+
+
+def table(results: list[dict[str, Any]]) -> list[str]:
+    """Markdown lines: one row per segment, a column per measured pair."""
+    head = " | ".join(f"{r['pair']} ({r['era']}), median / mean µs" for r in results)
+    lines = [f"| segment | side | {head} |", "|---|---|" + "--:|" * len(results)]
+    for k, (name, side) in enumerate(SEGMENTS):
+        cells = " | ".join(f"{r['median_us'][k]:.1f} / {r['mean_us'][k]:.1f}" for r in results)
+        lines.append(f"| {k + 1}. {name} | {side} | {cells} |")
+    for side in ("kernel", "server", "client"):
+        picks = [k for k, (_, s) in enumerate(SEGMENTS) if s == side]
+        sums = [
+            (sum(r["median_us"][k] for k in picks), sum(r["mean_us"][k] for k in picks))
+            for r in results
+        ]
+        cells = " | ".join(f"{median:.1f} / {mean:.1f}" for median, mean in sums)
+        lines.append(f"| all of the {side}'s | {side} | {cells} |")
+    cells = " | ".join(
+        f"{sum(r['median_us']):.1f} / {sum(r['mean_us']):.1f} (loop: {r['round_trip_us']:.1f})"
+        for r in results
+    )
+    lines.append(f"| round trip | | {cells} |")
+    return lines
+
+
+def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--serve":
+        (serve_bare if sys.argv[2] == "bare" else serve_mcpwire)(sys.argv[3])
+        return
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
+    parser.add_argument("-n", type=int, default=20000, help="calls per pair")
+    parser.add_argument("--legacy", action="store_true", help="the 2025-11-25 era")
+    args = parser.parse_args()
+    era = "legacy" if args.legacy else "modern"
+    results = [measure("bare", args.n), measure("mcpwire", args.n, era)]
+    print("\n".join(table(results)))
+
+
+if __name__ == "__main__":
+    main()
