@@ -185,7 +185,10 @@ class _Sender:
         The frame counts as unsent from here until the awaitable finishes.
         """
         data = m.serialize_line(message)
-        if self._lock.value == 0 or self._owed is not None:
+        # Any frame still counted unsent holds the lock, waits for it or is owed
+        # in part (``_write``): then this one queues behind it. The count is an
+        # attribute; the semaphore's ``value`` is a property call on every frame.
+        if self.unsent_frames:
             self._count(len(data))
             return self._send_data(data)
         rest = self.writer.write_now(data)
