@@ -55,18 +55,13 @@ def serve_eagerly(session: Session, request: Request) -> bool:
     if session._closed is not None or session.inflow.congested():
         return False  # the reader holds it until the peer takes our output (_inflow)
     approve = session.serve_inline
-    inline = approve is not None and approve(request)
-    if not inline and not session.inflow.free():
-        return False  # the reader parks it
+    if approve is None or not approve(request):
+        # A handler that may wait gets its task here (_handler_tasks): no pass
+        # through the reader task. If every slot is taken the reader parks it.
+        assert session._handlers is not None
+        return session._handlers.start_now(request)
     if not session.rpc.request_received(request):
         return False  # an id in use: the reader answers it (and finds it in use again)
-    if not inline:
-        # A handler that may wait gets its task here (_handler_tasks): no pass
-        # through the reader task.
-        assert session._handlers is not None
-        session.inflow.admit(request)
-        session._handlers.start(request)
-        return True
     step = session._reply(request, RequestContext(session, request, session._no_cancel))
     assert session._tg is not None
     try:

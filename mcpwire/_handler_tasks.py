@@ -72,6 +72,23 @@ class HandlerTasks:
         else:
             self._tasks.add(self._loop.create_task(self._plain(request, batch)))
 
+    def start_now(self, request: Request) -> bool:
+        """Start ``request``'s task as the reader would on taking it next; False to
+        leave it to the reader: the session is ending, every handler slot is taken
+        (the reader parks it) or its id is in use (the reader answers it).
+
+        For a transport's own task or callback while the reader waits with nothing
+        queued, so the order in which the session sees its messages is unchanged.
+        """
+        session = self._session
+        if session._closed is not None or not session.inflow.free():
+            return False
+        if not session.rpc.request_received(request):
+            return False
+        session.inflow.admit(request)
+        self.start(request)
+        return True
+
     async def _plain(self, request: Request, batch: Gathered | None) -> None:
         import asyncio
 

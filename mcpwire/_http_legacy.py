@@ -19,7 +19,9 @@ later message names the session:
   stream stays recorded for a ``Last-Event-ID`` resume. A request whose
   handler never waits, sent while the session's reader is idle, is served
   in the POST's own task (the order the session sees its messages in is the
-  same), and its JSON answer written at once, in one write;
+  same), and its JSON answer written at once, in one write; any other request
+  sent then gets its handler's task from the POST's task, as the reader would
+  start it;
 * notifications and responses (answers to our elicitation, sampling and roots
   requests) -> 202; ``notifications/cancelled`` also ends the POST stream of
   the request it names, which will get no response;
@@ -248,6 +250,10 @@ class LegacyEndpoint:
                     except PeerGone:
                         pass
                     return
+            elif transport.start is not None and transport.idle and transport.start(req):
+                # Its handler's task started here, as the idle reader would start
+                # it next: no pass through the inbox and the reader task.
+                pass
             elif not await session.feed(req):
                 session.streams.pop(req.id, None)
                 await self.app.json_error(

@@ -167,7 +167,9 @@ class Inbox:
     queued and nothing in hand: a message handed over now is the next one it
     would take, so a request that never waits may then be served at once in
     the POST's own task (``deliver``, given by the session through ``attach``)
-    without changing the order in which the session sees its messages.
+    without changing the order in which the session sees its messages, and any
+    other request may get its handler's task from the POST's task (``start``,
+    given through ``attach_start``) as the reader would give it.
     """
 
     def __init__(self, size: int = INBOUND_BUFFER) -> None:
@@ -178,10 +180,17 @@ class Inbox:
         self.deliver: Callable[[object], Awaitable[None]] | None = None
         #: Messages being served through ``deliver`` right now.
         self.delivering = 0
+        #: The session's way to start a request's handler task now (False: it
+        #: cannot, and the request goes to the reader).
+        self.start: Callable[[Request], bool] | None = None
 
     def attach(self, deliver: Callable[[object], Awaitable[None]]) -> None:
         """Called by the session on start (``Session.__aenter__``)."""
         self.deliver = deliver
+
+    def attach_start(self, start: Callable[[Request], bool]) -> None:
+        """Called by the session on start, after ``attach``."""
+        self.start = start
 
     @property
     def idle(self) -> bool:

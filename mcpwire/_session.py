@@ -213,6 +213,10 @@ class Session:
             self._start_send = getattr(self.transport, "start_send", None)
             self._sweep = Sweep(self._loop, self._pending)
         self._handlers = HandlerTasks(self, self._tg, self._loop)
+        attach_start = getattr(self.transport, "attach_start", None)
+        if attach_start is not None:
+            # HTTP: a POST's task starts its request's handler when the reader is idle.
+            attach_start(self._handlers.start_now)
         self._tg.start_soon(self._reader)
         return self
 

@@ -1,9 +1,11 @@
-"""Modern requests whose handlers may wait: the streamed path (``_http_modern``).
+"""Requests whose handlers may wait: the streamed paths.
 
-Such a request is served by a task of its own with a ``StreamedSession``, no
-``Session``; its response is written while the connection is watched for the
-client going away (``pump_watched``): on asyncio by the stream itself, elsewhere
-by a second task.
+A modern request (``_http_modern``) is served by a task of its own with a
+``StreamedSession``, no ``Session``; its response is written while the
+connection is watched for the client going away (``pump_watched``): on asyncio
+by the stream itself, elsewhere by a second task. A legacy request
+(``_http_legacy``) sent while its session's reader is idle gets its handler's
+task from the POST's own task, as the reader would start it.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from typing import Any
 
 import anyio
 import pytest
-from http_raw import Raw, modern, running
+from http_raw import Raw, initialize, modern, rpc, running
 
-from mcpwire import Context, Server
+from mcpwire import Context, Server, Session
 from mcpwire._http_streams import Frame, Outbox
 from mcpwire._http_wire import HTTPConnection
 
@@ -116,6 +118,67 @@ async def test_a_request_followed_at_once_by_the_end_of_input_is_cancelled() -> 
         with anyio.fail_after(5):
             while http.stats()["modern_requests"] == 0 or http.stats()["busy_requests"]:
                 await anyio.sleep(0.01)
+
+
+# -- legacy: a request that may wait, started from the POST's task ---------------------------
+
+
+async def test_a_legacy_request_that_may_wait_skips_the_session_reader(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sent while the session's reader waits with nothing queued, a request whose
+    handler may wait gets its task from the POST's task: no request passes
+    through the reader (``Session._dispatch``), on either backend, and a handler
+    that reports progress still streams it (SSE) before its answer."""
+    dispatched: list[str] = []
+    real = Session._dispatch
+
+    async def spy(self: Session, item: object, *, inline: bool = False) -> None:
+        dispatched.append(type(item).__name__)
+        await real(self, item, inline=inline)
+
+    monkeypatch.setattr(Session, "_dispatch", spy)
+    state = fresh()
+    async with running(waiting_app(state)) as http, await Raw.connect(http.port or 0) as raw:
+        sid = await initialize(raw)
+        headers = {"mcp-session-id": sid}
+        dispatched.clear()
+        for rid in (2, 3):
+            params = {"name": "block", "arguments": {"seconds": 0}}
+            reply = await raw.request(body=rpc(rid, "tools/call", params), headers=headers)
+            assert reply.json()["result"]["content"][0]["text"] == "slept"
+        params = {"name": "count", "arguments": {"n": 2}, "_meta": {"progressToken": "p"}}
+        reply = await raw.request(body=rpc(4, "tools/call", params), headers=headers)
+        assert reply.headers["content-type"] == "text/event-stream"
+        messages = reply.messages()
+        assert [m["params"]["progress"] for m in messages[:-1]] == [1, 2]
+        assert messages[-1]["result"]["content"][0]["text"] == "counted"
+    assert "Request" not in dispatched
+
+
+async def test_a_legacy_request_sent_while_another_runs_is_served_beside_it() -> None:
+    """A second POST while the first request's handler waits: each gets its own
+    handler task and its own answer, and the first, still running, is not
+    cancelled by the second (legacy requests end by notifications/cancelled)."""
+    state = fresh()
+    async with (
+        running(waiting_app(state)) as http,
+        await Raw.connect(http.port or 0) as first,
+        await Raw.connect(http.port or 0) as second,
+    ):
+        sid = await initialize(first)
+        headers = {"mcp-session-id": sid}
+        long = {"name": "block", "arguments": {"seconds": 0.3}}
+        await first.send(body=rpc(2, "tools/call", long), headers=headers)
+        with anyio.fail_after(5):
+            await state["started"].wait()
+        short = {"name": "count", "arguments": {"n": 0}}
+        reply = await second.request(body=rpc(3, "tools/call", short), headers=headers)
+        assert reply.json()["result"]["content"][0]["text"] == "counted"
+        with anyio.fail_after(5):
+            answer = await first.rest(await first.head())
+        assert answer.json()["result"]["content"][0]["text"] == "slept"
+        assert not state["cancelled"].is_set()
 
 
 # -- Outbox.get_within: the pump's wait for the next frame ---------------------------------
