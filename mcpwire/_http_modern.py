@@ -21,11 +21,15 @@ the tool's ``x-mcp-header`` properties (-32020). Each is answered as
 dispatcher's -32601, HTTP 404.
 
 The response is JSON, or SSE as soon as a related notification (progress, a
-log message, a subscription event) comes first. The handler runs in a task
-of its own beside the pump (``beside``), with a ``StreamedSession`` standing
-in for a session: a request is one message and its answer, so it needs no
-reader, correlation or deadlines of a session's. A client that closes the
-response has cancelled the request: the pump returns and the handler's
+log message, a subscription event) comes first. The handler runs with a
+``StreamedSession`` standing in for a session: a request is one message and
+its answer, so it needs no reader, correlation or deadlines of a session's.
+On asyncio's own TCP streams it runs in the connection's task and the
+response is written after it (``handler_first``): a pump task starts beside
+it only once a frame must go out first (a notification, or the keep-alive
+interval passing), and the stream reports the client's hang-up itself. Elsewhere
+(trio, TLS, ASGI) it runs in a task of its own beside the pump (``beside``).
+A client that closes the response has cancelled the request: the handler's
 cancel scope is cancelled. Notifications POSTed to
 a modern endpoint are accepted with 202 and dropped: no client->server
 notification means anything on this wire.
@@ -50,6 +54,7 @@ from __future__ import annotations
 
 import abc
 import functools
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -61,9 +66,12 @@ from ._http_streams import (
     NO_SERVER_REQUESTS,
     OUTBOX_LIMIT,
     SSE_HEADERS,
+    Frame,
     OneShotTransport,
+    PumpResult,
     ResponseStream,
     encode_sse,
+    pump,
 )
 from ._http_wire import HTTPExchange, RequestHead
 from ._params import check_envelope
@@ -372,7 +380,16 @@ class ModernEndpoint:
 
         try:
             async with server._connected(conn, session):
-                await beside(run, functools.partial(self.app.exchange, http, stream), stop)
+                unwatch = http.on_disconnect(stop)
+                if unwatch is None:  # trio, TLS, ASGI: a task pumps beside the handler
+                    await beside(run, functools.partial(self.app.exchange, http, stream), stop)
+                else:
+                    try:
+                        keepalive = self.app.options.sse_keepalive
+                        await handler_first(run, http, stream, keepalive=keepalive)
+                    finally:
+                        unwatch()
+                        streamed.close()
         finally:
             self._oneshots.discard(transport)
 
@@ -433,3 +450,66 @@ class ModernEndpoint:
         inline.events.append(encode_sse(final, None))
         await http.start(200, SSE_HEADERS, b"".join(inline.events))
         await http.finish()
+
+
+async def handler_first(
+    run: Callable[[], Awaitable[None]],
+    http: HTTPExchange,
+    stream: ResponseStream,
+    *,
+    keepalive: float,
+) -> PumpResult:
+    """On asyncio: await ``run()``, a request's handler sending to ``stream``, in
+    this task, then write the response; a pump task writes beside the handler
+    only once something must go out before the handler ends.
+
+    That is a frame queued that does not end the response (a progress
+    notification, a log message: the response becomes an event stream), or
+    ``keepalive`` seconds with nothing queued (the pump then switches to SSE and
+    sends its keep-alive comment, as ``pump`` would have by then). A handler
+    that answers without either, the usual case, costs no task and no pump
+    waiting beside it. The caller watches for the client going away
+    (``on_disconnect``), which must end ``run`` soon, as ``beside``'s ``stop`` does.
+    """
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    outbox = stream.outbox
+    pumping: asyncio.Task[PumpResult] | None = None
+
+    def start(first_wait: float | None) -> None:
+        nonlocal pumping
+        if pumping is None:
+            timer.cancel()
+            if outbox is not None:
+                outbox.on_put = None
+            pump_now = pump(http, stream, keepalive=keepalive, first_wait=first_wait)
+            pumping = loop.create_task(pump_now)
+
+    def queued(frame: Frame) -> None:
+        if not frame.final and frame.kind != "end":
+            start(None)
+
+    timer = loop.call_later(keepalive, start, 0.0)
+    if outbox is not None:
+        outbox.on_put = queued
+    try:
+        await run()
+    except BaseException:
+        if pumping is not None:
+            pumping.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([pumping])
+        raise
+    finally:
+        timer.cancel()
+        if outbox is not None:
+            outbox.on_put = None
+    if pumping is None:
+        return await pump(http, stream, keepalive=keepalive)
+    try:
+        return await pumping  # cancelling this task cancels the pump task with it
+    finally:
+        if not pumping.done():
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([pumping])

@@ -108,13 +108,15 @@ class Frame:
 class Outbox:
     """A bounded queue of frames with one waiting consumer; ``put`` never blocks."""
 
-    __slots__ = ("_items", "_waiter", "_wakeup", "limit")
+    __slots__ = ("_items", "_waiter", "_wakeup", "limit", "on_put")
 
     def __init__(self, limit: int = OUTBOX_LIMIT) -> None:
         self._items: collections.deque[Frame] = collections.deque()
         self._wakeup: anyio.Event | None = None
         self._waiter: asyncio.Future[None] | None = None  # ``get_within`` on asyncio
         self.limit = limit
+        #: Told of each frame queued while no consumer waits yet (``handler_first``).
+        self.on_put: Callable[[Frame], None] | None = None
 
     def put(self, frame: Frame) -> bool:
         """Queue ``frame``; on overflow the queue is replaced by one "overflow" frame."""
@@ -123,6 +125,8 @@ class Outbox:
             self._items.clear()
             frame = Frame("overflow")
         self._items.append(frame)
+        if self.on_put is not None:
+            self.on_put(frame)
         if self._wakeup is not None:
             self._wakeup.set()
             self._wakeup = None
@@ -399,20 +403,24 @@ async def pump(
     *,
     keepalive: float,
     started: bool = False,
+    first_wait: float | None = None,
 ) -> PumpResult:
     """Write ``stream``'s frames as the HTTP response until it ends.
 
     Returns "done" when the final response was written, "ended" when the
     stream ended without one, "gone" when the client went away, stopped
     reading, or was hung up on to resume later (``close_sse``). ``started``:
-    the SSE head was already sent (a resumed stream).
+    the SSE head was already sent (a resumed stream). ``first_wait``: how long
+    to wait for the first frame before the keep-alive (``keepalive`` if None).
     """
     outbox = stream.outbox
     if outbox is None:
         return "gone"
+    wait = keepalive if first_wait is None else first_wait
     try:
         while True:
-            frame = await outbox.get_within(keepalive)
+            frame = await outbox.get_within(wait)
+            wait = keepalive
             if frame is None:
                 if not stream.sse and stream.sse_ok:
                     await stream.commit()  # its priming frame (if any) is next in line

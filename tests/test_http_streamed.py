@@ -1,9 +1,11 @@
 """Requests whose handlers may wait: the streamed paths.
 
-A modern request (``_http_modern``) is served by a task of its own with a
-``StreamedSession``, no ``Session``; its response is written while the
-connection is watched for the client going away (``pump_watched``): on asyncio
-by the stream itself, elsewhere by a second task. A legacy request
+A modern request (``_http_modern``) is served with a ``StreamedSession``, no
+``Session``. On asyncio its handler runs in the connection's task and the
+stream itself reports the client going away (``handler_first``); a pump task
+writes beside the handler only once something must go out before it ends.
+Elsewhere the handler has a task of its own beside the pump (``beside``), and
+a second task watches for the hang-up (``pump_watched``). A legacy request
 (``_http_legacy``) sent while its session's reader is idle gets its handler's
 task from the POST's own task, as the reader would start it.
 """
@@ -16,7 +18,7 @@ import anyio
 import pytest
 from http_raw import Raw, initialize, modern, rpc, running
 
-from mcpwire import Context, Server, Session
+from mcpwire import Context, Server, Session, _http_modern
 from mcpwire._http_streams import Frame, Outbox
 from mcpwire._http_wire import HTTPConnection
 
@@ -74,6 +76,95 @@ async def test_a_streamed_response_needs_no_watcher_task_on_asyncio(
         assert [m["params"]["progress"] for m in messages[:-1]] == [1, 2, 3]
         assert messages[-1]["result"]["content"][0]["text"] == "counted"
     assert len(watched) == (0 if anyio_backend == "asyncio" else 1)
+
+
+async def test_on_asyncio_a_waiting_handler_runs_in_the_connections_task(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No task beside a modern request's handler on asyncio when nothing must go
+    out before it ends (``beside`` is not used); on trio it is."""
+    used: list[int] = []
+    real = _http_modern.beside
+
+    async def counting(*args: Any) -> Any:
+        used.append(1)
+        return await real(*args)
+
+    monkeypatch.setattr(_http_modern, "beside", counting)
+    state = fresh()
+    async with running(waiting_app(state)) as http, await Raw.connect(http.port or 0) as raw:
+        for rid in (1, 2):
+            body, headers = modern(
+                rid, "tools/call", {"name": "block", "arguments": {"seconds": 0}}
+            )
+            reply = await raw.request(body=body, headers=headers)
+            assert reply.headers["content-type"] == "application/json"
+            assert reply.json()["result"]["content"][0]["text"] == "slept"
+    assert len(used) == (0 if anyio_backend == "asyncio" else 2)
+
+
+async def test_progress_reaches_the_client_while_the_handler_still_runs() -> None:
+    """A notification sent mid-call goes out at once (the pump starts beside the
+    handler), not with the answer: the handler here waits until the client has
+    read its first progress event."""
+    seen = anyio.Event()
+    app = Server("streamed", "1.0")
+
+    @app.tool()
+    async def step(ctx: Context) -> str:
+        """Report progress, then wait until the client has it."""
+        await ctx.report_progress(1, 2)
+        with anyio.fail_after(5):
+            await seen.wait()
+        await ctx.report_progress(2, 2)
+        return "stepped"
+
+    async with running(app) as http, await Raw.connect(http.port or 0) as raw:
+        body, headers = modern(1, "tools/call", {"name": "step", "arguments": {}})
+        body["params"]["_meta"]["progressToken"] = "p"
+        await raw.send(body=body, headers=headers)
+        with anyio.fail_after(5):
+            reply = await raw.head()
+            assert reply.headers["content-type"] == "text/event-stream"
+            events = raw.sse()
+            first = await events.next()
+            assert first is not None and '"progress":1' in first.data
+            seen.set()
+            rest = await events.rest()
+        assert '"progress":2' in rest[0].data and "stepped" in rest[-1].data
+
+
+async def test_a_client_gone_mid_stream_cancels_the_handler_and_its_pump() -> None:
+    """The client hangs up after the first progress event, the pump writing beside
+    the handler: the handler is cancelled and the request ends (nothing left
+    busy), as when it hangs up before anything was written."""
+    cancelled = anyio.Event()
+    app = Server("streamed", "1.0")
+
+    @app.tool()
+    async def report_then_wait(ctx: Context) -> str:
+        """Report progress, then wait until cancelled."""
+        await ctx.report_progress(1, 2)
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            cancelled.set()
+            raise
+        return "never"
+
+    async with running(app) as http:
+        raw = await Raw.connect(http.port or 0)
+        body, headers = modern(1, "tools/call", {"name": "report_then_wait", "arguments": {}})
+        body["params"]["_meta"]["progressToken"] = "p"
+        await raw.send(body=body, headers=headers)
+        with anyio.fail_after(5):
+            await raw.head()
+            assert await raw.sse().next() is not None
+        await raw.aclose()
+        with anyio.fail_after(5):
+            await cancelled.wait()
+            while http.stats()["busy_requests"]:
+                await anyio.sleep(0.01)
 
 
 async def test_a_client_that_half_closes_cancels_the_waiting_handler() -> None:
