@@ -386,7 +386,7 @@ class ModernEndpoint:
                 else:
                     try:
                         keepalive = self.app.options.sse_keepalive
-                        await handler_first(run, http, stream, keepalive=keepalive)
+                        await handler_first(run, stop, http, stream, keepalive=keepalive)
                     finally:
                         unwatch()
                         streamed.close()
@@ -454,6 +454,7 @@ class ModernEndpoint:
 
 async def handler_first(
     run: Callable[[], Awaitable[None]],
+    stop: Callable[[], None],
     http: HTTPExchange,
     stream: ResponseStream,
     *,
@@ -468,8 +469,9 @@ async def handler_first(
     ``keepalive`` seconds with nothing queued (the pump then switches to SSE and
     sends its keep-alive comment, as ``pump`` would have by then). A handler
     that answers without either, the usual case, costs no task and no pump
-    waiting beside it. The caller watches for the client going away
-    (``on_disconnect``), which must end ``run`` soon, as ``beside``'s ``stop`` does.
+    waiting beside it. As with ``beside``, ``stop`` (which must end ``run``
+    soon) is called once that pump has ended: the client gone or not reading.
+    The caller watches for the client going away meanwhile (``on_disconnect``).
     """
     import asyncio
 
@@ -477,14 +479,19 @@ async def handler_first(
     outbox = stream.outbox
     pumping: asyncio.Task[PumpResult] | None = None
 
+    async def pump_then_stop(first_wait: float | None) -> PumpResult:
+        try:
+            return await pump(http, stream, keepalive=keepalive, first_wait=first_wait)
+        finally:
+            stop()
+
     def start(first_wait: float | None) -> None:
         nonlocal pumping
         if pumping is None:
             timer.cancel()
             if outbox is not None:
                 outbox.on_put = None
-            pump_now = pump(http, stream, keepalive=keepalive, first_wait=first_wait)
-            pumping = loop.create_task(pump_now)
+            pumping = loop.create_task(pump_then_stop(first_wait))
 
     def queued(frame: Frame) -> None:
         if not frame.final and frame.kind != "end":
