@@ -48,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,25 +90,20 @@ class Tap:
             kinds.append(READ_END)
             return n
 
-        def tapped_write(fd: int, data: Any) -> int:
-            times.append(clock())
-            kinds.append(WRITE_START)
-            n = write(fd, data)
-            times.append(clock())
-            kinds.append(WRITE_END)
-            return n
+        def around(call: Callable[..., Any], before: int, after: int) -> Callable[..., Any]:
+            def tapped(*args: Any) -> Any:
+                times.append(clock())
+                kinds.append(before)
+                result = call(*args)
+                times.append(clock())
+                kinds.append(after)
+                return result
 
-        def tapped_select(self: selectors.EpollSelector, timeout: float | None = None) -> Any:
-            times.append(clock())
-            kinds.append(WAIT_START)
-            ready = select(self, timeout)
-            times.append(clock())
-            kinds.append(WAIT_END)
-            return ready
+            return tapped
 
         os.readv = tapped_readv
-        os.write = tapped_write
-        selectors.EpollSelector.select = tapped_select  # type: ignore[method-assign]
+        os.write = around(write, WRITE_START, WRITE_END)
+        selectors.EpollSelector.select = around(select, WAIT_START, WAIT_END)  # type: ignore[method-assign]
 
     def save(self, path: str) -> None:
         Path(path).write_text(json.dumps([list(self.times), list(self.kinds)]))

@@ -4,6 +4,8 @@
   runs on both anyio backends, asyncio and trio.
 * ``sdk_auth`` / ``sdk_short``: the reference SDK's authorization-enabled
   server in a child process, for the OAuth tests.
+* ``dispatched``: the kinds of message that sessions' readers dispatch
+  (``Session._dispatch``), in order, for tests of what bypasses the reader.
 * The client's per-process era cache is emptied before each test: test
   servers come and go on reused loopback ports, and one test's legacy server
   must not decide another's era (``test_era_cache.py`` tests the cache).
@@ -61,3 +63,18 @@ def sdk_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def sdk_short(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The same with access tokens that live one second, so that they must be refreshed."""
     yield from _sdk_auth_server(tmp_path_factory, 1)
+
+
+@pytest.fixture
+def dispatched(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from mcpwire._session import Session
+
+    kinds: list[str] = []
+    real = Session._dispatch
+
+    async def spy(self: Session, item: object, *, inline: bool = False) -> None:
+        kinds.append(type(item).__name__)
+        await real(self, item, inline=inline)
+
+    monkeypatch.setattr(Session, "_dispatch", spy)
+    return kinds

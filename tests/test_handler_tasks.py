@@ -36,19 +36,11 @@ def text(answer: dict[str, Any]) -> str:
 
 @pytest.mark.anyio
 async def test_an_async_tool_is_started_where_its_request_is_parsed_on_asyncio(
-    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+    anyio_backend: str, dispatched: list[str]
 ) -> None:
     """On asyncio no request of an ``async def`` tool passes through the session's
     reader task: the stdio reader's readiness callback starts its handler task. On
     trio the reader dispatches each one."""
-    dispatched: list[str] = []
-    real = Session._dispatch
-
-    async def spy(self: Session, item: object, *, inline: bool = False) -> None:
-        dispatched.append(type(item).__name__)
-        await real(self, item, inline=inline)
-
-    monkeypatch.setattr(Session, "_dispatch", spy)
     server = Server("tasks", "1.0.0")
 
     @server.tool()

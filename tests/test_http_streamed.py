@@ -18,7 +18,7 @@ import anyio
 import pytest
 from http_raw import Raw, initialize, modern, rpc, running
 
-from mcpwire import Context, Server, Session, _http_modern
+from mcpwire import Context, Server, _http_modern
 from mcpwire._http_streams import Frame, Outbox
 from mcpwire._http_wire import HTTPConnection
 
@@ -215,20 +215,12 @@ async def test_a_request_followed_at_once_by_the_end_of_input_is_cancelled() -> 
 
 
 async def test_a_legacy_request_that_may_wait_skips_the_session_reader(
-    monkeypatch: pytest.MonkeyPatch,
+    dispatched: list[str],
 ) -> None:
     """Sent while the session's reader waits with nothing queued, a request whose
     handler may wait gets its task from the POST's task: no request passes
     through the reader (``Session._dispatch``), on either backend, and a handler
     that reports progress still streams it (SSE) before its answer."""
-    dispatched: list[str] = []
-    real = Session._dispatch
-
-    async def spy(self: Session, item: object, *, inline: bool = False) -> None:
-        dispatched.append(type(item).__name__)
-        await real(self, item, inline=inline)
-
-    monkeypatch.setattr(Session, "_dispatch", spy)
     state = fresh()
     async with running(waiting_app(state)) as http, await Raw.connect(http.port or 0) as raw:
         sid = await initialize(raw)
