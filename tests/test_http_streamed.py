@@ -220,16 +220,28 @@ async def test_a_legacy_request_that_may_wait_skips_the_session_reader(
     """Sent while the session's reader waits with nothing queued, a request whose
     handler may wait gets its task from the POST's task: no request passes
     through the reader (``Session._dispatch``), on either backend, and a handler
-    that reports progress still streams it (SSE) before its answer."""
+    that reports progress still streams it (SSE) before its answer. (Each is sent
+    once the reader waits: a 202 can come before the reader has taken the
+    notification it answers, and a request sent then goes to the reader.)"""
     state = fresh()
     async with running(waiting_app(state)) as http, await Raw.connect(http.port or 0) as raw:
         sid = await initialize(raw)
         headers = {"mcp-session-id": sid}
+        session = http.legacy.table.get(sid)
+        assert session is not None
+
+        async def reader_waits() -> None:
+            with anyio.fail_after(5):
+                while not session.transport.idle:
+                    await anyio.sleep(0.001)
+
         dispatched.clear()
         for rid in (2, 3):
+            await reader_waits()
             params = {"name": "block", "arguments": {"seconds": 0}}
             reply = await raw.request(body=rpc(rid, "tools/call", params), headers=headers)
             assert reply.json()["result"]["content"][0]["text"] == "slept"
+        await reader_waits()
         params = {"name": "count", "arguments": {"n": 2}, "_meta": {"progressToken": "p"}}
         reply = await raw.request(body=rpc(4, "tools/call", params), headers=headers)
         assert reply.headers["content-type"] == "text/event-stream"
