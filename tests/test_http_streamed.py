@@ -167,6 +167,38 @@ async def test_a_client_gone_mid_stream_cancels_the_handler_and_its_pump() -> No
                 await anyio.sleep(0.01)
 
 
+async def test_a_client_that_stops_reading_a_stream_stops_the_handler() -> None:
+    """A handler that reports faster than its client reads: once a write has
+    waited ``write_timeout`` the pump gives the client up, and the handler is
+    stopped (its request cancelled, its next report refused) long before its end,
+    whichever way the pump started."""
+    stopped = anyio.Event()
+    reports = [0]
+    app = Server("streamed", "1.0")
+
+    @app.tool()
+    async def flood(ctx: Context) -> str:
+        """Report progress with a large message, a million times."""
+        try:
+            for i in range(1_000_000):
+                await ctx.report_progress(i, None, "x" * 20_000)
+                reports[0] += 1
+        finally:
+            stopped.set()
+        return "flooded"
+
+    options = {"write_timeout": 0.5}
+    async with running(app, **options) as http, await Raw.connect(http.port or 0) as raw:
+        body, headers = modern(1, "tools/call", {"name": "flood", "arguments": {}})
+        body["params"]["_meta"]["progressToken"] = "p"
+        await raw.send(body=body, headers=headers)  # and never reads the response
+        with anyio.fail_after(20):
+            await stopped.wait()
+            while http.stats()["busy_requests"]:
+                await anyio.sleep(0.01)
+    assert reports[0] < 1_000_000
+
+
 async def test_a_client_that_half_closes_cancels_the_waiting_handler() -> None:
     """End of the client's input is its going away (as ``watch_disconnect`` has
     it): the handler is cancelled, on either backend."""
