@@ -30,7 +30,7 @@ modern HTTP request's handler, beside the response pump (``_http_modern``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Collection, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from ._session import Session
     from .sansio._messages import Request
 
-__all__ = ("HandlerTasks", "beside")
+__all__ = ("HandlerTasks", "beside", "wait_shielded")
 
 T = TypeVar("T")
 
@@ -114,18 +114,25 @@ class HandlerTasks:
         """Wait until every plain task has ended (the session has cancelled them)."""
         if not self._tasks:
             return
-        import asyncio
-
-        with anyio.CancelScope(shield=True):
-            # A task that never ran (cancelled by someone else before its first
-            # step) never left the set: it is done all the same.
-            while running := [task for task in self._tasks if not task.done()]:
-                await asyncio.wait(running)
+        # A task that never ran (cancelled by someone else before its first step)
+        # never left the set: it is done all the same.
+        while running := [task for task in self._tasks if not task.done()]:
+            await wait_shielded(running)
         self._tasks.clear()
 
 
 async def _reraise(exc: Exception) -> None:
     raise exc
+
+
+async def wait_shielded(tasks: Collection[asyncio.Task[Any]]) -> None:
+    """Wait until ``tasks`` (plain asyncio tasks) have ended, whatever cancels the
+    caller meanwhile: what runs in them belongs to the caller, which must not
+    return before they do."""
+    import asyncio
+
+    with anyio.CancelScope(shield=True):
+        await asyncio.wait(tasks)
 
 
 async def beside(
@@ -143,16 +150,13 @@ async def beside(
     """
     loop = running_asyncio_loop()
     if loop is not None:
-        import asyncio
-
         task = loop.create_task(side())
         try:
             return await main()
         finally:
             stop()
             if not task.done():
-                with anyio.CancelScope(shield=True):
-                    await asyncio.wait((task,))
+                await wait_shielded((task,))
             if not task.cancelled():
                 task.result()
     async with anyio.create_task_group() as tg:

@@ -231,7 +231,8 @@ class LegacyEndpoint:
                 await stream.commit()
             transport = session.transport
             deliver = transport.deliver
-            if deliver is not None and transport.idle and self._direct(req):
+            idle = transport.idle  # the reader waits with nothing queued (``Inbox.idle``)
+            if idle and deliver is not None and self._direct(req):
                 # Served here and now, as the session's reader would serve it
                 # next (see ``Inbox.idle``): its answer is usually all that the
                 # stream holds when this returns, and goes out in one write.
@@ -250,7 +251,7 @@ class LegacyEndpoint:
                     except PeerGone:
                         pass
                     return
-            elif transport.start is not None and transport.idle and transport.start(req):
+            elif idle and transport.start is not None and transport.start(req):
                 # Its handler's task started here, as the idle reader would start
                 # it next: no pass through the inbox and the reader task.
                 pass

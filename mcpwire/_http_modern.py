@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 from ._errors import ConnectionClosed, JSONRPCError
-from ._handler_tasks import beside
+from ._handler_tasks import beside, wait_shielded
 from ._http_streams import (
     JSON_HEADERS,
     NO_SERVER_REQUESTS,
@@ -232,8 +232,8 @@ class ModernEndpoint:
 
     def __init__(self, app: HTTPServer) -> None:
         self.app = app
-        #: Those of requests in progress (a session's ``transport`` is typed otherwise).
-        self._oneshots: set[object] = set()
+        #: The connections of the streamed requests in progress.
+        self._running: set[Connection] = set()
         #: Never entered, so never cancelled: the scope of handlers served inline.
         self._no_cancel: anyio.CancelScope | None = None
         #: Per tool (by identity): the schema seen and whether it annotates headers.
@@ -241,9 +241,8 @@ class ModernEndpoint:
 
     def stop_listening(self) -> None:
         """End open ``subscriptions/listen`` streams with their final result (shutdown)."""
-        for conn in self.app.server.connections:
-            session = conn.session
-            if session is not None and session.transport in self._oneshots and conn.stop_listening:
+        for conn in self._running:
+            if conn.stop_listening:
                 conn.stop_listening.set()
 
     async def notification(self, http: HTTPExchange, version: str | None) -> None:
@@ -354,10 +353,10 @@ class ModernEndpoint:
         if not can_json:
             await stream.commit()
         transport = OneShotTransport(req, stream)
-        self._oneshots.add(transport)
         self.app.modern_requests += 1
         server = self.app.server
         conn = Connection(server)
+        self._running.add(conn)
         streamed = StreamedSession(functools.partial(server._on_request, conn), transport)
         session = cast(Session, streamed)
         scope = anyio.CancelScope()
@@ -391,7 +390,7 @@ class ModernEndpoint:
                         unwatch()
                         streamed.close()
         finally:
-            self._oneshots.discard(transport)
+            self._running.discard(conn)
 
     def _annotated(self, tool: ToolDef) -> bool:
         """Whether ``tool``'s input schema has ``x-mcp-header`` properties (else no
@@ -505,8 +504,7 @@ async def handler_first(
     except BaseException:
         if pumping is not None:
             pumping.cancel()
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait([pumping])
+            await wait_shielded((pumping,))
         raise
     finally:
         timer.cancel()
@@ -518,5 +516,4 @@ async def handler_first(
         return await pumping  # cancelling this task cancels the pump task with it
     finally:
         if not pumping.done():
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait([pumping])
+            await wait_shielded((pumping,))

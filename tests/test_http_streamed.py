@@ -15,10 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 from http_raw import Raw, initialize, modern, rpc, running
 
-from mcpwire import Context, Server, _http_modern
+from mcpwire import Context, HTTPServer, HTTPServerOptions, Server, _http_modern
 from mcpwire._http_streams import Frame, Outbox
 from mcpwire._http_wire import HTTPConnection
 
@@ -241,6 +242,37 @@ async def test_a_request_followed_at_once_by_the_end_of_input_is_cancelled() -> 
         with anyio.fail_after(5):
             while http.stats()["modern_requests"] == 0 or http.stats()["busy_requests"]:
                 await anyio.sleep(0.01)
+
+
+async def test_a_graceful_shutdown_ends_a_listen_stream_with_its_result() -> None:
+    """``subscriptions/listen`` answers once the server stops (lifecycle: the
+    result ends the stream): a shutdown ends an open listen response with its
+    final result at once, not after ``shutdown_timeout`` with a 503."""
+    app = waiting_app(fresh())
+    http = HTTPServer(app, HTTPServerOptions(shutdown_timeout=5))
+    scope = anyio.CancelScope()
+
+    async def serve(*, task_status: anyio.abc.TaskStatus[int]) -> None:
+        with scope:
+            await http.serve("127.0.0.1", 0, task_status=task_status)
+
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(serve)
+        async with await Raw.connect(port) as raw:
+            body, headers = modern(1, "subscriptions/listen", {"notifications": {}})
+            await raw.send(body=body, headers=headers)
+            with anyio.fail_after(5):
+                head = await raw.head()
+                assert head.headers["content-type"] == "text/event-stream"
+                events = raw.sse()
+                first = await events.next()
+            assert first is not None and "subscriptions/acknowledged" in first.data
+            started = anyio.current_time()
+            scope.cancel()
+            with anyio.fail_after(5):
+                rest = await events.rest()
+            assert '"result"' in rest[-1].data and '"id":1' in rest[-1].data
+            assert anyio.current_time() - started < 3
 
 
 # -- legacy: a request that may wait, started from the POST's task ---------------------------
