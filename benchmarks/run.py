@@ -578,8 +578,7 @@ def summarize(
                 row["cpu_us_child"] = statistics.median(c / w.n * 1e6 for c in w.cpu_child)
         rows[w.case.id] = row
     limits = {
-        "pipe": rows.get("pipe-echo", {}).get("median"),
-        "h11": rows.get("h11-echo", {}).get("median"),
+        name: rows.get(case_id, {}).get("median") for name, case_id in workloads.LIMIT_CASES.items()
     }
     for row in rows.values():
         ref = rows.get(row["ref"] or "", {})
@@ -771,6 +770,7 @@ SECTIONS = (
     ("raw", "3. raw client (os.write/os.read, no framework) → server over stdio"),
     ("limit", "4. pipe-echo limit (two processes, one JSON line per round trip)"),
     ("layer", "5. session layer and codec (in-process, no I/O)"),
+    ("framing", "5b. framing: ndjson and SSE decoding (in-process, no I/O)"),
     ("http", "8a. tools/call echo over streamable HTTP (client's worker starts the server)"),
     (
         "http32",
@@ -933,7 +933,8 @@ def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
         "the SDK client talking to the SDK server); *vs SDK, CPU* divides the SDK's CPU "
         "per op by this one's (client and server together); *vs limit* divides by "
         "the physical limit of the transport: the unpinned pipe-echo rate of section 4 "
-        "for stdio, the h11-echo rate of section 8d for HTTP. See benchmarks/README.md "
+        "for stdio, the h11-echo rate of section 8d for HTTP, a plain `bytes.split` of "
+        "the same stream for the ndjson framers of section 5b. See benchmarks/README.md "
         "for what each number means and what bounds it.",
         "",
     ]

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import framing
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SERVERS = HERE / "servers"
@@ -149,8 +151,8 @@ class Case:
     args: dict[str, Any] = field(default_factory=dict)
     #: Id of the reference SDK case this one is compared with.
     ref: str | None = None
-    #: The physical limit this case is compared with: "pipe" (the pipe-echo rate),
-    #: "h11" (the h11-echo rate) or "" (none).
+    #: The physical limit this case is compared with (a key of ``LIMIT_CASES``) or ""
+    #: (none).
     limit: str = ""
     #: Unit of one operation, for the report.
     unit: str = "calls/s"
@@ -164,6 +166,16 @@ class Case:
     @property
     def over_pipe(self) -> bool:
         return self.limit == "pipe"
+
+
+#: Each ``Case.limit`` and the case that measures it: the pipe-echo rate, the h11-echo
+#: rate, a plain ``bytes.split`` of the framing stream (whole, and in small chunks).
+LIMIT_CASES = {
+    "pipe": "pipe-echo",
+    "h11": "h11-echo",
+    "ndjson": "framing-ndjson-split-whole",
+    "ndjson-chunks": f"framing-ndjson-split-{framing.CHUNK}",
+}
 
 
 def _cases() -> list[Case]:
@@ -475,9 +487,50 @@ def _cases() -> list[Case]:
             "mcpwire.sansio serialize/parse",
             "",
             "codec_mcpwire",
+            ref="codec-sdk",
             unit="round trips/s",
         )
     )
+    out.append(
+        Case(
+            "codec-sdk",
+            "layer",
+            "codec: request+response, dumps and loads each",
+            "SDK (pydantic) model_dump_json/validate_json, as its stdio transports",
+            "",
+            "codec_sdk",
+            ref="codec-sdk",
+            unit="round trips/s",
+        )
+    )
+
+    # 5b. framing: a stream of messages decoded whole and in small chunks (framing.py).
+    framers = (
+        ("ndjson", "split", "bytes.split on newlines (framing limit)", None),
+        ("ndjson", "mcpwire", "mcpwire NDJSONReader", None),
+        ("ndjson", "mcpwire+parse", "mcpwire NDJSONReader + parse", "sdk+parse"),
+        ("ndjson", "sdk+parse", "bytes.split + SDK message parser (pydantic)", "sdk+parse"),
+        ("sse", "sdk", "SDK's SSE reader (httpx2 EventSource)", "sdk"),
+        ("sse", "mcpwire", "mcpwire SSEDecoder", "sdk"),
+    )
+    for chunk, how in ((0, "whole"), (framing.CHUNK, f"in {framing.CHUNK}-byte chunks")):
+        sfx = "whole" if chunk == 0 else str(chunk)
+        for kind, impl, label, ref in framers:
+            out.append(
+                Case(
+                    f"framing-{kind}-{impl}-{sfx}",
+                    "framing",
+                    f"{kind} decoding, {framing.STREAM_MESSAGES} messages, {how}",
+                    label,
+                    "",
+                    "framing",
+                    {"kind": kind, "impl": impl, "chunk": chunk},
+                    ref=f"framing-{kind}-{ref}-{sfx}" if ref else None,
+                    limit=("ndjson" if chunk == 0 else "ndjson-chunks") if kind == "ndjson" else "",
+                    unit="messages/s",
+                    step=framing.STREAM_MESSAGES,
+                )
+            )
     return out
 
 
@@ -1308,6 +1361,38 @@ async def setup_codec_mcpwire(stack: contextlib.AsyncExitStack) -> Runner:
     return SyncRunner(loop, {})
 
 
+async def setup_codec_sdk(stack: contextlib.AsyncExitStack) -> Runner:
+    """Section 5: the same pair through the reference SDK's codec (pydantic), as its stdio
+    transports use it: ``model_dump_json(by_alias=True, exclude_unset=True)`` out,
+    ``jsonrpc_message_adapter.validate_json`` in."""
+    from mcp import types
+
+    validate = types.jsonrpc_message_adapter.validate_json
+    request = validate(REQUEST_LINE % 7, by_name=False)
+    response = validate(RESPONSE_LINE % 7, by_name=False)
+    if type(request).__name__ != "JSONRPCRequest" or type(response).__name__ != "JSONRPCResponse":
+        raise RuntimeError("the sample lines did not parse as a request and a response")
+
+    def loop(n: int) -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            validate(request.model_dump_json(by_alias=True, exclude_unset=True), by_name=False)
+            validate(response.model_dump_json(by_alias=True, exclude_unset=True), by_name=False)
+        return time.perf_counter() - t0
+
+    loop(1000)
+    return SyncRunner(loop, {})
+
+
+async def setup_framing(
+    stack: contextlib.AsyncExitStack, *, kind: str, impl: str, chunk: int
+) -> Runner:
+    """Section 5b: one framer decoding a stream of messages (see framing.py)."""
+    loop, info = framing.loop_for(kind, impl, chunk, REQUEST_LINE, RESPONSE_LINE)
+    loop(framing.STREAM_MESSAGES * 5)
+    return SyncRunner(loop, info)
+
+
 FACTORIES: dict[str, Callable[..., Awaitable[Runner]]] = {
     "client": setup_client,
     "raw": setup_raw,
@@ -1320,6 +1405,8 @@ FACTORIES: dict[str, Callable[..., Awaitable[Runner]]] = {
     "session_ping": setup_session_ping,
     "codec_orjson": setup_codec_orjson,
     "codec_mcpwire": setup_codec_mcpwire,
+    "codec_sdk": setup_codec_sdk,
+    "framing": setup_framing,
 }
 
 

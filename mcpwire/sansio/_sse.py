@@ -41,12 +41,13 @@ Lines to fields ("process the field" and the dispatch steps)
     dropped by ``feed_eof``.
 
 Cost and memory
-    Each chunk is scanned once with ``str.find`` for CR and LF, remembering where
-    the next of each lies, so the work is linear in the input however it is
-    chunked. The unfinished tail of a line is kept as a list of pieces and joined
-    once when its line end arrives, so a 10 MB line fed in 4 KiB chunks is copied
-    a constant number of times rather than once per chunk. Every buffer that grows
-    with peer input is bounded by ``max_event_size``: see ``SSEDecoder``.
+    Each chunk is split into lines by one ``str.split`` on LF (after CRLF and CR
+    are rewritten as LF, in the rare chunk that holds a CR), so the work is linear
+    in the input however it is chunked. The unfinished tail of a line is kept as a
+    list of pieces and joined once when its line end arrives, so a 10 MB line fed
+    in 4 KiB chunks is copied a constant number of times rather than once per
+    chunk. Every buffer that grows with peer input is bounded by
+    ``max_event_size``: see ``SSEDecoder``.
 
 The encoder writes the same grammar back: ``field: value`` lines ending in LF,
 fields in the order id, event, retry, data, and a blank line closing each block.
@@ -278,59 +279,41 @@ class SSEDecoder:
         raise SSEEventTooLarge(size, self._max)
 
     def _feed_text(self, text: str) -> list[SSEEvent]:
-        events: list[SSEEvent] = []
-        n = len(text)
-        pos = 0
         if self._after_cr:
             self._after_cr = False
             if text[0] == "\n":
-                pos = 1  # second half of a CRLF pair split across chunks
-        # Positions of the next CR and LF at or after ``pos``; ``n`` means none.
-        # Each is searched for again only once ``pos`` has passed it, so no part
-        # of the chunk is scanned twice.
-        next_cr = next_lf = -1
-        while pos < n:
-            if next_cr < pos:
-                next_cr = text.find("\r", pos)
-                if next_cr < 0:
-                    next_cr = n
-            if next_lf < pos:
-                next_lf = text.find("\n", pos)
-                if next_lf < 0:
-                    next_lf = n
-            end = next_cr if next_cr < next_lf else next_lf
-            if end == n:
-                break
-            line = text[pos:end]
-            if end == next_cr:
-                if end + 1 == n:
-                    self._after_cr = True
-                    pos = n
-                elif text[end + 1] == "\n":
-                    pos = end + 2
-                else:
-                    pos = end + 1
-            else:
-                pos = end + 1
-            size = _utf8_len(line)
-            if self._pending:
-                self._pending.append(line)
-                line = "".join(self._pending)
+                text = text[1:]  # second half of a CRLF pair split across chunks
+        if "\r" in text:
+            # CRLF and a lone CR end a line as LF does. A CR that ends the chunk
+            # has ended its line; an LF opening the next chunk is its pair.
+            self._after_cr = text[-1] == "\r"
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        tail = lines.pop()  # the unfinished line ("" when the chunk ends a line)
+        # ``isascii`` is O(1) on CPython: an ASCII chunk's lines are sized by len().
+        ascii_text = text.isascii()
+        events: list[SSEEvent] = []
+        pending = self._pending
+        for line in lines:
+            size = len(line) if ascii_text else _utf8_len(line)
+            if pending:
+                pending.append(line)
+                line = "".join(pending)
                 size += self._pending_size
-                self._pending.clear()
+                pending.clear()
                 self._pending_size = 0
             if self._data_size + size > self._max:
                 return self._fail(self._data_size + size, events)
-            self._process_line(line, events)
-        if pos < n:
-            tail = text[pos:]
-            self._pending.append(tail)
-            self._pending_size += _utf8_len(tail)
+            self._process_line(line, size, events)
+        if tail:
+            pending.append(tail)
+            self._pending_size += len(tail) if ascii_text else _utf8_len(tail)
             if self._data_size + self._pending_size > self._max:
                 return self._fail(self._data_size + self._pending_size, events)
         return events
 
-    def _process_line(self, line: str, events: list[SSEEvent]) -> None:
+    def _process_line(self, line: str, size: int, events: list[SSEEvent]) -> None:
+        """One complete line; ``size`` is its UTF-8 length."""
         if not line:
             self._dispatch(events)
             return
@@ -346,7 +329,9 @@ class SSEDecoder:
                 value = value[1:]
         if field == "data":
             self._data.append(value)
-            self._data_size += _utf8_len(value) + 1  # the value and its LF
+            # The value and its LF; what precedes the value ("data:" and maybe a
+            # space) is ASCII, a byte a character.
+            self._data_size += size - (len(line) - len(value)) + 1
         elif field == "event":
             self._event_type = value
         elif field == "id":

@@ -8,9 +8,7 @@ properties, encoder round trips, the size limit and a linear-time guard.
 from __future__ import annotations
 
 import itertools
-import operator
 from collections.abc import Iterable, Sequence
-from typing import SupportsIndex
 
 import pytest
 from hypothesis import given, settings
@@ -634,38 +632,11 @@ def test_large_line_in_small_chunks() -> None:
 
 @pytest.mark.timeout(20)
 def test_many_lines_in_one_chunk() -> None:
-    # 200 000 LF-ended lines and no CR at all: the CR search must not restart
-    # from every line (that would rescan the rest of the chunk each time).
-    stream = b"data: x\n" * 200_000 + b"\n"
-    assert events_of(stream) == [E("\n".join(["x"] * 200_000))]
-    stream = b"data: x\r" * 200_000 + b"\r"
-    assert events_of(stream) == [E("\n".join(["x"] * 200_000))]
-
-
-class CountingStr(str):
-    """A str that totals how many characters its ``find`` calls scan."""
-
-    scanned = 0
-
-    def find(
-        self, sub: str, start: SupportsIndex | None = None, end: SupportsIndex | None = None, /
-    ) -> int:
-        found = super().find(sub, start, end)
-        first = 0 if start is None else operator.index(start)
-        CountingStr.scanned += (found + 1 if found >= 0 else len(self)) - first
-        return found
-
-
-@pytest.mark.parametrize("line_end", ["\n", "\r", "\r\n"])
-def test_line_splitting_scans_each_character_a_bounded_number_of_times(line_end: str) -> None:
-    # White-box: the line splitter runs on decoded text, so hand it a str that
-    # counts the characters ``find`` looks at. Searching again for a CR (or LF)
-    # from every line start would make that count grow with lines * length.
-    text = CountingStr(("data: x" + line_end) * 5000 + line_end)
-    CountingStr.scanned = 0
-    events = SSEDecoder()._feed_text(text)
-    assert events == [E("\n".join(["x"] * 5000))]
-    assert CountingStr.scanned <= 2 * len(text)
+    # 200 000 lines in one chunk, with each line end: splitting that rescanned
+    # the rest of the chunk from every line start would be quadratic and time out.
+    for end in (b"\n", b"\r", b"\r\n"):
+        stream = b"data: x" + end
+        assert events_of(stream * 200_000 + end) == [E("\n".join(["x"] * 200_000))]
 
 
 @pytest.mark.timeout(20)
