@@ -151,11 +151,11 @@ class AskRelay:
 
     async def notified(self, server: str, method: str, params: JSONObject) -> None:
         """Pass ``server``'s log message on to the client of the call it is about
-        (else to the legacy clients upstream), and an update of a subscribed
-        resource to the clients upstream."""
+        (else to the legacy clients upstream), and an update of a resource
+        subscribed at ``server`` to the clients upstream."""
         uri = params.get("uri")
         if method == "notifications/resources/updated" and isinstance(uri, str):
-            if self.subscriptions.holds(uri):
+            if self.subscriptions.held_at(uri, server):
                 await self._updated(uri)
             return
         level, logger = params.get("level"), params.get("logger")

@@ -107,6 +107,11 @@ class Subscriptions:
         """Whether some client upstream is subscribed to ``uri``."""
         return uri in self._held
 
+    def held_at(self, uri: str, server: str) -> bool:
+        """Whether ``uri`` is held, and at ``server``: the only server whose updates
+        of it count (another's, unasked for or on a listen it still ends, are not)."""
+        return self._held.get(uri) == server
+
     def at(self, server: str) -> list[str]:
         """The URIs held at ``server``."""
         return sorted(u for u, s in self._held.items() if s == server)

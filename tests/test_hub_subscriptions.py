@@ -9,6 +9,7 @@ and the reference SDK's client through ``mcpwire hub --serve stdio``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import textwrap
@@ -110,6 +111,29 @@ REF_NOTES = textwrap.dedent(
 )
 
 
+#: A server that reports a resource updated whether or not it was asked to.
+BLURTER = textwrap.dedent(
+    """
+    from mcpwire import Context, Server
+
+    server = Server("blurter", "1.0.0")
+
+    @server.resource("mark://e")
+    def mark() -> str:
+        return "e"
+
+    @server.tool()
+    async def blurt(uri: str, ctx: Context) -> str:
+        \"\"\"Report uri updated unasked (no subscription here), then mark://e.\"\"\"
+        await ctx._rctx.session.notify("notifications/resources/updated", {"uri": uri})
+        await server.notify_resource_updated("mark://e")
+        return "ok"
+
+    server.run()
+    """
+)
+
+
 @asynccontextmanager
 async def hub_of(tmp: Path, downstream: str, *args: str) -> AsyncIterator[tuple[Hub, HubServer]]:
     script = tmp / "subber.py"
@@ -179,6 +203,45 @@ async def test_a_subscribed_resources_updates_reach_the_client(
             await touch(client, "note://x")
             assert got.uris == ["note://x", "doc://a"]
     assert held(hub) == {}
+
+
+@pytest.mark.parametrize("upstream", [LEGACY, MODERN])
+async def test_an_update_counts_only_from_the_server_the_uri_is_held_at(
+    tmp_path: Path, upstream: str
+) -> None:
+    """note://x is held at "d"; "e" reports it updated unasked (as a server whose
+    listen the hub is ending may). That update is dropped: the clients upstream
+    hear of note://x only from "d". mark://e, held at "e" and reported right
+    after on the same connection, shows the relay has seen the stray one."""
+    subber, blurter = tmp_path / "subber.py", tmp_path / "blurter.py"
+    subber.write_text(SUBBER)
+    blurter.write_text(BLURTER)
+    servers = [
+        ServerConfig(name="d", command=PY, args=[str(subber)]),
+        ServerConfig(name="e", command=PY, args=[str(blurter)]),
+    ]
+    got = Updates()
+    options = {"mode": LEGACY}
+    async with Hub(servers=servers, relay=AskRelay(), client_options=options) as hub:
+        await ready(hub)
+        server = HubServer(hub)
+        async with (
+            Client(server, mode=upstream, on_notification=got) as client,
+            contextlib.AsyncExitStack() as stack,
+        ):
+            if upstream == LEGACY:
+                for uri in ("note://x", "mark://e"):
+                    await client.subscribe_resource(uri)
+            else:
+                await stack.enter_async_context(client.listen(uris=["note://x", "mark://e"]))
+            await until(lambda: held(hub) == {"note://x": "d", "mark://e": "e"})
+            with anyio.fail_after(WAIT):
+                assert (await client.call_tool("e__blurt", {"uri": "note://x"})).text == "ok"
+            await until(lambda: "mark://e" in got.uris)
+            assert got.uris == ["mark://e"]
+            await touch(client, "note://x")
+            await until(lambda: len(got.uris) == 2)
+            assert got.uris == ["mark://e", "note://x"]
 
 
 @pytest.mark.parametrize("upstream", [LEGACY, MODERN])
