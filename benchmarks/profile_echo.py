@@ -105,6 +105,12 @@ def profile_http_server(
     out = save or os.path.join(tempfile.mkdtemp(), "http-server.prof")
     # The floor ends with a KeyboardInterrupt traceback on SIGINT: not worth showing.
     quiet = subprocess.DEVNULL if script != workloads.MCPWIRE_SERVER else None
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # A background job ignores SIGINT, and so would the child (an ignored signal
+        # stays ignored across exec, and Python then installs no KeyboardInterrupt
+        # handler): the floor server, which handles no signal itself, would never
+        # stop. A handler in this process is reset to the default in the child.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     child = workloads.HTTPChild(
         [sys.executable, "-m", "cProfile", "-o", out, script, "http"], stderr=quiet
     )
