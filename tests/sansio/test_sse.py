@@ -2,12 +2,14 @@
 
 The decoder is held to the WHATWG HTML "Interpreting an event stream" rules
 (section 9.2.6): an edge-case table, the spec's own examples, chunking-invariance
-properties, encoder round trips, the size limit and a linear-time guard.
+properties, a property against an independent whole-stream model of the spec,
+encoder round trips, the size limit and a linear-time guard.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Sequence
 
 import pytest
@@ -352,6 +354,51 @@ def test_chunking_does_not_change_the_result(stream: bytes, data: st.DataObject)
     assert run(bytewise(stream)) == expected
     cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=12), label="cuts")
     assert run(split_at(stream, cuts)) == expected
+
+
+def spec_model(stream: bytes) -> tuple[list[SSEEvent], str, int | None]:
+    """The whole stream interpreted as the WHATWG text reads, written independently of
+    the decoder: decode all of it, drop one leading BOM, split on CRLF, CR or LF, and
+    process each complete line; the piece after the last line end is never processed."""
+    text = stream.decode("utf-8", errors="replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = re.split("\r\n|\r|\n", text)[:-1]
+    events: list[SSEEvent] = []
+    data: list[str] = []
+    event_type = id_buffer = last_id = ""
+    retry: int | None = None
+    block_retry: int | None = None
+    for line in lines:
+        if line == "":
+            last_id = id_buffer
+            if data:
+                events.append(E("\n".join(data), event_type or "message", last_id, block_retry))
+            data, event_type, block_retry = [], "", None
+            continue
+        if line.startswith(":"):
+            continue
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            event_type = value
+        elif name == "id" and "\0" not in value:
+            id_buffer = value
+        elif name == "retry" and value and all("0" <= c <= "9" for c in value):
+            retry = block_retry = int(value)
+    return events, last_id, retry
+
+
+@given(stream=STREAMS, data=st.data())
+@settings(max_examples=300)
+def test_the_decoder_reads_as_the_spec_model_however_chunked(
+    stream: bytes, data: st.DataObject
+) -> None:
+    cuts = data.draw(st.lists(st.integers(0, len(stream)), max_size=12), label="cuts")
+    assert run(split_at(stream, cuts)) == spec_model(stream)
 
 
 @given(stream=STREAMS, data=st.data(), limit=st.integers(1, 40))
