@@ -79,16 +79,20 @@ def _split_pass(pieces: list[bytes]) -> list[bytes]:
     return out
 
 
-def _ndjson_pass(pieces: list[bytes]) -> list[Any]:
-    from mcpwire.sansio import NDJSONReader
-
-    reader = NDJSONReader()
-    feed = reader.feed
+def _decode(decoder: Any, pieces: list[bytes]) -> list[Any]:
+    """Everything a sans-IO decoder (``feed``, ``feed_eof``) makes of the pieces."""
+    feed = decoder.feed
     out: list[Any] = []
     for piece in pieces:
         out += feed(piece)
-    out += reader.feed_eof()
+    out += decoder.feed_eof()
     return out
+
+
+def _ndjson_pass(pieces: list[bytes]) -> list[Any]:
+    from mcpwire.sansio import NDJSONReader
+
+    return _decode(NDJSONReader(), pieces)
 
 
 def _ndjson_parse_pass(pieces: list[bytes]) -> list[Any]:
@@ -107,13 +111,7 @@ def _sdk_parse_pass(pieces: list[bytes]) -> list[Any]:
 def _sse_mcpwire_pass(pieces: list[bytes]) -> list[Any]:
     from mcpwire.sansio import SSEDecoder
 
-    decoder = SSEDecoder()
-    feed = decoder.feed
-    out: list[Any] = []
-    for piece in pieces:
-        out += feed(piece)
-    out += decoder.feed_eof()
-    return out
+    return _decode(SSEDecoder(), pieces)
 
 
 def _sse_sdk_pass(pieces: list[bytes]) -> list[Any]:
