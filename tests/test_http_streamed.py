@@ -17,11 +17,12 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
-from http_raw import Raw, initialize, modern, rpc, running
+from http_raw import Events, Raw, initialize, modern, rpc, running
 
 from mcpwire import Context, HTTPServer, HTTPServerOptions, Server, _http_modern
 from mcpwire._http_streams import Frame, Outbox
 from mcpwire._http_wire import HTTPConnection
+from mcpwire.sansio import SSEEvent
 
 pytestmark = pytest.mark.anyio
 
@@ -53,6 +54,19 @@ def waiting_app(state: dict[str, Any]) -> Server:
 
 def fresh() -> dict[str, Any]:
     return {"started": anyio.Event(), "cancelled": anyio.Event(), "connections": 0}
+
+
+async def first_event(
+    raw: Raw, body: dict[str, Any], headers: dict[str, str]
+) -> tuple[Events, SSEEvent]:
+    """Send a request answered with an event stream; the stream and its first event."""
+    await raw.send(body=body, headers=headers)
+    head = await raw.head()
+    assert head.headers["content-type"] == "text/event-stream"
+    events = raw.sse()
+    first = await events.next()
+    assert first is not None
+    return events, first
 
 
 async def test_a_streamed_response_needs_no_watcher_task_on_asyncio(
@@ -123,13 +137,9 @@ async def test_progress_reaches_the_client_while_the_handler_still_runs() -> Non
     async with running(app) as http, await Raw.connect(http.port or 0) as raw:
         body, headers = modern(1, "tools/call", {"name": "step", "arguments": {}})
         body["params"]["_meta"]["progressToken"] = "p"
-        await raw.send(body=body, headers=headers)
         with anyio.fail_after(5):
-            reply = await raw.head()
-            assert reply.headers["content-type"] == "text/event-stream"
-            events = raw.sse()
-            first = await events.next()
-            assert first is not None and '"progress":1' in first.data
+            events, first = await first_event(raw, body, headers)
+            assert '"progress":1' in first.data
             seen.set()
             rest = await events.rest()
         assert '"progress":2' in rest[0].data and "stepped" in rest[-1].data
@@ -157,10 +167,8 @@ async def test_a_client_gone_mid_stream_cancels_the_handler_and_its_pump() -> No
         raw = await Raw.connect(http.port or 0)
         body, headers = modern(1, "tools/call", {"name": "report_then_wait", "arguments": {}})
         body["params"]["_meta"]["progressToken"] = "p"
-        await raw.send(body=body, headers=headers)
         with anyio.fail_after(5):
-            await raw.head()
-            assert await raw.sse().next() is not None
+            await first_event(raw, body, headers)
         await raw.aclose()
         with anyio.fail_after(5):
             await cancelled.wait()
@@ -260,13 +268,9 @@ async def test_a_graceful_shutdown_ends_a_listen_stream_with_its_result() -> Non
         port = await tg.start(serve)
         async with await Raw.connect(port) as raw:
             body, headers = modern(1, "subscriptions/listen", {"notifications": {}})
-            await raw.send(body=body, headers=headers)
             with anyio.fail_after(5):
-                head = await raw.head()
-                assert head.headers["content-type"] == "text/event-stream"
-                events = raw.sse()
-                first = await events.next()
-            assert first is not None and "subscriptions/acknowledged" in first.data
+                events, first = await first_event(raw, body, headers)
+            assert "subscriptions/acknowledged" in first.data
             started = anyio.current_time()
             scope.cancel()
             with anyio.fail_after(5):
