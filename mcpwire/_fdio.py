@@ -13,7 +13,8 @@ would instead add and remove the registration around every read (two
 single cost of a stdio round trip. On trio, ``wait_readable`` is the native
 primitive and is used directly. When the consumer falls more than
 ``MAX_BUFFERED`` bytes behind, the registration is dropped until it catches
-up, so the queue stays bounded and the pipe applies back-pressure.
+up, so the queue stays bounded and the pipe applies back-pressure. Writing a
+frame the pipe cannot take at once works the same way round (``FDWriter.drain``).
 """
 
 from __future__ import annotations
@@ -263,7 +264,15 @@ def _read_blocking(fd: int, max_bytes: int) -> bytes:
 class FDWriter(_FD):
     """Writes whole buffers to a descriptor. Not safe for concurrent writers."""
 
-    __slots__ = ()
+    __slots__ = ("_done", "_drain_loop", "left")
+
+    def __init__(self, fd: int, *, owned: bool) -> None:
+        super().__init__(fd, owned=owned)
+        #: What ``drain`` has still to write of its buffer (empty once it is out);
+        #: after a cancelled or failed ``drain``, the part the peer never got.
+        self.left = memoryview(b"")
+        self._done: asyncio.Future[None] | None = None
+        self._drain_loop: asyncio.AbstractEventLoop | None = None
 
     def write_now(self, data: bytes | memoryview) -> memoryview | None:
         """Write what the descriptor takes at once; the unwritten rest, or None if none.
@@ -293,21 +302,81 @@ class FDWriter(_FD):
         """
         if self._closed:
             raise anyio.ClosedResourceError
-        view = memoryview(data)
         if not self._nonblocking:
-            await anyio.to_thread.run_sync(_write_blocking, self.fd, view)
+            await anyio.to_thread.run_sync(_write_blocking, self.fd, memoryview(data))
+            return
+        await self.drain(memoryview(data))
+
+    async def drain(self, view: memoryview) -> None:
+        """Write all of ``view`` to a nonblocking descriptor, waiting for room as needed.
+
+        ``left`` follows the progress, so a caller cancelled part-way knows what the
+        peer has not got. On asyncio the descriptor stays registered for the whole
+        buffer and the loop's readiness callback writes each time the pipe has
+        room, waking the caller once at the end: a large message (a 64 KiB pipe
+        takes a 10 MB frame in some 150 writes) costs no task switch and no
+        ``epoll_ctl`` a write, as ``anyio.wait_writable`` would (it registers and
+        unregisters around every wait). On trio, ``wait_writable`` is native.
+        """
+        self.left = view
+        if self._closed:
+            raise anyio.ClosedResourceError
+        self.left = view = view[self._write_some(view) :]
+        if not view:
+            return
+        loop = running_asyncio_loop()
+        if loop is not None:
+            await self._drain_asyncio(loop)
             return
         while view:
-            view = view[self._write_some(view) :]
-            if view:
-                await self.wait_writable()
+            try:
+                await anyio.wait_writable(self.fd)
+            except (anyio.ClosedResourceError, ValueError, OSError) as exc:
+                raise anyio.ClosedResourceError from exc
+            self.left = view = view[self._write_some(view) :]
 
-    async def wait_writable(self) -> None:
-        """Wait until the descriptor takes more (nonblocking descriptors only)."""
+    async def _drain_asyncio(self, loop: asyncio.AbstractEventLoop) -> None:
+        done = loop.create_future()
         try:
-            await anyio.wait_writable(self.fd)
-        except (anyio.ClosedResourceError, ValueError, OSError) as exc:
+            loop.add_writer(self.fd, self._on_writable)
+        except (ValueError, OSError) as exc:
             raise anyio.ClosedResourceError from exc
+        self._done, self._drain_loop = done, loop
+        try:
+            await done
+        finally:
+            self._end_drain()
+
+    def _on_writable(self) -> None:
+        done = self._done
+        if done is None or done.done():
+            return
+        try:
+            self.left = left = self.left[self._write_some(self.left) :]
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            done.set_exception(exc)
+            self._end_drain()
+            return
+        if not left:
+            done.set_result(None)
+            self._end_drain()
+
+    def _end_drain(self) -> None:
+        loop = self._drain_loop
+        if loop is not None:
+            self._drain_loop = None
+            try:
+                loop.remove_writer(self.fd)
+            except (OSError, ValueError, RuntimeError):
+                pass
+        self._done = None
+
+    def close(self) -> None:
+        done = self._done
+        if not self._closed and done is not None and not done.done():
+            done.set_exception(anyio.ClosedResourceError())
+        self._end_drain()
+        super().close()
 
     def _write_some(self, data: bytes | memoryview) -> int:
         try:

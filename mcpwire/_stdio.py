@@ -265,10 +265,11 @@ class _Sender:
             if not writer.nonblocking:
                 await writer.write_all(view)  # a worker thread finishes it, cancelled or not
             else:
-                while (rest := writer.write_now(view)) is not None:
-                    begun = begun or len(rest) < len(view)
-                    view = rest
-                    await writer.wait_writable()
+                try:
+                    await writer.drain(view)
+                finally:
+                    begun = begun or len(writer.left) < len(view)
+                    view = writer.left
             begun = False
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             begun = False  # the pipe is gone: nothing can be owed
