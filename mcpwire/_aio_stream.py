@@ -227,7 +227,7 @@ class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):
 
     # -- writing ------------------------------------------------------------------
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         """Queue ``data`` for sending (see ``drain``)."""
         transport = self.transport
         if self._closed:

@@ -396,15 +396,18 @@ class RequestReader:
         if pieces:
             await self._write(pieces[0] if len(pieces) == 1 else b"".join(pieces))
 
-    async def _write(self, data: bytes) -> None:
-        """Write ``data`` in one piece, under the write deadline."""
+    async def _write(self, data: bytes, large: bytes = b"") -> None:
+        """Write ``data``, then ``large`` (uncopied), under one write deadline."""
         fast = self._fast
         try:
             if fast is not None:
                 # Written at once; only what the kernel did not take at once
                 # is waited for (the write buffer limit is zero), under the
-                # write deadline.
+                # write deadline. A memoryview: the transport keeps what the
+                # kernel did not take of it with one copy, not a slice and a copy.
                 fast.write(data)
+                if large:
+                    fast.write(memoryview(large))
                 transport = fast.transport
                 if transport is None or not transport.get_write_buffer_size():
                     return
@@ -413,6 +416,8 @@ class RequestReader:
             else:
                 with anyio.move_on_after(self.write_timeout) as scope:
                     await self.stream.send(data)
+                    if large:
+                        await self.stream.send(large)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             self.h11.send_failed()
             raise PeerGone(str(exc)) from exc

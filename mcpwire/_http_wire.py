@@ -71,6 +71,9 @@ _LINGER_SECONDS = 1.0
 _LINGER_BYTES = 256 * 1024
 
 _CONTENT_LENGTH = b"content-length: %d\r\n\r\n"
+#: A response body up to this size goes out joined to its head, one write; a
+#: larger one is written after it, uncopied (the join would copy it whole).
+_JOIN_LIMIT = 64 * 1024
 
 
 #: h11's events are immutable: one end of message serves every response.
@@ -173,7 +176,10 @@ class HTTPConnection(RequestReader):
             head = response_head(status, items)
             self._fast_head = (items, status, head)
         cycle.answered = True
-        await self._write(b"".join((head, _CONTENT_LENGTH % len(body), body)))
+        if len(body) < _JOIN_LIMIT:
+            await self._write(b"".join((head, _CONTENT_LENGTH % len(body), body)))
+        else:
+            await self._write(head + _CONTENT_LENGTH % len(body), body)
 
     async def respond_text(
         self, status: int, text: str, headers: list[tuple[str, str]] | None = None

@@ -44,6 +44,7 @@ from strategies import (
 
 from mcpwire._http_fast import parse_head, response_head
 from mcpwire._http_gate import validated_head
+from mcpwire._http_wire import _JOIN_LIMIT
 
 LIMIT = 16384
 
@@ -231,13 +232,14 @@ ENVELOPE = {
 }
 
 
-def _body(rid: int) -> bytes:
+def _body(rid: int, message: str | None = None) -> bytes:
+    message = f"m{rid}" if message is None else message
     return orjson.dumps(
         {
             "jsonrpc": "2.0",
             "id": rid,
             "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"message": f"m{rid}"}, "_meta": ENVELOPE},
+            "params": {"name": "echo", "arguments": {"message": message}, "_meta": ENVELOPE},
         }
     )
 
@@ -320,6 +322,21 @@ async def test_requests_in_any_pieces_get_the_same_answers(anyio_backend: str, h
         answers = await _answers(stream, len(KINDS))
     expected = [(200, [{"type": "text", "text": f"m{rid}"}]) for rid in range(len(KINDS))]
     assert answers == expected
+
+
+@pytest.mark.anyio
+async def test_large_answers_arrive_whole_and_the_connection_goes_on(anyio_backend: str) -> None:
+    """An answer over ``_JOIN_LIMIT`` goes out as its head, then its body uncopied:
+    each arrives whole, in order, and the keep-alive connection takes the next."""
+    sizes = [10, _JOIN_LIMIT - 200, _JOIN_LIMIT + 1, 300_000, 3_000_000, 5]
+    async with http_running(echo_server("fast")) as server, raw_client(server.port) as client:
+        stream = client.stream
+        for rid, size in enumerate(sizes):
+            message = (f"{rid}:" + "abcdefghijklmnopqrstuvwxyz0123456789" * (size // 36 + 1))[:size]
+            body = _body(rid, message)
+            head = f"POST /mcp HTTP/1.1\r\n{_COMMON}Content-Length: {len(body)}\r\n\r\n"
+            await stream.send(head.encode() + body)
+            assert await _answers(stream, 1) == [(200, [{"type": "text", "text": message}])]
 
 
 @pytest.mark.anyio
