@@ -42,6 +42,7 @@ from ._loops import running_asyncio_loop
 
 __all__ = (
     "DEFAULT_MAX_BUFFERED",
+    "JOIN_LIMIT",
     "READ_SIZE",
     "AsyncioStream",
     "open_tcp_listener",
@@ -57,6 +58,11 @@ READ_SIZE = 64 * 1024
 FIRST_READ_SIZE = 8 * 1024
 #: Unread bytes queued before the transport stops reading.
 DEFAULT_MAX_BUFFERED = 1024 * 1024
+#: An HTTP message body up to this size goes out joined to its head, one write; a
+#: larger one is written after it, uncopied (the join would copy it whole, and asyncio's
+#: transport keeps what the kernel did not take of a memoryview with one copy, of
+#: bytes with two). The client and the server both write this way, on any stream.
+JOIN_LIMIT = 64 * 1024
 _EXPIRED = object()
 
 

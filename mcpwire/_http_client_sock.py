@@ -28,7 +28,7 @@ import anyio
 import anyio.abc
 import h11
 
-from ._aio_stream import AsyncioStream, readable_now
+from ._aio_stream import JOIN_LIMIT, AsyncioStream, readable_now
 from ._errors import MCPWireError
 from ._http_client_fast import BodyLeft, FastResponse, parse_response
 
@@ -213,9 +213,11 @@ class StreamSocket:
         self.bytes_in += len(data)
         return data
 
-    async def _write(self, data: bytes) -> None:
-        """Write ``data`` in one piece."""
+    async def _write(self, data: bytes, large: bytes = b"") -> None:
+        """Write ``data``, then ``large`` (a body past ``JOIN_LIMIT``, uncopied)."""
         await self.stream.send(data)
+        if large:
+            await self.stream.send(large)
 
     # -- one exchange ----------------------------------------------------------------------
 
@@ -244,7 +246,10 @@ class StreamSocket:
                 return await self.next_event(timeout)
             data = await self._receive(timeout)
         else:
-            await self._write(head + body if body else head)
+            if body and len(body) >= JOIN_LIMIT:
+                await self._write(head, body)
+            else:
+                await self._write(head + body if body else head)
             data = await self._receive(timeout)
             fast = parse_response(data, self.limit)
             if fast is not None:
@@ -353,9 +358,11 @@ class ProtocolSocket(StreamSocket):
         self.bytes_in += len(data)
         return data
 
-    async def _write(self, data: bytes) -> None:
+    async def _write(self, data: bytes, large: bytes = b"") -> None:
         stream = self.stream
         stream.write(data)
+        if large:
+            stream.write(memoryview(large))
         await stream.drain()
 
     def looks_dead(self) -> bool:

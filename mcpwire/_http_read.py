@@ -403,8 +403,7 @@ class RequestReader:
             if fast is not None:
                 # Written at once; only what the kernel did not take at once
                 # is waited for (the write buffer limit is zero), under the
-                # write deadline. A memoryview: the transport keeps what the
-                # kernel did not take of it with one copy, not a slice and a copy.
+                # write deadline. ``large`` as a memoryview (see ``JOIN_LIMIT``).
                 fast.write(data)
                 if large:
                     fast.write(memoryview(large))

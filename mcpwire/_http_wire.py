@@ -43,6 +43,7 @@ from collections.abc import Callable
 import anyio
 import h11
 
+from ._aio_stream import JOIN_LIMIT
 from ._http_exchange import BodyTooLarge, HTTPExchange, PeerGone, ReadTimeout, text_body
 from ._http_fast import response_head
 from ._http_gate import (
@@ -71,9 +72,6 @@ _LINGER_SECONDS = 1.0
 _LINGER_BYTES = 256 * 1024
 
 _CONTENT_LENGTH = b"content-length: %d\r\n\r\n"
-#: A response body up to this size goes out joined to its head, one write; a
-#: larger one is written after it, uncopied (the join would copy it whole).
-_JOIN_LIMIT = 64 * 1024
 
 
 #: h11's events are immutable: one end of message serves every response.
@@ -176,7 +174,7 @@ class HTTPConnection(RequestReader):
             head = response_head(status, items)
             self._fast_head = (items, status, head)
         cycle.answered = True
-        if len(body) < _JOIN_LIMIT:
+        if len(body) < JOIN_LIMIT:
             await self._write(b"".join((head, _CONTENT_LENGTH % len(body), body)))
         else:
             await self._write(head + _CONTENT_LENGTH % len(body), body)

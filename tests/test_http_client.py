@@ -45,6 +45,7 @@ from mcpwire import (
     RequestTimeout,
     TransportError,
 )
+from mcpwire._aio_stream import JOIN_LIMIT
 from mcpwire._asks import ORIGIN
 from mcpwire._http_client import HTTPClientTransport, open_http_transport
 from mcpwire._http_client_base import MAX_BACKOFF, MAX_ORIGINS, backoff_delay, repeatable
@@ -1984,8 +1985,9 @@ async def test_max_keepalive_option_of_client_http() -> None:
                 assert (await c.call_tool("t", {})).text == "done"
 
 
-async def test_a_request_is_one_write() -> None:
-    """Head and body of a POST go to the socket in one ``send``."""
+async def test_a_request_is_one_write_unless_its_body_is_large() -> None:
+    """Head and body of a POST go to the socket in one ``send``; a body of
+    ``JOIN_LIMIT`` bytes or more follows its head in a second one, as it is."""
 
     async def handler(seen: Seen) -> Reply:
         return Reply.json(result(None, {}), headers=[])
@@ -2020,13 +2022,17 @@ async def test_a_request_is_one_write() -> None:
             sock.stream = recording  # type: ignore[assignment]
         sock.idle_since = time.monotonic()
         http._idle[url.origin] = [sock]
-        for body in (b'{"jsonrpc":"2.0","id":1,"method":"ping"}', b"x" * 100_000, b""):
+        bodies = (b'{"jsonrpc":"2.0","id":1,"method":"ping"}', b"x" * (JOIN_LIMIT - 1), b"")
+        for body in (*bodies, b"y" * JOIN_LIMIT, b"z" * 100_000):
             async with await http.request("POST", url, body=body, timeout=10) as response:
                 assert response.status == 200
                 await response.read_body(1024)
+            if len(body) >= JOIN_LIMIT:
+                assert recording.sent.pop() == body
             sent = recording.sent.pop()
             assert recording.sent == []
-            assert sent.startswith(b"POST /mcp HTTP/1.1\r\n") and sent.endswith(b"\r\n\r\n" + body)
+            assert sent.startswith(b"POST /mcp HTTP/1.1\r\n")
+            assert sent.endswith(b"\r\n\r\n" + (b"" if len(body) >= JOIN_LIMIT else body))
             assert server.seen[-1].body == body
         assert http.connections_opened == 1
         await http.aclose()

@@ -46,6 +46,7 @@ from strategies import (
     wild_field_values,
 )
 
+from mcpwire._aio_stream import JOIN_LIMIT
 from mcpwire._http_client_conn import URL, HTTPClient
 from mcpwire._http_client_fast import BodyLeft, parse_response, request_bytes
 from mcpwire._http_client_sock import BodyCut, HTTPError
@@ -536,3 +537,48 @@ async def test_a_plain_exchange_leaves_h11_idle(anyio_backend: str) -> None:
                 await response.read_body(1000)
         assert http.connections_opened == 1
         await http.aclose()
+
+
+async def _echo_bodies(stream: anyio.abc.ByteStream) -> None:
+    """Serve one connection: answer each request with its own body."""
+    buffer = b""
+    async with stream:
+        while True:
+            try:
+                while b"\r\n\r\n" not in buffer:
+                    buffer += await stream.receive()
+                end = buffer.index(b"\r\n\r\n") + 4
+                found = re.search(rb"(?i)\r\ncontent-length: *([0-9]+)", buffer[:end])
+                assert found is not None
+                stop = end + int(found.group(1))
+                while len(buffer) < stop:
+                    buffer += await stream.receive()
+            except (anyio.EndOfStream, anyio.BrokenResourceError):
+                return
+            body, buffer = buffer[end:stop], buffer[stop:]
+            head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            await stream.send(head + b"content-length: %d\r\n\r\n" % len(body) + body)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("fast", [True, False])
+async def test_large_request_bodies_arrive_whole(anyio_backend: str, fast: bool) -> None:
+    """A request body past ``JOIN_LIMIT`` is written after its head, uncopied: the
+    server reads every body whole, and the connection serves the next request."""
+    async with (
+        await anyio.create_tcp_listener(local_host="127.0.0.1") as listener,
+        anyio.create_task_group() as tg,
+    ):
+        port = listener.extra(anyio.abc.SocketAttribute.local_port)
+        tg.start_soon(listener.serve, _echo_bodies)
+        http = HTTPClient()
+        http._fast_path = fast
+        url = URL.parse(f"http://127.0.0.1:{port}/mcp")
+        with anyio.fail_after(30):
+            for size in (2, JOIN_LIMIT - 1, JOIN_LIMIT, 300_000, 3_000_000, 2):
+                body = bytes(range(256)) * (size // 256) + b"z" * (size % 256)
+                async with await http.request("POST", url, body=body, timeout=10) as response:
+                    assert await response.read_body(4_000_000) == body
+        assert http.connections_opened == 1
+        await http.aclose()
+        tg.cancel_scope.cancel()

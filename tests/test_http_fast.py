@@ -42,9 +42,9 @@ from strategies import (
     wild_field_values,
 )
 
+from mcpwire._aio_stream import JOIN_LIMIT
 from mcpwire._http_fast import parse_head, response_head
 from mcpwire._http_gate import validated_head
-from mcpwire._http_wire import _JOIN_LIMIT
 
 LIMIT = 16384
 
@@ -326,9 +326,9 @@ async def test_requests_in_any_pieces_get_the_same_answers(anyio_backend: str, h
 
 @pytest.mark.anyio
 async def test_large_answers_arrive_whole_and_the_connection_goes_on(anyio_backend: str) -> None:
-    """An answer over ``_JOIN_LIMIT`` goes out as its head, then its body uncopied:
+    """An answer over ``JOIN_LIMIT`` goes out as its head, then its body uncopied:
     each arrives whole, in order, and the keep-alive connection takes the next."""
-    sizes = [10, _JOIN_LIMIT - 200, _JOIN_LIMIT + 1, 300_000, 3_000_000, 5]
+    sizes = [10, JOIN_LIMIT - 200, JOIN_LIMIT + 1, 300_000, 3_000_000, 5]
     async with http_running(echo_server("fast")) as server, raw_client(server.port) as client:
         stream = client.stream
         for rid, size in enumerate(sizes):

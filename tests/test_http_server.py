@@ -70,8 +70,9 @@ from mcpwire import (
     Server,
     Session,
 )
+from mcpwire._aio_stream import JOIN_LIMIT
 from mcpwire._http_modern import StreamedSession
-from mcpwire._http_wire import _JOIN_LIMIT, HTTPConnection
+from mcpwire._http_wire import HTTPConnection
 from mcpwire.examples.everything import server as everything
 from mcpwire.sansio import (
     SSEDecoder,
@@ -1939,10 +1940,10 @@ class _Recorder:
 
 
 async def test_a_response_is_one_write_unless_its_body_is_large(anyio_backend: str) -> None:
-    """Head and body go out in one write; a body of ``_JOIN_LIMIT`` bytes or more
+    """Head and body go out in one write; a body of ``JOIN_LIMIT`` bytes or more
     follows its head as a second write, uncopied."""
     request = b"POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}"
-    for body in (b"", b"{}", b"x" * (_JOIN_LIMIT - 1), b"x" * _JOIN_LIMIT, b"x" * 200_000):
+    for body in (b"", b"{}", b"x" * (JOIN_LIMIT - 1), b"x" * JOIN_LIMIT, b"x" * 200_000):
         stream = _Recorder(request)
         http = HTTPConnection(
             stream,  # type: ignore[arg-type]
@@ -1954,7 +1955,7 @@ async def test_a_response_is_one_write_unless_its_body_is_large(anyio_backend: s
         assert head is not None and head.method == "POST"
         assert await http.read_body(1024, 2) == b"{}"
         await http.respond(200, [("content-type", "application/json")], body)
-        if len(body) < _JOIN_LIMIT:
+        if len(body) < JOIN_LIMIT:
             assert len(stream.sent) == 1
         else:
             assert len(stream.sent) == 2 and stream.sent[1] == body
