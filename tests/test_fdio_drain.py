@@ -10,6 +10,7 @@ not got (also after a cancel), a peer that goes away fails the drain with
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import anyio
 import pytest
@@ -100,20 +101,31 @@ async def test_a_cancelled_drain_leaves_exactly_the_unread_part() -> None:
         os.close(read_fd)
 
 
+async def _drain_failing(
+    writer: FDWriter, meanwhile: Callable[[], None], error: type[Exception]
+) -> None:
+    """Drain many times a pipe's capacity, run ``meanwhile`` 50 ms in; ``error`` ends it."""
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as tg:
+
+            async def later() -> None:
+                await anyio.sleep(0.05)
+                meanwhile()
+
+            tg.start_soon(later)
+            with pytest.raises(error):
+                await writer.drain(memoryview(b"z" * 1_000_000))
+
+
 async def test_a_peer_gone_mid_drain_fails_it_with_broken_resource() -> None:
     read_fd, writer = _pipe()
+
+    def go_away() -> None:
+        os.read(read_fd, 1000)  # some progress first
+        os.close(read_fd)
+
     try:
-        with anyio.fail_after(WAIT):
-            async with anyio.create_task_group() as tg:
-
-                async def go_away() -> None:
-                    await anyio.sleep(0.05)
-                    os.read(read_fd, 1000)  # some progress first
-                    os.close(read_fd)
-
-                tg.start_soon(go_away)
-                with pytest.raises(anyio.BrokenResourceError):
-                    await writer.drain(memoryview(b"z" * 1_000_000))
+        await _drain_failing(writer, go_away, anyio.BrokenResourceError)
         assert 0 < len(writer.left) < 1_000_000
     finally:
         writer.close()
@@ -122,16 +134,7 @@ async def test_a_peer_gone_mid_drain_fails_it_with_broken_resource() -> None:
 async def test_closing_the_writer_fails_a_waiting_drain_at_once() -> None:
     read_fd, writer = _pipe()
     try:
-        with anyio.fail_after(WAIT):
-            async with anyio.create_task_group() as tg:
-
-                async def close_soon() -> None:
-                    await anyio.sleep(0.05)
-                    writer.close()
-
-                tg.start_soon(close_soon)
-                with pytest.raises(anyio.ClosedResourceError):
-                    await writer.drain(memoryview(b"z" * 1_000_000))
+        await _drain_failing(writer, writer.close, anyio.ClosedResourceError)
         with pytest.raises(anyio.ClosedResourceError):
             await writer.drain(memoryview(b"more"))
     finally:

@@ -23,7 +23,7 @@ import itertools
 import random
 import re
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -416,23 +416,29 @@ def _pieces(case: Case, how: str) -> list[bytes]:
     return out
 
 
+async def _requests(stream: anyio.abc.ByteStream) -> AsyncIterator[tuple[bytes, bytes]]:
+    """Each request on a connection, its head and its body (by ``Content-Length``)."""
+    buffer = b""
+    while True:
+        try:
+            while b"\r\n\r\n" not in buffer:
+                buffer += await stream.receive()
+            end = buffer.index(b"\r\n\r\n") + 4
+            found = re.search(rb"(?i)\r\ncontent-length: *([0-9]+)", buffer[:end])
+            stop = end + (int(found.group(1)) if found else 0)
+            while len(buffer) < stop:
+                buffer += await stream.receive()
+        except (anyio.EndOfStream, anyio.BrokenResourceError):
+            return
+        yield buffer[:end], buffer[end:stop]
+        buffer = buffer[stop:]
+
+
 async def _answer(stream: anyio.abc.ByteStream, how: str) -> None:
     """Serve one connection: read each request, answer it as its target says."""
-    buffer = b""
-    async with stream:
-        while True:
-            try:
-                while b"\r\n\r\n" not in buffer:
-                    buffer += await stream.receive()
-                end = buffer.index(b"\r\n\r\n") + 4
-                found = re.search(rb"(?i)\r\ncontent-length: *([0-9]+)", buffer[:end])
-                stop = end + (int(found.group(1)) if found else 0)
-                while len(buffer) < stop:
-                    buffer += await stream.receive()
-            except (anyio.EndOfStream, anyio.BrokenResourceError):
-                return
-            target = buffer.split(b" ", 2)[1].decode()
-            buffer = buffer[stop:]
+    async with stream, aclosing(_requests(stream)) as requests:
+        async for head, _ in requests:
+            target = head.split(b" ", 2)[1].decode()
             case = CASES[target.rsplit("/", 1)[-1]]
             for piece in _pieces(case, how):
                 await stream.send(piece)
@@ -541,21 +547,8 @@ async def test_a_plain_exchange_leaves_h11_idle(anyio_backend: str) -> None:
 
 async def _echo_bodies(stream: anyio.abc.ByteStream) -> None:
     """Serve one connection: answer each request with its own body."""
-    buffer = b""
-    async with stream:
-        while True:
-            try:
-                while b"\r\n\r\n" not in buffer:
-                    buffer += await stream.receive()
-                end = buffer.index(b"\r\n\r\n") + 4
-                found = re.search(rb"(?i)\r\ncontent-length: *([0-9]+)", buffer[:end])
-                assert found is not None
-                stop = end + int(found.group(1))
-                while len(buffer) < stop:
-                    buffer += await stream.receive()
-            except (anyio.EndOfStream, anyio.BrokenResourceError):
-                return
-            body, buffer = buffer[end:stop], buffer[stop:]
+    async with stream, aclosing(_requests(stream)) as requests:
+        async for _, body in requests:
             head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
             await stream.send(head + b"content-length: %d\r\n\r\n" % len(body) + body)
 
