@@ -45,6 +45,7 @@ __all__ = (
     "JOIN_LIMIT",
     "READ_SIZE",
     "AsyncioStream",
+    "message_writes",
     "open_tcp_listener",
     "readable_now",
     "running_asyncio_loop",
@@ -64,6 +65,14 @@ DEFAULT_MAX_BUFFERED = 1024 * 1024
 #: bytes with two). The client and the server both write this way, on any stream.
 JOIN_LIMIT = 64 * 1024
 _EXPIRED = object()
+
+
+def message_writes(head: bytes, body: bytes) -> tuple[bytes, bytes]:
+    """An HTTP message's two writes: head and body joined, and nothing; or, for a body
+    of ``JOIN_LIMIT`` bytes or more, the head, then the body as it is."""
+    if len(body) < JOIN_LIMIT:
+        return head + body, b""
+    return head, body
 
 
 class AsyncioStream(asyncio.BufferedProtocol, anyio.abc.ByteStream):

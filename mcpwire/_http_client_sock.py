@@ -28,7 +28,7 @@ import anyio
 import anyio.abc
 import h11
 
-from ._aio_stream import JOIN_LIMIT, AsyncioStream, readable_now
+from ._aio_stream import AsyncioStream, message_writes, readable_now
 from ._errors import MCPWireError
 from ._http_client_fast import BodyLeft, FastResponse, parse_response
 
@@ -214,7 +214,7 @@ class StreamSocket:
         return data
 
     async def _write(self, data: bytes, large: bytes = b"") -> None:
-        """Write ``data``, then ``large`` (a body past ``JOIN_LIMIT``, uncopied)."""
+        """Write ``data``, then ``large`` uncopied (``message_writes``)."""
         await self.stream.send(data)
         if large:
             await self.stream.send(large)
@@ -246,10 +246,7 @@ class StreamSocket:
                 return await self.next_event(timeout)
             data = await self._receive(timeout)
         else:
-            if body and len(body) >= JOIN_LIMIT:
-                await self._write(head, body)
-            else:
-                await self._write(head + body if body else head)
+            await self._write(*message_writes(head, body or b""))
             data = await self._receive(timeout)
             fast = parse_response(data, self.limit)
             if fast is not None:

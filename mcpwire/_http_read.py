@@ -397,7 +397,8 @@ class RequestReader:
             await self._write(pieces[0] if len(pieces) == 1 else b"".join(pieces))
 
     async def _write(self, data: bytes, large: bytes = b"") -> None:
-        """Write ``data``, then ``large`` (uncopied), under one write deadline."""
+        """Write ``data``, then ``large`` uncopied (``message_writes``), under one
+        write deadline."""
         fast = self._fast
         try:
             if fast is not None:

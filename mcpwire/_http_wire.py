@@ -43,7 +43,7 @@ from collections.abc import Callable
 import anyio
 import h11
 
-from ._aio_stream import JOIN_LIMIT
+from ._aio_stream import message_writes
 from ._http_exchange import BodyTooLarge, HTTPExchange, PeerGone, ReadTimeout, text_body
 from ._http_fast import response_head
 from ._http_gate import (
@@ -174,10 +174,7 @@ class HTTPConnection(RequestReader):
             head = response_head(status, items)
             self._fast_head = (items, status, head)
         cycle.answered = True
-        if len(body) < JOIN_LIMIT:
-            await self._write(b"".join((head, _CONTENT_LENGTH % len(body), body)))
-        else:
-            await self._write(head + _CONTENT_LENGTH % len(body), body)
+        await self._write(*message_writes(head + _CONTENT_LENGTH % len(body), body))
 
     async def respond_text(
         self, status: int, text: str, headers: list[tuple[str, str]] | None = None
