@@ -42,6 +42,10 @@ Then the stdio round trip event by event (``timeline.py``): how much of it is
 the two processes' Python and how much the kernel's writes and wake-ups, next to
 a bare pair of processes that do nothing between them.
 
+Then the same bare pair with each end spending a fixed time of CPU per message
+(``timeline.py --idle``): what the kernel charges a pair whose ends work as much
+as ours do, and so the fastest any pair spending that CPU can go.
+
 Then idle memory, stage by stage: a bare interpreter, the three dependencies and
 the asyncio backend that any mcpwire server loads (the floor's imports), and
 mcpwire's server and HTTP modules on top, with the size of mcpwire's bytecode.
@@ -402,6 +406,7 @@ def report(
     n: int,
     cost: tuple[float, float],
     trips: list[dict[str, Any]],
+    sweep: list[dict[str, float]],
 ) -> str:
     measured = _measured()
     source = measured.get("machine", {})
@@ -507,6 +512,20 @@ def report(
         "",
         *timeline.table(trips),
         "",
+        "## The same pair doing work: what any implementation pays for its CPU",
+        "",
+        "A bare pair as above whose ends each spend a fixed time of CPU per message "
+        "(a busy loop, no system call) before answering; both ends wait in `epoll` "
+        "(`timeline.py --idle`). Taken off the round trip, that work leaves what the "
+        "kernel and the hypervisor charge. Any pair of processes whose two ends spend "
+        "that much CPU a message can go no faster than the row says, whatever spends "
+        "it. The last row polls for up to 200 µs before blocking, so that a waiting "
+        "end is still running when its peer writes: the wake-ups nearly vanish, for "
+        "CPU burnt while waiting (the CPU column). mcpwire does not poll; the row "
+        "measures what the wake-ups cost.",
+        "",
+        *timeline.sweep_table(sweep),
+        "",
         "## Idle memory, stage by stage",
         "",
         f"mcpwire modules an HTTP server loads: {memory['modules']}, "
@@ -539,7 +558,9 @@ def main() -> None:
     print("bounds: the stdio round trip, event by event", file=sys.stderr, flush=True)
     trips = [timeline.measure("bare", args.n)]
     trips += [timeline.measure("mcpwire", args.n, era) for era in ("modern", "legacy")]
-    text = report(rows, memory_stages(), args.n, cost, trips)
+    print("bounds: a bare pair doing work, by work per message", file=sys.stderr, flush=True)
+    sweep = timeline.idle_sweep(max(args.n // 4, 1000))
+    text = report(rows, memory_stages(), args.n, cost, trips, sweep)
     Path(args.out).write_text(text)
     print(text)
 

@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/timeline.py [-n CALLS] [--legacy]
+    python benchmarks/timeline.py --idle [-n CALLS]
 
 A sequential ``tools/call`` over stdio is a relay: the client writes, the server
 wakes, reads, works and writes, the client wakes, reads and works until its next
@@ -32,7 +33,15 @@ above it; the rest is Python. The same eight are measured for a bare pair, two
 processes echoing one line through ``epoll`` with no work between the calls:
 what any pair of processes pays for a round trip on this machine. Each wrapped
 call adds its own cost (a clock read and an append, under a µs) to the Python
-segments. Linux only (epoll).
+segments.
+
+``--idle`` measures instead what the kernel charges a pair that works: the bare
+pair again, each end spending a fixed time of CPU a message in a busy loop (no
+system call) before it answers, from none to 60 µs; and once with both ends
+polling for up to 200 µs before they block, so that the peer's write finds them
+running. The round trip less the two ends' work is the kernel's share; a pair of
+processes that spend that CPU a message, whatever spends it, goes no faster.
+Linux only (epoll, /proc).
 """
 
 from __future__ import annotations
@@ -147,6 +156,39 @@ def serve_bare(path: str) -> None:
         tap.save(path)
 
 
+def _busy(us: float) -> None:
+    """Spend ``us`` µs of CPU without a system call (a stand-in for a message's work)."""
+    deadline = time.perf_counter_ns() + int(us * 1000)
+    while time.perf_counter_ns() < deadline:
+        pass
+
+
+def _wait(selector: selectors.EpollSelector, spin_us: float) -> None:
+    """Wait until readable; first poll without blocking for up to ``spin_us`` µs."""
+    if spin_us:
+        deadline = time.perf_counter_ns() + int(spin_us * 1000)
+        while not selector.select(0):
+            if time.perf_counter_ns() >= deadline:
+                break
+        else:
+            return
+    selector.select()
+
+
+def serve_working(work_us: float, spin_us: float) -> None:
+    """Echo each line after ``work_us`` µs of busy work (the idle sweep's server)."""
+    selector = selectors.EpollSelector()
+    selector.register(0, selectors.EVENT_READ)
+    buffer = memoryview(bytearray(65536))
+    while True:
+        _wait(selector, spin_us)
+        n = os.readv(0, (buffer,))
+        if not n:
+            return
+        _busy(work_us)
+        os.write(1, buffer[:n])
+
+
 # -- the client ends -------------------------------------------------------------------
 
 
@@ -203,6 +245,85 @@ def _bare_client(n: int, server_events: str) -> tuple[Tap, int, int]:
     child.wait(10)
     child.stdout.close()
     return tap, start, end
+
+
+def working_pair(work_us: float, spin_us: float, n: int, reps: int = 3) -> dict[str, float]:
+    """A bare pair whose ends each spend ``work_us`` µs of CPU per message.
+
+    Both ends poll for up to ``spin_us`` µs before blocking. The median of ``reps``
+    runs of ``n`` calls: the round trip, what is left of it once the two ends' work
+    is taken off (the kernel's writes and wake-ups), and the CPU of both processes.
+    """
+    argv = [sys.executable, str(Path(__file__).resolve()), "--serve-working"]
+    argv += [str(work_us), str(spin_us)]
+    child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    assert child.stdin is not None and child.stdout is not None
+    wfd, rfd = child.stdin.fileno(), child.stdout.fileno()
+    selector = selectors.EpollSelector()
+    selector.register(rfd, selectors.EVENT_READ)
+    buffer = memoryview(bytearray(65536))
+    line = workloads.REQUEST_LINE % 1
+
+    def calls(count: int) -> tuple[float, float]:
+        clock, cpu = time.perf_counter(), _cpu_both(child.pid)
+        for _ in range(count):
+            os.write(wfd, line)
+            got = 0
+            while got < len(line):
+                _wait(selector, spin_us)
+                got += os.readv(rfd, (buffer,))
+            _busy(work_us)
+        return (time.perf_counter() - clock) / count * 1e6, (
+            _cpu_both(child.pid) - cpu
+        ) / count * 1e6
+
+    try:
+        calls(min(n, 1000))
+        runs = sorted(calls(n) for _ in range(reps))
+    finally:
+        child.stdin.close()
+        child.wait(10)
+        child.stdout.close()
+    trip, cpu = runs[len(runs) // 2]
+    return {
+        "work_us": work_us,
+        "spin_us": spin_us,
+        "round_trip_us": trip,
+        "kernel_us": trip - 2 * work_us,
+        "cpu_us": cpu,
+    }
+
+
+def _cpu_both(pid: int) -> float:
+    """CPU seconds (user + system) of this process and of child ``pid`` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    child = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return time.process_time() + child
+
+
+#: The idle sweep: work per message on each side (µs), and the spin budget (µs).
+SWEEP = ((0, 0), (10, 0), (20, 0), (30, 0), (40, 0), (50, 0), (60, 0), (50, 200))
+
+
+def idle_sweep(n: int) -> list[dict[str, float]]:
+    """``working_pair`` over ``SWEEP``."""
+    return [working_pair(work, spin, n) for work, spin in SWEEP]
+
+
+def sweep_table(rows: list[dict[str, float]]) -> list[str]:
+    """Markdown lines for ``idle_sweep``."""
+    lines = [
+        "| work per message, each side (µs) | poll before blocking (µs) | round trip (µs) "
+        "| less the work: kernel and wake-ups (µs) | round trips/s | CPU of both (µs) |",
+        "|--:|--:|--:|--:|--:|--:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['work_us']:.0f} | {r['spin_us']:.0f} | {r['round_trip_us']:.1f} "
+            f"| {r['kernel_us']:.1f} | {1e6 / r['round_trip_us']:,.0f} | {r['cpu_us']:.1f} |"
+        )
+    return lines
 
 
 # -- lining the events up ----------------------------------------------------------------
@@ -297,10 +418,17 @@ def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "--serve":
         (serve_bare if sys.argv[2] == "bare" else serve_mcpwire)(sys.argv[3])
         return
+    if len(sys.argv) == 4 and sys.argv[1] == "--serve-working":
+        serve_working(float(sys.argv[2]), float(sys.argv[3]))
+        return
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("-n", type=int, default=20000, help="calls per pair")
     parser.add_argument("--legacy", action="store_true", help="the 2025-11-25 era")
+    parser.add_argument("--idle", action="store_true", help="the idle sweep instead")
     args = parser.parse_args()
+    if args.idle:
+        print("\n".join(sweep_table(idle_sweep(args.n))))
+        return
     era = "legacy" if args.legacy else "modern"
     results = [measure("bare", args.n), measure("mcpwire", args.n, era)]
     print("\n".join(table(results)))
