@@ -217,33 +217,46 @@ def _mcpwire_client(n: int, era: str, server_events: str) -> tuple[Tap, int, int
     return tap, window[0], window[1]
 
 
+class _Peer:
+    """A bare child on pipes (this script run with ``args``), and one call to it."""
+
+    def __init__(self, *args: str) -> None:
+        argv = [sys.executable, str(Path(__file__).resolve()), *args]
+        self.child = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0
+        )
+        assert self.child.stdin is not None and self.child.stdout is not None
+        self.wfd, self.rfd = self.child.stdin.fileno(), self.child.stdout.fileno()
+        self.selector = selectors.EpollSelector()
+        self.selector.register(self.rfd, selectors.EVENT_READ)
+        self.buffer = memoryview(bytearray(65536))
+        self.line = workloads.REQUEST_LINE % 1
+
+    def call(self, spin_us: float = 0) -> None:
+        os.write(self.wfd, self.line)
+        got = 0
+        while got < len(self.line):  # one line back (a pipe may split it)
+            _wait(self.selector, spin_us)
+            got += os.readv(self.rfd, (self.buffer,))
+
+    def close(self) -> None:
+        assert self.child.stdin is not None and self.child.stdout is not None
+        self.child.stdin.close()
+        self.child.wait(10)
+        self.child.stdout.close()
+
+
 def _bare_client(n: int, server_events: str) -> tuple[Tap, int, int]:
     tap = Tap()
     tap.install()
-    argv = [sys.executable, str(Path(__file__).resolve()), "--serve", "bare", server_events]
-    child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-    assert child.stdin is not None and child.stdout is not None
-    wfd, rfd = child.stdin.fileno(), child.stdout.fileno()
-    selector = selectors.EpollSelector()
-    selector.register(rfd, selectors.EVENT_READ)
-    buffer = memoryview(bytearray(65536))
-    line = workloads.REQUEST_LINE % 1
-
-    def calls(count: int) -> None:
-        for _ in range(count):
-            os.write(wfd, line)
-            got = 0
-            while got < len(line):  # one line back (a pipe may split it)
-                selector.select()
-                got += os.readv(rfd, (buffer,))
-
-    calls(200)
+    peer = _Peer("--serve", "bare", server_events)
+    for _ in range(200):
+        peer.call()
     start = time.perf_counter_ns()
-    calls(n)
+    for _ in range(n):
+        peer.call()
     end = time.perf_counter_ns()
-    child.stdin.close()
-    child.wait(10)
-    child.stdout.close()
+    peer.close()
     return tap, start, end
 
 
@@ -254,36 +267,21 @@ def working_pair(work_us: float, spin_us: float, n: int, reps: int = 3) -> dict[
     runs of ``n`` calls: the round trip, what is left of it once the two ends' work
     is taken off (the kernel's writes and wake-ups), and the CPU of both processes.
     """
-    argv = [sys.executable, str(Path(__file__).resolve()), "--serve-working"]
-    argv += [str(work_us), str(spin_us)]
-    child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
-    assert child.stdin is not None and child.stdout is not None
-    wfd, rfd = child.stdin.fileno(), child.stdout.fileno()
-    selector = selectors.EpollSelector()
-    selector.register(rfd, selectors.EVENT_READ)
-    buffer = memoryview(bytearray(65536))
-    line = workloads.REQUEST_LINE % 1
+    peer = _Peer("--serve-working", str(work_us), str(spin_us))
 
     def calls(count: int) -> tuple[float, float]:
-        clock, cpu = time.perf_counter(), _cpu_both(child.pid)
+        clock, cpu = time.perf_counter(), _cpu_both(peer.child.pid)
         for _ in range(count):
-            os.write(wfd, line)
-            got = 0
-            while got < len(line):
-                _wait(selector, spin_us)
-                got += os.readv(rfd, (buffer,))
+            peer.call(spin_us)
             _busy(work_us)
-        return (time.perf_counter() - clock) / count * 1e6, (
-            _cpu_both(child.pid) - cpu
-        ) / count * 1e6
+        elapsed, spent = time.perf_counter() - clock, _cpu_both(peer.child.pid) - cpu
+        return elapsed / count * 1e6, spent / count * 1e6
 
     try:
         calls(min(n, 1000))
         runs = sorted(calls(n) for _ in range(reps))
     finally:
-        child.stdin.close()
-        child.wait(10)
-        child.stdout.close()
+        peer.close()
     trip, cpu = runs[len(runs) // 2]
     return {
         "work_us": work_us,
