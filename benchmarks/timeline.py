@@ -142,16 +142,8 @@ def serve_bare(path: str) -> None:
     """Echo each line read from stdin to stdout, waiting in epoll, nothing else."""
     tap = Tap()
     tap.install()
-    selector = selectors.EpollSelector()
-    selector.register(0, selectors.EVENT_READ)
-    buffer = memoryview(bytearray(65536))
     try:
-        while True:
-            selector.select()
-            n = os.readv(0, (buffer,))
-            if not n:
-                return
-            os.write(1, buffer[:n])
+        serve_working(0, 0)
     finally:
         tap.save(path)
 
@@ -176,7 +168,7 @@ def _wait(selector: selectors.EpollSelector, spin_us: float) -> None:
 
 
 def serve_working(work_us: float, spin_us: float) -> None:
-    """Echo each line after ``work_us`` µs of busy work (the idle sweep's server)."""
+    """Echo each line after ``work_us`` µs of busy work (none: the bare server)."""
     selector = selectors.EpollSelector()
     selector.register(0, selectors.EVENT_READ)
     buffer = memoryview(bytearray(65536))
@@ -185,7 +177,8 @@ def serve_working(work_us: float, spin_us: float) -> None:
         n = os.readv(0, (buffer,))
         if not n:
             return
-        _busy(work_us)
+        if work_us:
+            _busy(work_us)
         os.write(1, buffer[:n])
 
 
