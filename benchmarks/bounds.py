@@ -3,6 +3,7 @@
 Usage::
 
     python benchmarks/bounds.py [-n CALLS] [--out benchmarks/results/bounds.md]
+                                [--guest-halt-poll NS]
 
 Each end of each echo loop that a target measures (the stdio and HTTP clients and
 servers of both eras, the in-memory client sequential and with 32 callers, and the
@@ -46,6 +47,10 @@ Then the same bare pair with each end spending a fixed time of CPU per message
 (``timeline.py --idle``): what the kernel charges a pair whose ends work as much
 as ours do, and so the fastest any pair spending that CPU can go.
 
+With ``--guest-halt-poll NS`` (root), the round trip again, bare and ours, with
+the guest kernel polling for up to NS before it halts an idle CPU (``vmidle.py``):
+the same code, with the wake-ups nearly free.
+
 Then idle memory, stage by stage: a bare interpreter, the three dependencies and
 the asyncio backend that any mcpwire server loads (the floor's imports), and
 mcpwire's server and HTTP modules on top, with the size of mcpwire's bytecode.
@@ -74,6 +79,7 @@ sys.path.insert(0, str(HERE))
 import profile_echo  # noqa: E402  (needs the path above)
 import run  # noqa: E402
 import timeline  # noqa: E402
+import vmidle  # noqa: E402
 import workloads  # noqa: E402
 
 SHARES = ("system calls", "event loop", "anyio", "h11", "orjson", "mcpwire", "workload")
@@ -194,19 +200,19 @@ def attribute(
             memo[func] = {share: 1.0}
             return memo[func]
         callers = table[func][4] if func in table else {}
-        weights = {c: info[2] for c, info in callers.items() if info[2] > 0}
+        weights: dict[Any, float] = {c: info[2] for c, info in callers.items() if info[2] > 0}
         weights = weights or dict.fromkeys(callers, 1.0)
         total = sum(weights.values())
         if not total or depth > 20:
             return {"other": 1.0}
-        out: collections.Counter[str] = collections.Counter()
+        out: collections.defaultdict[str, float] = collections.defaultdict(float)
         for caller, w in weights.items():
             for k, v in split(caller, depth + 1).items():
                 out[k] += v * w / total
         memo[func] = dict(out)
         return memo[func]
 
-    seconds: collections.Counter[str] = collections.Counter()
+    seconds: collections.defaultdict[str, float] = collections.defaultdict(float)
     for func, value in own.items():
         for share, fraction in split(func).items():
             seconds[share] += value * fraction
@@ -265,24 +271,15 @@ def _ends(transport: str, where: str, server: Callable[..., pstats.Stats]) -> li
     out: list[Profile] = []
     for era, mode in (("legacy", "legacy"), ("modern", "auto")):
         case = f"{where}-mcpwire-mcpwire-{era}"
-        out.append(
-            (
-                f"{transport}, mcpwire client (server: mcpwire)",
-                era,
-                lambda n, m=mode: _client(m, n, where),
-                case,
-                "self",
-            )
-        )
-        out.append(
-            (
-                f"{transport}, mcpwire server (client: raw)",
-                era,
-                lambda n, legacy=era == "legacy": server(n, legacy, None),
-                case,
-                "child",
-            )
-        )
+
+        def client(n: int, mode: str = mode) -> pstats.Stats:
+            return _client(mode, n, where)
+
+        def serve(n: int, legacy: bool = era == "legacy") -> pstats.Stats:
+            return server(n, legacy, None)
+
+        out.append((f"{transport}, mcpwire client (server: mcpwire)", era, client, case, "self"))
+        out.append((f"{transport}, mcpwire server (client: raw)", era, serve, case, "child"))
     return out
 
 
@@ -407,6 +404,7 @@ def report(
     cost: tuple[float, float],
     trips: list[dict[str, Any]],
     sweep: list[dict[str, float]],
+    polled: tuple[str, list[dict[str, Any]]] | None = None,
 ) -> str:
     measured = _measured()
     source = measured.get("machine", {})
@@ -418,6 +416,7 @@ def report(
         "|---|---|",
         f"| date | {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC |",
         f"| machine | {info['cpu']}, {info['cores']} cores; {info['python']} |",
+        f"| idle CPUs | {info['idle']} |",
         f"| mcpwire commit | {info['commit']} |",
         f"| run | `python benchmarks/bounds.py -n {n}`: cProfile; its cost for an empty "
         f"function, {cost[0] * 1e9:.0f} ns on the callee's clock and {cost[1] * 1e9:.0f} "
@@ -526,6 +525,7 @@ def report(
         "",
         *timeline.sweep_table(sweep),
         "",
+        *_polled_section(polled),
         "## Idle memory, stage by stage",
         "",
         f"mcpwire modules an HTTP server loads: {memory['modules']}, "
@@ -539,10 +539,34 @@ def report(
     return "\n".join(lines)
 
 
+def _polled_section(polled: tuple[str, list[dict[str, Any]]] | None) -> list[str]:
+    """The round trip again under another idle policy (``--guest-halt-poll``)."""
+    if polled is None:
+        return []
+    policy, trips = polled
+    return [
+        "## The same round trip when idle CPUs poll",
+        "",
+        f"As above, with the guest kernel's idle policy changed for the run: {policy} "
+        "(`vmidle.py`). Neither process polls; a virtual CPU with nothing to run keeps "
+        "polling in the kernel's idle loop for a while before it halts, so a write that "
+        "comes in time wakes its reader without the hypervisor. The host pays that CPU.",
+        "",
+        *timeline.table(trips),
+        "",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("-n", type=int, default=20000, help="calls per profile")
     parser.add_argument("--out", default=str(RESULTS / "bounds.md"), help="the report's path")
+    parser.add_argument(
+        "--guest-halt-poll",
+        type=int,
+        metavar="NS",
+        help="also time the round trip with the guest's halt polling at NS (root; vmidle.py)",
+    )
     args = parser.parse_args()
     run.compile_bytecode()
     cost = calibrate()
@@ -560,7 +584,15 @@ def main() -> None:
     trips += [timeline.measure("mcpwire", args.n, era) for era in ("modern", "legacy")]
     print("bounds: a bare pair doing work, by work per message", file=sys.stderr, flush=True)
     sweep = timeline.idle_sweep(max(args.n // 4, 1000))
-    text = report(rows, memory_stages(), args.n, cost, trips, sweep)
+    polled = None
+    if args.guest_halt_poll is not None:
+        print("bounds: the round trip when idle CPUs poll", file=sys.stderr, flush=True)
+        with vmidle.guest_halt_poll(args.guest_halt_poll):
+            policy = vmidle.describe()
+            again = [timeline.measure("bare", args.n)]
+            again += [timeline.measure("mcpwire", args.n, era) for era in ("modern", "legacy")]
+        polled = (policy, again)
+    text = report(rows, memory_stages(), args.n, cost, trips, sweep, polled)
     Path(args.out).write_text(text)
     print(text)
 

@@ -41,6 +41,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import vmidle  # noqa: E402
 import workloads  # noqa: E402  (needs the path above; imports neither mcpwire nor mcp)
 from workloads import CASES, Case  # noqa: E402
 
@@ -518,6 +519,7 @@ def machine_info() -> dict[str, Any]:
         "cpu": cpu,
         "cores": os.cpu_count(),
         "usable_cores": affinity,
+        "idle": vmidle.describe(),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "platform": platform.platform(),
         "packages": versions,
@@ -601,7 +603,7 @@ def summarize(
                 row["time_vs_raw"] = raw["median"] / row["median"]
     startup = _one_shot(timings, "seconds")
     rss = _one_shot(memory or [], "mb")
-    out = {"throughput": rows, "startup": startup, "idle_rss": rss}
+    out: dict[str, Any] = {"throughput": rows, "startup": startup, "idle_rss": rss}
     out["targets"] = targets(out)
     return out
 
@@ -620,7 +622,9 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
         value = table.get(key, {}).get("median")
         return float(value) if value is not None else None
 
-    def add(measure: str, target: str, ours: str, ref: str, ratio: float | None, ok: bool | None):
+    def add(
+        measure: str, target: str, ours: str, ref: str, ratio: float | None, ok: bool | None
+    ) -> None:
         out.append(
             {"measure": measure, "target": target, "ours": ours, "reference": ref}
             | {"ratio": ratio, "met": ok}
@@ -916,6 +920,7 @@ def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
         "|---|---|",
         f"| date | {m['date']} |",
         f"| CPU | {m['cpu']}, {cores} cores |",
+        f"| idle CPUs | {m.get('idle', 'not recorded')} |",
         f"| Python | {m['python']} on {m['platform']} |",
         f"| packages | {pkgs} |",
         f"| mcpwire commit | {m['commit']} |",
@@ -1074,61 +1079,11 @@ def fastmcp_version() -> str:
     return f"{fastmcp} (own venv, with mcp {mcp})"
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python benchmarks/run.py",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="fewer rounds and shorter runs (about 6 minutes)"
-    )
-    parser.add_argument("--out", type=Path, help="also write the report here (and NAME.json)")
-    parser.add_argument(
-        "--filter",
-        action="append",
-        default=[],
-        metavar="TEXT",
-        help="run only workloads whose id contains TEXT (repeatable)",
-    )
-    parser.add_argument("--rounds", type=int, help="override the number of rounds")
-    parser.add_argument("--target", type=float, help="override the seconds per timed run")
-    parser.add_argument(
-        "--no-startup", action="store_true", help="skip the cold start and import time measurements"
-    )
-    parser.add_argument("--list", action="store_true", help="list the workload ids and exit")
-    parser.add_argument(
-        "--no-install",
-        action="store_true",
-        help="install nothing (by default a missing reference SDK is installed, and FastMCP "
-        "into benchmarks/.venvs/fastmcp)",
-    )
-    parser.add_argument(
-        "--setup", action="store_true", help="only install what the benchmarks need, then exit"
-    )
-    args = parser.parse_args(argv)
-    if args.list:
-        for c in CASES:
-            print(f"{c.id:40} {c.measure}: {c.impl}")
-        return
-    bootstrap(not args.no_install)
-    if args.setup:
-        return
-    compile_bytecode()
-    profile = QUICK if args.quick else DEFAULT
-    if args.rounds or args.target:
-        profile = Profile(
-            args.rounds or profile.rounds,
-            args.target or profile.target,
-            profile.calibrate,
-            profile.startup_reps,
-            profile.rss_reps,
-            profile.rss_settle,
-        )
-    cases = [c for c in CASES if not args.filter or any(f in c.id for f in args.filter)]
-    command = "python benchmarks/run.py" + " ".join(
-        [""] + (argv if argv is not None else sys.argv[1:])
-    )
+def measure(
+    profile: Profile, cases: list[Case], command: str, *, startup: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every workload in interleaved rounds, then (``startup``) cold start, import and
+    memory: the report's metadata and summary."""
     started = time.perf_counter()
     machine = machine_info()
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -1166,7 +1121,7 @@ def main(argv: list[str] | None = None) -> None:
                 w.stop()
     timings: list[Timing] = []
     memory: list[Timing] = []
-    if not args.no_startup:
+    if startup:
         progress("cold start and import time")
         timings = measure_startup(profile.startup_reps)
         progress("idle memory")
@@ -1179,6 +1134,73 @@ def main(argv: list[str] | None = None) -> None:
         "wall_seconds": time.perf_counter() - started,
     }
     summary = summarize(workers, timings, memory)
+    return meta, summary
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python benchmarks/run.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer rounds and shorter runs (about 6 minutes)"
+    )
+    parser.add_argument("--out", type=Path, help="also write the report here (and NAME.json)")
+    parser.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="run only workloads whose id contains TEXT (repeatable)",
+    )
+    parser.add_argument("--rounds", type=int, help="override the number of rounds")
+    parser.add_argument("--target", type=float, help="override the seconds per timed run")
+    parser.add_argument(
+        "--no-startup", action="store_true", help="skip the cold start and import time measurements"
+    )
+    parser.add_argument("--list", action="store_true", help="list the workload ids and exit")
+    parser.add_argument(
+        "--no-install",
+        action="store_true",
+        help="install nothing (by default a missing reference SDK is installed, and FastMCP "
+        "into benchmarks/.venvs/fastmcp)",
+    )
+    parser.add_argument(
+        "--setup", action="store_true", help="only install what the benchmarks need, then exit"
+    )
+    parser.add_argument(
+        "--guest-halt-poll",
+        type=int,
+        metavar="NS",
+        help="run with the guest kernel's halt polling at NS (root; KVM guests with the "
+        "haltpoll cpuidle driver; the old value is put back after): see vmidle.py",
+    )
+    args = parser.parse_args(argv)
+    if args.list:
+        for c in CASES:
+            print(f"{c.id:40} {c.measure}: {c.impl}")
+        return
+    bootstrap(not args.no_install)
+    if args.setup:
+        return
+    compile_bytecode()
+    profile = QUICK if args.quick else DEFAULT
+    if args.rounds or args.target:
+        profile = Profile(
+            args.rounds or profile.rounds,
+            args.target or profile.target,
+            profile.calibrate,
+            profile.startup_reps,
+            profile.rss_reps,
+            profile.rss_settle,
+        )
+    cases = [c for c in CASES if not args.filter or any(f in c.id for f in args.filter)]
+    command = "python benchmarks/run.py" + " ".join(
+        [""] + (argv if argv is not None else sys.argv[1:])
+    )
+    with vmidle.guest_halt_poll(args.guest_halt_poll):
+        meta, summary = measure(profile, cases, command, startup=not args.no_startup)
     report = render(meta, summary)
     print(report)
     outputs = {RESULTS / "latest.md"}

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python benchmarks/timeline.py [-n CALLS] [--legacy]
-    python benchmarks/timeline.py --idle [-n CALLS]
+    python benchmarks/timeline.py [-n CALLS] [--legacy] [--guest-halt-poll NS]
+    python benchmarks/timeline.py --idle [-n CALLS] [--guest-halt-poll NS]
 
 A sequential ``tools/call`` over stdio is a relay: the client writes, the server
 wakes, reads, works and writes, the client wakes, reads and works until its next
@@ -41,6 +41,10 @@ system call) before it answers, from none to 60 µs; and once with both ends
 polling for up to 200 µs before they block, so that the peer's write finds them
 running. The round trip less the two ends' work is the kernel's share; a pair of
 processes that spend that CPU a message, whatever spends it, goes no faster.
+
+``--guest-halt-poll NS`` runs either under another idle policy of the VM
+(``vmidle.py``): with the guest kernel polling before it halts an idle CPU, the
+wake-ups (segments 2 and 6) all but vanish, without either process polling.
 Linux only (epoll, /proc).
 """
 
@@ -64,6 +68,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import vmidle  # noqa: E402
 import workloads  # noqa: E402
 
 #: Event kinds.
@@ -416,13 +421,17 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=20000, help="calls per pair")
     parser.add_argument("--legacy", action="store_true", help="the 2025-11-25 era")
     parser.add_argument("--idle", action="store_true", help="the idle sweep instead")
+    parser.add_argument(
+        "--guest-halt-poll", type=int, metavar="NS", help="under this idle policy (vmidle.py)"
+    )
     args = parser.parse_args()
-    if args.idle:
-        print("\n".join(sweep_table(idle_sweep(args.n))))
-        return
     era = "legacy" if args.legacy else "modern"
-    results = [measure("bare", args.n), measure("mcpwire", args.n, era)]
-    print("\n".join(table(results)))
+    with vmidle.guest_halt_poll(args.guest_halt_poll):
+        print(f"idle CPUs: {vmidle.describe()}")
+        if args.idle:
+            print("\n".join(sweep_table(idle_sweep(args.n))))
+        else:
+            print("\n".join(table([measure("bare", args.n), measure("mcpwire", args.n, era)])))
 
 
 if __name__ == "__main__":

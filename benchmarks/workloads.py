@@ -59,7 +59,7 @@ FASTMCP_VENV = VENVS / "fastmcp"
 #: Concurrent callers in the "32 concurrent" cases.
 CONCURRENCY = 32
 MESSAGE = "hello"
-ARGS = {"message": MESSAGE}
+ARGS: dict[str, Any] = {"message": MESSAGE}
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 
