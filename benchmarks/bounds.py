@@ -404,11 +404,12 @@ def report(
     cost: tuple[float, float],
     trips: list[dict[str, Any]],
     sweep: list[dict[str, float]],
-    polled: tuple[str, list[dict[str, Any]], str] | None = None,
+    polled: tuple[int, str, list[dict[str, Any]]] | None = None,
 ) -> str:
     measured = _measured()
     source = measured.get("machine", {})
     info = run.machine_info()
+    flags = f" --guest-halt-poll {polled[0]}" if polled else ""
     lines = [
         "# mcpwire: what bounds the unmet targets",
         "",
@@ -418,9 +419,8 @@ def report(
         f"| machine | {info['cpu']}, {info['cores']} cores; {info['python']} |",
         f"| idle CPUs | {info['idle']} |",
         f"| mcpwire commit | {info['commit']} |",
-        f"| run | `python benchmarks/bounds.py -n {n}{polled[2] if polled else ''}`: cProfile; "
-        "its cost for an empty "
-        f"function, {cost[0] * 1e9:.0f} ns on the callee's clock and {cost[1] * 1e9:.0f} "
+        f"| run | `python benchmarks/bounds.py -n {n}{flags}`: cProfile; its cost for an "
+        f"empty function, {cost[0] * 1e9:.0f} ns on the callee's clock and {cost[1] * 1e9:.0f} "
         "on the caller's |",
         f"| CPU per call from | `results/default.json`: {source.get('date', '?')}, "
         f"commit {source.get('commit', '?')} |",
@@ -540,11 +540,11 @@ def report(
     return "\n".join(lines)
 
 
-def _polled_section(polled: tuple[str, list[dict[str, Any]], str] | None) -> list[str]:
+def _polled_section(polled: tuple[int, str, list[dict[str, Any]]] | None) -> list[str]:
     """The round trip again under another idle policy (``--guest-halt-poll``)."""
     if polled is None:
         return []
-    policy, trips, _ = polled
+    _, policy, trips = polled
     return [
         "## The same round trip when idle CPUs poll",
         "",
@@ -592,7 +592,7 @@ def main() -> None:
             policy = vmidle.describe()
             again = [timeline.measure("bare", args.n)]
             again += [timeline.measure("mcpwire", args.n, era) for era in ("modern", "legacy")]
-        polled = (policy, again, f" --guest-halt-poll {args.guest_halt_poll}")
+        polled = (args.guest_halt_poll, policy, again)
     text = report(rows, memory_stages(), args.n, cost, trips, sweep, polled)
     Path(args.out).write_text(text)
     print(text)
