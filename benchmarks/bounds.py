@@ -562,12 +562,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n", 1)[0])
     parser.add_argument("-n", type=int, default=20000, help="calls per profile")
     parser.add_argument("--out", default=str(RESULTS / "bounds.md"), help="the report's path")
-    parser.add_argument(
-        "--guest-halt-poll",
-        type=int,
-        metavar="NS",
-        help="also time the round trip with the guest's halt polling at NS (root; vmidle.py)",
-    )
+    vmidle.add_option(parser, "also time the round trip")
     args = parser.parse_args()
     run.compile_bytecode()
     cost = calibrate()
@@ -581,8 +576,7 @@ def main() -> None:
         found = attribute(stats, cost, target)
         rows.append({"title": title, "era": era, "case": case, "end": end, **found})
     print("bounds: the stdio round trip, event by event", file=sys.stderr, flush=True)
-    trips = [timeline.measure("bare", args.n)]
-    trips += [timeline.measure("mcpwire", args.n, era) for era in ("modern", "legacy")]
+    trips = timeline.round_trips(args.n)
     print("bounds: a bare pair doing work, by work per message", file=sys.stderr, flush=True)
     sweep = timeline.idle_sweep(max(args.n // 4, 1000))
     polled = None
@@ -590,9 +584,7 @@ def main() -> None:
         print("bounds: the round trip when idle CPUs poll", file=sys.stderr, flush=True)
         with vmidle.guest_halt_poll(args.guest_halt_poll):
             policy = vmidle.describe()
-            again = [timeline.measure("bare", args.n)]
-            again += [timeline.measure("mcpwire", args.n, era) for era in ("modern", "legacy")]
-        polled = (args.guest_halt_poll, policy, again)
+            polled = (args.guest_halt_poll, policy, timeline.round_trips(args.n))
     text = report(rows, memory_stages(), args.n, cost, trips, sweep, polled)
     Path(args.out).write_text(text)
     print(text)

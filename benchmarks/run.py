@@ -920,7 +920,7 @@ def render(meta: dict[str, Any], summary: dict[str, Any]) -> str:
         "|---|---|",
         f"| date | {m['date']} |",
         f"| CPU | {m['cpu']}, {cores} cores |",
-        f"| idle CPUs | {m.get('idle', 'not recorded')} |",
+        f"| idle CPUs | {m['idle']} |",
         f"| Python | {m['python']} on {m['platform']} |",
         f"| packages | {pkgs} |",
         f"| mcpwire commit | {m['commit']} |",
@@ -1169,13 +1169,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--setup", action="store_true", help="only install what the benchmarks need, then exit"
     )
-    parser.add_argument(
-        "--guest-halt-poll",
-        type=int,
-        metavar="NS",
-        help="run with the guest kernel's halt polling at NS (root; KVM guests with the "
-        "haltpoll cpuidle driver; the old value is put back after): see vmidle.py",
-    )
+    vmidle.add_option(parser, "run")
     args = parser.parse_args(argv)
     if args.list:
         for c in CASES:

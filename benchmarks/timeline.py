@@ -387,6 +387,11 @@ def measure(pair: str, n: int, era: str = "modern") -> dict[str, Any]:
     }
 
 
+def round_trips(n: int, eras: tuple[str, ...] = ("modern", "legacy")) -> list[dict[str, Any]]:
+    """The bare pair's round trip, then ours in each of ``eras``."""
+    return [measure("bare", n)] + [measure("mcpwire", n, era) for era in eras]
+
+
 def table(results: list[dict[str, Any]]) -> list[str]:
     """Markdown lines: one row per segment, a column per measured pair."""
     head = " | ".join(f"{r['pair']} ({r['era']}), median / mean µs" for r in results)
@@ -421,9 +426,7 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=20000, help="calls per pair")
     parser.add_argument("--legacy", action="store_true", help="the 2025-11-25 era")
     parser.add_argument("--idle", action="store_true", help="the idle sweep instead")
-    parser.add_argument(
-        "--guest-halt-poll", type=int, metavar="NS", help="under this idle policy (vmidle.py)"
-    )
+    vmidle.add_option(parser, "measure")
     args = parser.parse_args()
     era = "legacy" if args.legacy else "modern"
     with vmidle.guest_halt_poll(args.guest_halt_poll):
@@ -431,7 +434,7 @@ def main() -> None:
         if args.idle:
             print("\n".join(sweep_table(idle_sweep(args.n))))
         else:
-            print("\n".join(table([measure("bare", args.n), measure("mcpwire", args.n, era)])))
+            print("\n".join(table(round_trips(args.n, (era,)))))
 
 
 if __name__ == "__main__":

@@ -20,11 +20,12 @@ another value (writing the parameter needs root) and put the old one back after.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ("HALT_POLL", "describe", "guest_halt_poll")
+__all__ = ("HALT_POLL", "add_option", "describe", "guest_halt_poll")
 
 DRIVER = Path("/sys/devices/system/cpu/cpuidle/current_driver")
 HALT_POLL = Path("/sys/module/haltpoll/parameters/guest_halt_poll_ns")
@@ -63,3 +64,14 @@ def guest_halt_poll(ns: int | None) -> Iterator[None]:
         yield
     finally:
         HALT_POLL.write_text(old)
+
+
+def add_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--guest-halt-poll NS`` for a script: ``what`` says what runs under it."""
+    parser.add_argument(
+        "--guest-halt-poll",
+        type=int,
+        metavar="NS",
+        help=f"{what} with the guest kernel's halt polling at NS (root; KVM guests with "
+        "the haltpoll cpuidle driver; the old value is put back after): see vmidle.py",
+    )
